@@ -1,0 +1,62 @@
+/* main.c: the `linattn` program: picks a subcommand and hands it the rest of argv. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: linattn COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  info      version, CPU features, selected ISA, threads\n"
+    "\n"
+    "Run 'linattn COMMAND --help' for a command's options.\n"
+    "Environment: LINATTN_ISA=auto|scalar|avx2|neon picks the kernels\n"
+    "(a command's --isa flag or a config's isa key wins over it).\n";
+
+int cli_fail(const char *what, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "linattn: %s: ", what);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_fail_status(const char *what, linattn_status st)
+{
+    const char *msg = linattn_last_error();
+    return cli_fail(what, "%s", msg && *msg ? msg : linattn_status_str(st));
+}
+
+int cli_apply_isa(const char *text, linattn_isa_source source)
+{
+    linattn_isa isa;
+    linattn_status st = linattn_isa_parse(text, &isa);
+    if (st == LINATTN_OK)
+        st = linattn_set_isa_from(isa, source);
+    return st == LINATTN_OK ? 0 : cli_fail_status("isa", st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("linattn %s\n", linattn_version());
+        return 0;
+    }
+    if (!strcmp(cmd, "info"))
+        return cmd_info(argc - 1, argv + 1);
+    return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);
+}

@@ -1,0 +1,24 @@
+/* internal.h: helpers shared by the engine's files; not installed. */
+#ifndef LINATTN_ENGINE_INTERNAL_H
+#define LINATTN_ENGINE_INTERNAL_H
+
+#include "linattn.h"
+#include "../simd/kernels.h"
+
+#if defined(__GNUC__)
+#define LINATTN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define LINATTN_PRINTF(a, b)
+#endif
+
+/* Records a message for linattn_last_error() and returns status. */
+linattn_status linattn_err(linattn_status status, const char *fmt, ...) LINATTN_PRINTF(2, 3);
+
+/* Clears the thread's last error. */
+void linattn_err_clear(void);
+
+/* The kernel table in force. Fails only when LINATTN_ISA is bad and no
+ * ISA was set through the API. */
+linattn_status linattn_kernels_current(const linattn_kernels **k);
+
+#endif

@@ -1,0 +1,172 @@
+/* linattn.h: the one public header of liblinattn, every type and function a host uses. */
+#ifndef LINATTN_H
+#define LINATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum linattn_status {
+    LINATTN_OK = 0,
+    LINATTN_ERR_INVALID,      /* a bad argument, value or shape */
+    LINATTN_ERR_UNSUPPORTED,  /* an ISA or feature this build or CPU lacks */
+    LINATTN_ERR_NOMEM,        /* an allocation failed */
+    LINATTN_ERR_IO,           /* a file could not be opened, read or written */
+    LINATTN_ERR_FORMAT,       /* a file's contents are malformed or do not match */
+    LINATTN_ERR_CONTEXT_FULL, /* a softmax session reached max_seq_len */
+} linattn_status;
+
+/* A short fixed name for a status ("invalid argument", ...). */
+const char *linattn_status_str(linattn_status status);
+
+/* The message of the last error returned on this thread, with context
+ * ("config.ini:12: key 'd_model': expected a positive integer, got 'x'").
+ * Empty string if none. Valid until the next failing call on this thread. */
+const char *linattn_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Version, CPU features and ISA selection                                   */
+/* ------------------------------------------------------------------------ */
+
+const char *linattn_version(void);
+
+typedef enum linattn_isa {
+    LINATTN_ISA_AUTO = 0, /* the best the CPU has */
+    LINATTN_ISA_SCALAR,
+    LINATTN_ISA_AVX2, /* AVX2 + FMA, x86-64 */
+    LINATTN_ISA_NEON, /* Advanced SIMD, aarch64 */
+} linattn_isa;
+
+/* Why the ISA in force was chosen. */
+typedef enum linattn_isa_source {
+    LINATTN_ISA_FROM_AUTO = 0, /* nothing asked: best available */
+    LINATTN_ISA_FROM_ENV,      /* LINATTN_ISA environment variable */
+    LINATTN_ISA_FROM_CONFIG,   /* a config file's isa = */
+    LINATTN_ISA_FROM_FLAG,     /* the CLI's --isa */
+    LINATTN_ISA_FROM_API,      /* linattn_set_isa */
+} linattn_isa_source;
+
+/* CPU feature bits, as detected (once) and after the mask. */
+#define LINATTN_CPU_AVX2 (1u << 0) /* AVX2 and FMA, with OS YMM support */
+#define LINATTN_CPU_NEON (1u << 1)
+
+unsigned linattn_cpu_features(void);
+/* Remove features (for tests and benchmarks); a mask only removes. */
+void linattn_cpu_mask(unsigned mask);
+/* "avx2 fma" / "neon" / "none", for messages. */
+const char *linattn_cpu_features_str(void);
+
+/* "auto", "scalar", "avx2", "neon". */
+const char *linattn_isa_name(linattn_isa isa);
+const char *linattn_isa_source_name(linattn_isa_source source);
+/* Parses auto|scalar|avx2|neon (case-insensitive); LINATTN_ERR_INVALID otherwise. */
+linattn_status linattn_isa_parse(const char *text, linattn_isa *out);
+
+/* Chooses the kernels every later call in this process uses. AUTO picks
+ * the best the CPU has. Asking for an ISA this CPU (or build) cannot run
+ * is LINATTN_ERR_UNSUPPORTED naming the ISA and what the CPU has; the
+ * previous choice then stays. Call it before starting work on other
+ * threads. Without any call, the first use reads LINATTN_ISA. */
+linattn_status linattn_set_isa(linattn_isa isa);
+linattn_status linattn_set_isa_from(linattn_isa isa, linattn_isa_source source);
+/* The ISA in force (never AUTO) and why. Resolves LINATTN_ISA on first
+ * use; returns that error if the variable is bad. */
+linattn_status linattn_get_isa(linattn_isa *isa, linattn_isa_source *source);
+
+/* Threads used by parallel regions when a call asks for 0 (OpenMP default),
+ * 1 when built without OpenMP. */
+int linattn_max_threads(void);
+/* 1 if built with OpenMP. */
+int linattn_has_openmp(void);
+/* "3.5.1" */
+const char *linattn_sleef_version(void);
+
+
+/* ------------------------------------------------------------------------ */
+/* Attention operators                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Strides, in floats, of a (B, H, L, D) tensor: between batches, heads and
+ * rows (L). Elements of a row are contiguous. All zero: dense, i.e.
+ * {H*L*D, L*D, D}. A model passes head views of a (L, H*D) buffer as
+ * {0, D, H*D} without copying. */
+typedef struct linattn_layout {
+    size_t batch, head, row;
+} linattn_layout;
+
+typedef struct linattn_attention_desc {
+    int batch, heads;     /* B, H */
+    int len_q, len_k;     /* Lq, Lk */
+    int d_k, d_v;         /* d_v may differ from d_k */
+    float scale;          /* softmax: 0 means 1/sqrt(d_k) */
+    int causal;           /* query i sees keys j <= i + (Lk - Lq) */
+    const int *lengths;   /* [B] valid keys per sequence (0..Lk), NULL: all */
+    float eps;            /* linear: denominator epsilon (default 1e-6) */
+    int threads;          /* 0: OpenMP default */
+    linattn_layout q, k, v, out; /* strides; all zero: dense */
+    void *workspace;      /* NULL: allocated (and freed) inside the call */
+    size_t workspace_bytes;
+} linattn_attention_desc;
+
+/* Zeroes d and sets eps = 1e-6. */
+void linattn_attention_desc_init(linattn_attention_desc *d);
+
+/* Workspace bytes a call with this descriptor needs (its threads included). */
+size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d);
+size_t linattn_attention_linear_workspace(const linattn_attention_desc *d);
+
+/* out = softmax(q k^T * scale, masked) v, tiled (flash-style), fp32.
+ * q (B,H,Lq,d_k), k (B,H,Lk,d_k), v (B,H,Lk,d_v), out (B,H,Lq,d_v).
+ * A query row with no visible key outputs zeros. */
+linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
+                                         const float *k, const float *v, float *out);
+
+/* Linear attention with phi(x) = elu(x) + 1:
+ * out_t = phi(q_t)^T S / (phi(q_t)^T z + eps); causal: S, z sum the keys
+ * visible to t (bottom-right aligned, t's own key included); otherwise all
+ * valid keys. Padded keys are removed from both sums; no visible key: 0. */
+linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
+                                        const float *k, const float *v, float *out);
+
+/* Recurrent linear-attention state of H heads: S (d_k x d_v) and z (d_k)
+ * per head, fp32. Its size is fixed at creation. */
+typedef struct linattn_linear_state linattn_linear_state;
+
+linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
+                                           linattn_linear_state **out);
+void linattn_linear_state_free(linattn_linear_state *s);
+void linattn_linear_state_reset(linattn_linear_state *s);
+/* Bytes of S and z (heads * (d_k*d_v + d_k) * 4). */
+size_t linattn_linear_state_bytes(const linattn_linear_state *s);
+/* Tokens absorbed since create/reset. */
+uint64_t linattn_linear_state_tokens(const linattn_linear_state *s);
+/* The sums of head h: S (d_k x d_v row-major) and z (d_k). For save/load. */
+float *linattn_linear_state_S(linattn_linear_state *s, int head);
+float *linattn_linear_state_z(linattn_linear_state *s, int head);
+void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens);
+
+/* Absorbs L tokens and writes their outputs, continuing from the state.
+ * q, k (H, L, d_k), v, out (H, L, d_v), dense. */
+linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, const float *k,
+                                      const float *v, int len, float *out);
+/* The same with strides (batch strides ignored); layouts[0..3] for q, k, v, out. */
+linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
+                                              const float *k, const float *v, int len,
+                                              float *out, const linattn_layout layouts[4],
+                                              int threads);
+/* One token: q, k (H, d_k), v, out (H, d_v), dense. No allocation. */
+linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
+                                   const float *v, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,43 @@
+/* cpu.c: detects AVX2+FMA (x86-64) or NEON (aarch64) once; built with no ISA flags. */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "linattn.h"
+#include "cpu.h"
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static unsigned detected;
+static atomic_uint keep_mask = ~0u;
+
+static void detect(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    /* __builtin_cpu_supports checks the OS saves YMM state too. */
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        detected |= LINATTN_CPU_AVX2;
+#elif defined(__aarch64__)
+    detected |= LINATTN_CPU_NEON; /* baseline on aarch64 */
+#endif
+}
+
+unsigned linattn_cpu_features(void)
+{
+    pthread_once(&detect_once, detect);
+    return detected & atomic_load(&keep_mask);
+}
+
+void linattn_cpu_mask(unsigned mask)
+{
+    atomic_store(&keep_mask, mask);
+}
+
+const char *linattn_cpu_features_str(void)
+{
+    unsigned f = linattn_cpu_features();
+    if (f & LINATTN_CPU_AVX2)
+        return "avx2 fma";
+    if (f & LINATTN_CPU_NEON)
+        return "neon";
+    return "none";
+}

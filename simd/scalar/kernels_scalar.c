@@ -1,0 +1,159 @@
+/* kernels_scalar.c: the reference kernels; always built, the checker's oracle. */
+#include <math.h>
+
+#include "../kernels.h"
+
+static float dot_scalar(const float *a, const float *b, size_t n)
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static float max_scalar(const float *x, size_t n)
+{
+    float m = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float sum_scalar(const float *x, size_t n)
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+static void axpy_scalar(float *y, float a, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void scale_scalar(float *x, float a, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] *= a;
+}
+
+static float exp_sub_sum_scalar(float *y, const float *x, float m, size_t n)
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        y[i] = expf(x[i] - m);
+        s += y[i];
+    }
+    return s;
+}
+
+static void elu1_scalar(float *y, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] + 1.0f : expf(x[i]);
+}
+
+static void relu_scalar(float *y, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static void gelu_scalar(float *y, const float *x, size_t n)
+{
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+    }
+}
+
+static void layernorm_scalar(float *y, const float *x, const float *w, const float *b,
+                             size_t n, float eps)
+{
+    float mean = 0.0f, var = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        mean += x[i];
+    mean /= (float)n;
+    for (size_t i = 0; i < n; i++)
+        var += (x[i] - mean) * (x[i] - mean);
+    var /= (float)n;
+    float inv = 1.0f / sqrtf(var + eps);
+    for (size_t i = 0; i < n; i++)
+        y[i] = (x[i] - mean) * inv * w[i] + (b ? b[i] : 0.0f);
+}
+
+static void rmsnorm_scalar(float *y, const float *x, const float *w, size_t n, float eps)
+{
+    float ss = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    float inv = 1.0f / sqrtf(ss / (float)n + eps);
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] * inv * w[i];
+}
+
+static void linear_update_read_scalar(float *S, float *z, const float *phik, const float *v,
+                                      const float *phiq, float *out, size_t dk, size_t dv,
+                                      float eps)
+{
+    float den = 0.0f;
+    for (size_t j = 0; j < dv; j++)
+        out[j] = 0.0f;
+    for (size_t i = 0; i < dk; i++) {
+        float *row = S + i * dv;
+        z[i] += phik[i];
+        den += phiq[i] * z[i];
+        for (size_t j = 0; j < dv; j++) {
+            row[j] += phik[i] * v[j];
+            out[j] += phiq[i] * row[j];
+        }
+    }
+    float inv = 1.0f / (den + eps);
+    for (size_t j = 0; j < dv; j++)
+        out[j] *= inv;
+}
+
+static void gemv_scalar(float *y, const float *W, size_t ldw, const float *x, const float *b,
+                        size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        y[r] = dot_scalar(W + r * ldw, x, cols) + (b ? b[r] : 0.0f);
+}
+
+static void gemm_nt_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                           size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] += dot_scalar(A + i * lda, B + j * ldb, K);
+}
+
+static void gemm_nn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                           size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t p = 0; p < K; p++)
+            axpy_scalar(C + i * ldc, A[i * lda + p], B + p * ldb, N);
+}
+
+void linattn_kernels_init_scalar(linattn_kernels *k)
+{
+    k->dot = dot_scalar;
+    k->max = max_scalar;
+    k->sum = sum_scalar;
+    k->axpy = axpy_scalar;
+    k->scale = scale_scalar;
+    k->exp_sub_sum = exp_sub_sum_scalar;
+    k->elu1 = elu1_scalar;
+    k->relu = relu_scalar;
+    k->gelu = gelu_scalar;
+    k->layernorm = layernorm_scalar;
+    k->rmsnorm = rmsnorm_scalar;
+    k->linear_update_read = linear_update_read_scalar;
+    k->gemv = gemv_scalar;
+    k->gemm_nt = gemm_nt_scalar;
+    k->gemm_nn = gemm_nn_scalar;
+}

@@ -1,0 +1,619 @@
+"""PyTorch reference implementation of the linattn architecture.
+
+This module is the single source of truth on the Python side: the golden
+test data (tools/reference.py) and the demo models (tools/train.py) are both
+produced with it, and the C engine implements exactly the same maths.
+
+Public API
+----------
+Config                      dataclass with every [model] key of a linattn .ini
+Config.from_ini(path)       parse a linattn .ini ([model] section)
+Config.to_ini_text(...)     render a [model] section (plus optional extras)
+LinAttnLM(cfg)              the nn.Module; forward(tokens[B,T]) -> logits[B,T,V]
+save_safetensors(model, path, dtype="F32"|"F16"|"BF16", metadata=None)
+load_safetensors(path, cfg=None, dtype=torch.float32) -> LinAttnLM
+read_safetensors(path)      -> (dict name -> float32 numpy array, metadata)
+write_safetensors(path, tensors, dtype, metadata=None)
+from_ini(path, dtype=torch.float32) -> LinAttnLM with the .ini's weights loaded
+
+All Python here must run with Debian's /usr/bin/python3 (torch 1.13, numpy).
+No dependency on the `safetensors` package: the format is written by hand.
+"""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+NORM_EPS = 1e-5  # LayerNorm / RMSNorm epsilon: fixed, not configurable
+
+
+# --------------------------------------------------------------------------
+# configuration
+# --------------------------------------------------------------------------
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass
+class Config:
+    vocab_size: int = 256
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 64
+    attention: str = "linear"        # softmax | linear
+    norm: str = "layernorm"          # layernorm | rmsnorm
+    norm_position: str = "pre"       # pre | post
+    ffn: str = "gelu"                # relu | gelu (tanh approximation)
+    positions: str = "sincos"        # none | sincos | learned
+    max_seq_len: int = 64
+    eps: float = 1e-6                # linear-attention denominator epsilon
+    tie_embeddings: bool = False
+    weights: str = ""                # path of the .safetensors (relative to the .ini)
+
+    def validate(self) -> None:
+        assert self.attention in ("softmax", "linear"), self.attention
+        assert self.norm in ("layernorm", "rmsnorm"), self.norm
+        assert self.norm_position in ("pre", "post"), self.norm_position
+        assert self.ffn in ("relu", "gelu"), self.ffn
+        assert self.positions in ("none", "sincos", "learned"), self.positions
+        assert self.d_model % self.n_heads == 0, "d_model must be divisible by n_heads"
+        if self.positions == "sincos":
+            assert self.d_model % 2 == 0, "sincos positions need an even d_model"
+        assert self.vocab_size > 0 and self.n_layers > 0 and self.d_ff > 0
+        assert self.max_seq_len > 0
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    # ---- INI -------------------------------------------------------------
+    @classmethod
+    def from_ini(cls, path: str) -> "Config":
+        cp = configparser.ConfigParser(inline_comment_prefixes=(";", "#"),
+                                       comment_prefixes=(";", "#"))
+        with open(path, "r", encoding="utf-8") as f:
+            cp.read_file(f)
+        if not cp.has_section("model"):
+            raise ValueError(f"{path}: no [model] section")
+        sec = cp["model"]
+        kw = {}
+        for field in dataclasses.fields(cls):
+            if field.name not in sec:
+                continue
+            raw = sec[field.name].strip()
+            if field.type in ("int", int):
+                kw[field.name] = int(raw)
+            elif field.type in ("float", float):
+                kw[field.name] = float(raw)
+            elif field.type in ("bool", bool):
+                low = raw.lower()
+                if low in _BOOL_TRUE:
+                    kw[field.name] = True
+                elif low in _BOOL_FALSE:
+                    kw[field.name] = False
+                else:
+                    raise ValueError(f"{path}: bad boolean {field.name} = {raw}")
+            else:
+                kw[field.name] = raw
+        cfg = cls(**kw)
+        if cfg.weights and not os.path.isabs(cfg.weights):
+            cfg.weights = os.path.normpath(
+                os.path.join(os.path.dirname(os.path.abspath(path)), cfg.weights))
+        cfg.validate()
+        return cfg
+
+    def to_ini_text(self, weights: Optional[str] = None, header: str = "",
+                    extra_sections: str = "") -> str:
+        w = self.weights if weights is None else weights
+        lines = []
+        if header:
+            lines += ["# " + h if h else "#" for h in header.splitlines()]
+        lines += [
+            "[model]",
+            f"weights = {w}",
+            f"vocab_size = {self.vocab_size}",
+            f"d_model = {self.d_model}",
+            f"n_heads = {self.n_heads}",
+            f"n_layers = {self.n_layers}",
+            f"d_ff = {self.d_ff}",
+            f"attention = {self.attention}",
+            f"norm = {self.norm}",
+            f"norm_position = {self.norm_position}",
+            f"ffn = {self.ffn}",
+            f"positions = {self.positions}",
+            f"max_seq_len = {self.max_seq_len}",
+            f"eps = {self.eps!r}",
+            f"tie_embeddings = {'true' if self.tie_embeddings else 'false'}",
+        ]
+        text = "\n".join(lines) + "\n"
+        if extra_sections:
+            text += "\n" + extra_sections.strip("\n") + "\n"
+        return text
+
+    def metadata(self) -> Dict[str, str]:
+        """String -> string map stored in the safetensors __metadata__."""
+        d = dataclasses.asdict(self)
+        d.pop("weights")
+        out = {k: (("true" if v else "false") if isinstance(v, bool) else str(v))
+               for k, v in d.items()}
+        out["format"] = "linattn"
+        return out
+
+
+# --------------------------------------------------------------------------
+# building blocks
+# --------------------------------------------------------------------------
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + 1e-5) * w   (weight only, no bias)."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + NORM_EPS) * self.weight
+
+
+def make_norm(cfg: Config) -> nn.Module:
+    if cfg.norm == "layernorm":
+        return nn.LayerNorm(cfg.d_model, eps=NORM_EPS)  # biased variance, weight+bias
+    return RMSNorm(cfg.d_model)
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def sincos_table(n_pos: int, d: int, offset: int = 0,
+                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d)).
+
+    Computed in float64 and then cast, so that every dtype sees the same
+    correctly-rounded table.
+    """
+    p = torch.arange(offset, offset + n_pos, dtype=torch.float64)[:, None]
+    i2 = torch.arange(0, d, 2, dtype=torch.float64)[None, :]            # 2i
+    ang = p / torch.pow(torch.tensor(10000.0, dtype=torch.float64), i2 / d)
+    pe = torch.empty(n_pos, d, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(ang)
+    pe[:, 1::2] = torch.cos(ang)
+    return pe.to(dtype)
+
+
+def phi(x: torch.Tensor) -> torch.Tensor:
+    """Feature map of the linear attention: elu(x) + 1 (strictly positive)."""
+    return F.elu(x) + 1.0
+
+
+def causal_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            eps: float, chunk: int = 64,
+                            state: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                            ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """Causal linear attention, chunked (memory O(T*chunk + dh^2) per head).
+
+    q, k, v: [B, H, T, dh] (phi NOT yet applied).  state = (S [B,H,dh,dh],
+    z [B,H,dh]) carried over from previous tokens, or None.
+    out_t = phi(q_t)^T S_t / (phi(q_t)^T z_t + eps),
+    S_t = sum_{j<=t} phi(k_j) v_j^T, z_t = sum_{j<=t} phi(k_j).
+    Returns (out [B,H,T,dh], (S_T, z_T)).
+    """
+    B, H, T, dh = q.shape
+    fq, fk = phi(q), phi(k)
+    if state is None:
+        S = q.new_zeros(B, H, dh, dh)
+        z = q.new_zeros(B, H, dh)
+    else:
+        S, z = state
+    outs = []
+    for s in range(0, T, chunk):
+        e = min(T, s + chunk)
+        cq, ck, cv = fq[:, :, s:e], fk[:, :, s:e], v[:, :, s:e]
+        n = e - s
+        mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
+        a = (cq @ ck.transpose(-1, -2)).masked_fill(~mask, 0.0)          # [B,H,n,n]
+        num = a @ cv + cq @ S                                             # [B,H,n,dh]
+        den = a.sum(-1) + (cq * z[:, :, None, :]).sum(-1)                 # [B,H,n]
+        outs.append(num / (den + eps)[..., None])
+        S = S + ck.transpose(-1, -2) @ cv
+        z = z + ck.sum(2)
+    return torch.cat(outs, dim=2), (S, z)
+
+
+def causal_linear_attention_naive(q, k, v, eps):
+    """Per-token recurrence, literally the formula. For verification only."""
+    B, H, T, dh = q.shape
+    S = q.new_zeros(B, H, dh, dh)
+    z = q.new_zeros(B, H, dh)
+    out = torch.empty_like(v)
+    for t in range(T):
+        fk = phi(k[:, :, t])
+        fq = phi(q[:, :, t])
+        S = S + fk[..., :, None] * v[:, :, t][..., None, :]
+        z = z + fk
+        num = (fq[..., :, None] * S).sum(-2)
+        den = (fq * z).sum(-1)
+        out[:, :, t] = num / (den + eps)[..., None]
+    return out
+
+
+def causal_linear_attention_cumsum(q, k, v, eps):
+    """Full cumsum formulation (materialises S_t for every t). Verification only."""
+    fq, fk = phi(q), phi(k)
+    S = torch.cumsum(fk[..., :, None] * v[..., None, :], dim=2)  # [B,H,T,dh,dh]
+    z = torch.cumsum(fk, dim=2)                                   # [B,H,T,dh]
+    num = (fq[..., :, None] * S).sum(-2)
+    den = (fq * z).sum(-1)
+    return num / (den + eps)[..., None]
+
+
+def causal_softmax_attention(q, k, v, past: Optional[Tuple[torch.Tensor, torch.Tensor]] = None):
+    """Scaled dot-product attention, scale 1/sqrt(dh), causal. q,k,v [B,H,T,dh].
+
+    past = (K, V) of earlier tokens ([B,H,P,dh]) or None.  Returns (out, (K, V)).
+    """
+    if past is not None:
+        k = torch.cat([past[0], k], dim=2)
+        v = torch.cat([past[1], v], dim=2)
+    T, P = q.shape[2], k.shape[2] - q.shape[2]
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    att = (q @ k.transpose(-1, -2)) * scale                              # [B,H,T,P+T]
+    qi = torch.arange(T, device=q.device)[:, None] + P
+    kj = torch.arange(P + T, device=q.device)[None, :]
+    att = att.masked_fill(kj > qi, float("-inf"))
+    att = torch.softmax(att, dim=-1)
+    return att @ v, (k, v)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        d = cfg.d_model
+        self.cfg = cfg
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+
+    def forward(self, x, state=None, chunk: int = 64):
+        B, T, d = x.shape
+        H, dh = self.cfg.n_heads, self.cfg.head_dim
+
+        def split(t):  # [B,T,d] -> [B,H,T,dh]; head h = columns h*dh .. (h+1)*dh-1
+            return t.view(B, T, H, dh).transpose(1, 2)
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        if self.cfg.attention == "linear":
+            y, new_state = causal_linear_attention(q, k, v, self.cfg.eps, chunk, state)
+        else:
+            y, new_state = causal_softmax_attention(q, k, v, state)
+        y = y.transpose(1, 2).reshape(B, T, d)
+        return self.o(y), new_state
+
+
+class FFN(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.up = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.down = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.act = gelu_tanh if cfg.ffn == "gelu" else F.relu
+
+    def forward(self, x):
+        return self.down(self.act(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.pre = cfg.norm_position == "pre"
+        self.norm1 = make_norm(cfg)
+        self.attn = Attention(cfg)
+        self.norm2 = make_norm(cfg)
+        self.ffn = FFN(cfg)
+
+    def forward(self, x, state=None, chunk: int = 64):
+        if self.pre:
+            a, st = self.attn(self.norm1(x), state, chunk)
+            x = x + a
+            x = x + self.ffn(self.norm2(x))
+        else:
+            a, st = self.attn(x, state, chunk)
+            x = self.norm1(x + a)
+            x = self.norm2(x + self.ffn(x))
+        return x, st
+
+
+class LinAttnLM(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.positions == "learned":
+            self.pos_emb = nn.Embedding(cfg.max_seq_len, cfg.d_model)
+        self.layers = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
+        if cfg.norm_position == "pre":
+            self.norm_f = make_norm(cfg)
+        if not cfg.tie_embeddings:
+            self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+
+    def head_weight(self) -> torch.Tensor:
+        return self.tok_emb.weight if self.cfg.tie_embeddings else self.lm_head.weight
+
+    def forward(self, tokens: torch.Tensor, pos_offset: int = 0, states=None,
+                return_states: bool = False, chunk: int = 64):
+        """tokens [B,T] int64 -> logits [B,T,V].
+
+        pos_offset: absolute position of tokens[:, 0] (for incremental decoding).
+        states: per-layer state from a previous call (linear: (S, z); softmax:
+        (K, V)); pass return_states=True to get the new ones.
+        """
+        B, T = tokens.shape
+        x = self.tok_emb(tokens)
+        if self.cfg.positions == "sincos":
+            x = x + sincos_table(T, self.cfg.d_model, pos_offset, x.dtype).to(x.device)
+        elif self.cfg.positions == "learned":
+            if pos_offset + T > self.cfg.max_seq_len:
+                raise ValueError("learned positions: sequence longer than max_seq_len")
+            pos = torch.arange(pos_offset, pos_offset + T, device=tokens.device)
+            x = x + self.pos_emb(pos)
+        new_states = []
+        for i, layer in enumerate(self.layers):
+            x, st = layer(x, None if states is None else states[i], chunk)
+            new_states.append(st)
+        if self.cfg.norm_position == "pre":
+            x = self.norm_f(x)
+        logits = x @ self.head_weight().t()
+        if return_states:
+            return logits, new_states
+        return logits
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+# --------------------------------------------------------------------------
+# safetensors (hand-written, no dependency on the `safetensors` package)
+# --------------------------------------------------------------------------
+
+_DTYPE_SIZES = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
+
+
+def _encode(arr32: np.ndarray, dtype: str) -> bytes:
+    a = np.ascontiguousarray(arr32, dtype=np.float32)
+    if dtype == "F32":
+        return a.astype("<f4").tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()  # IEEE round-to-nearest-even
+    if dtype == "BF16":
+        t = torch.from_numpy(a.copy()).to(torch.bfloat16)   # round-to-nearest-even
+        return t.view(torch.int16).numpy().astype("<i2").tobytes()
+    if dtype == "F64":
+        return a.astype("<f8").tobytes()
+    raise ValueError(f"unsupported dtype {dtype}")
+
+
+def _decode(buf: bytes, dtype: str, shape: List[int]) -> np.ndarray:
+    if dtype == "F32":
+        a = np.frombuffer(buf, dtype="<f4")
+    elif dtype == "F16":
+        a = np.frombuffer(buf, dtype="<f2").astype(np.float32)
+    elif dtype == "BF16":
+        u = np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16
+        a = u.view(np.float32)
+    elif dtype == "F64":
+        a = np.frombuffer(buf, dtype="<f8")
+    else:
+        raise ValueError(f"unsupported dtype {dtype}")
+    return a.reshape(shape).copy()
+
+
+def write_safetensors(path: str, tensors: Dict[str, np.ndarray], dtype: str = "F32",
+                      metadata: Optional[Dict[str, str]] = None) -> None:
+    """Write name -> float array as safetensors with the given storage dtype."""
+    if dtype not in _DTYPE_SIZES:
+        raise ValueError(f"unsupported dtype {dtype}")
+    header: Dict[str, object] = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    blobs = []
+    off = 0
+    for name in tensors:  # keep insertion order (model order)
+        arr = np.asarray(tensors[name])
+        raw = _encode(arr, dtype)
+        header[name] = {"dtype": dtype, "shape": list(arr.shape),
+                        "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hjson += b" " * ((-len(hjson)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hjson)))
+        f.write(hjson)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path: str) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
+    """Read a safetensors file -> (name -> float32/float64 numpy array, metadata)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    meta = header.pop("__metadata__", {}) or {}
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        s, e = info["data_offsets"]
+        out[name] = _decode(data[base + s:base + e], info["dtype"], info["shape"])
+    return out, meta
+
+
+def expected_tensor_shapes(cfg: Config) -> Dict[str, Tuple[int, ...]]:
+    """The exact tensor set (name -> shape) of a linattn model, in file order."""
+    V, d, f = cfg.vocab_size, cfg.d_model, cfg.d_ff
+    ln = cfg.norm == "layernorm"
+    shapes: Dict[str, Tuple[int, ...]] = {"tok_emb.weight": (V, d)}
+    if cfg.positions == "learned":
+        shapes["pos_emb.weight"] = (cfg.max_seq_len, d)
+    for i in range(cfg.n_layers):
+        p = f"layers.{i}."
+        for nm in ("q", "k", "v", "o"):
+            shapes[p + f"attn.{nm}.weight"] = (d, d)
+            shapes[p + f"attn.{nm}.bias"] = (d,)
+        for nm in ("norm1", "norm2"):
+            shapes[p + f"{nm}.weight"] = (d,)
+            if ln:
+                shapes[p + f"{nm}.bias"] = (d,)
+        shapes[p + "ffn.up.weight"] = (f, d)
+        shapes[p + "ffn.up.bias"] = (f,)
+        shapes[p + "ffn.down.weight"] = (d, f)
+        shapes[p + "ffn.down.bias"] = (d,)
+    if cfg.norm_position == "pre":
+        shapes["norm_f.weight"] = (d,)
+        if ln:
+            shapes["norm_f.bias"] = (d,)
+    if not cfg.tie_embeddings:
+        shapes["lm_head.weight"] = (V, d)
+    return shapes
+
+
+def state_tensors(model: LinAttnLM) -> Dict[str, np.ndarray]:
+    """name -> float32 numpy array, exactly the linattn tensor set, in file order."""
+    sd = model.state_dict()
+    shapes = expected_tensor_shapes(model.cfg)
+    out = {}
+    for name, shape in shapes.items():
+        t = sd[name].detach().to(torch.float32).cpu().numpy()
+        assert tuple(t.shape) == shape, (name, t.shape, shape)
+        out[name] = t
+    extra = set(sd) - set(shapes)
+    assert not extra, f"unexpected tensors in state_dict: {sorted(extra)}"
+    return out
+
+
+def save_safetensors(model: LinAttnLM, path: str, dtype: str = "F32",
+                     metadata: Optional[Dict[str, str]] = None) -> None:
+    """Export a LinAttnLM to linattn's safetensors layout (F32, F16 or BF16)."""
+    meta = model.cfg.metadata()
+    if metadata:
+        meta.update(metadata)
+    write_safetensors(path, state_tensors(model), dtype, meta)
+
+
+def load_safetensors(path: str, cfg: Optional[Config] = None,
+                     dtype: torch.dtype = torch.float32) -> LinAttnLM:
+    """Build a LinAttnLM from a linattn safetensors file.
+
+    cfg: the model config; if None it is rebuilt from the file's __metadata__
+    (written by save_safetensors).  The weights are upcast exactly from their
+    storage dtype (F16/BF16 -> f32 is exact) and the model is returned in
+    `dtype` (use torch.float64 for golden references).
+    """
+    tensors, meta = read_safetensors(path)
+    if cfg is None:
+        kw = {}
+        for field in dataclasses.fields(Config):
+            if field.name in meta:
+                raw = meta[field.name]
+                if field.type in ("int", int):
+                    kw[field.name] = int(raw)
+                elif field.type in ("float", float):
+                    kw[field.name] = float(raw)
+                elif field.type in ("bool", bool):
+                    kw[field.name] = raw.lower() in _BOOL_TRUE
+                else:
+                    kw[field.name] = raw
+        cfg = Config(**kw)
+    cfg = dataclasses.replace(cfg)
+    model = LinAttnLM(cfg)
+    shapes = expected_tensor_shapes(cfg)
+    missing = set(shapes) - set(tensors)
+    extra = set(tensors) - set(shapes)
+    if missing or extra:
+        raise ValueError(f"{path}: missing {sorted(missing)} extra {sorted(extra)}")
+    sd = {}
+    for name, shape in shapes.items():
+        arr = tensors[name]
+        if tuple(arr.shape) != shape:
+            raise ValueError(f"{path}: {name} has shape {arr.shape}, expected {shape}")
+        sd[name] = torch.from_numpy(np.ascontiguousarray(arr)).to(torch.float64)
+    model = model.to(dtype)
+    model.load_state_dict({k: v.to(dtype) for k, v in sd.items()}, strict=True)
+    model.eval()
+    return model
+
+
+def from_ini(path: str, dtype: torch.dtype = torch.float32) -> LinAttnLM:
+    """Load the model described by a linattn .ini (weights path relative to it)."""
+    cfg = Config.from_ini(path)
+    return load_safetensors(cfg.weights, cfg, dtype)
+
+
+# --------------------------------------------------------------------------
+# sampling (for demos; the C engine has its own sampler)
+# --------------------------------------------------------------------------
+
+@torch.no_grad()
+def generate(model: LinAttnLM, prompt: bytes, max_new_tokens: int = 200,
+             temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95,
+             seed: int = 42) -> bytes:
+    """Byte-level generation. temperature <= 0 means greedy.
+
+    Linear attention decodes incrementally with its O(1) recurrent state and
+    is not limited by max_seq_len (with sincos/none positions).  Softmax
+    attention uses a KV cache and stops extending beyond max_seq_len by
+    re-encoding the last max_seq_len tokens (positions restart at 0).
+    """
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    cfg = model.cfg
+    toks = list(prompt)
+    x = torch.tensor([toks], dtype=torch.long)
+    logits, states = model(x, 0, None, return_states=True)
+    pos = len(toks)
+    out = bytearray()
+    for _ in range(max_new_tokens):
+        lg = logits[0, -1].double()
+        if temperature <= 0:
+            nxt = int(torch.argmax(lg))
+        else:
+            lg = lg / temperature
+            if 0 < top_k < lg.numel():
+                kth = torch.topk(lg, top_k).values[-1]
+                lg = lg.masked_fill(lg < kth, float("-inf"))
+            probs = torch.softmax(lg, -1)
+            if 0 < top_p < 1.0:
+                sp, si = torch.sort(probs, descending=True)
+                cum = torch.cumsum(sp, 0)
+                keep = (cum - sp) < top_p
+                mask = torch.zeros_like(probs, dtype=torch.bool)
+                mask[si[keep]] = True
+                probs = probs.masked_fill(~mask, 0.0)
+                probs = probs / probs.sum()
+            nxt = int(torch.multinomial(probs.float(), 1, generator=gen))
+        out.append(nxt)
+        toks.append(nxt)
+        limited = cfg.attention == "softmax" or cfg.positions == "learned"
+        if limited and pos >= cfg.max_seq_len:
+            ctx = toks[-cfg.max_seq_len:]
+            logits, states = model(torch.tensor([ctx]), 0, None, return_states=True)
+            pos = len(ctx)
+        else:
+            logits, states = model(torch.tensor([[nxt]]), pos, states, return_states=True)
+            pos += 1
+    return bytes(out)
