@@ -165,6 +165,10 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
 linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
                                    const float *v, float *out);
 
+/* @@ config section (engine/config.c) @@ */
+
+/* @@ model and session section (engine/model.c, engine/session.c) @@ */
+
 #ifdef __cplusplus
 }
 #endif
