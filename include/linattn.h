@@ -169,6 +169,66 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
 
 /* @@ model and session section (engine/model.c, engine/session.c) @@ */
 
+/* A loaded model: read-only after load, shareable by threads and sessions. */
+typedef struct linattn_model linattn_model;
+/* One stream's decoding state: KV cache (softmax) or S, z (linear). */
+typedef struct linattn_session linattn_session;
+
+/* Loads the config file, then its weights (or builds random ones for
+ * weights = random:SEED), checking every tensor against the config. */
+linattn_status linattn_model_load(const char *config_path, linattn_model **out);
+/* The same from a config already in memory (validated first). */
+linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out);
+void linattn_model_free(linattn_model *m);
+const linattn_config *linattn_model_config(const linattn_model *m);
+/* Number of parameters (tied embeddings counted once). */
+uint64_t linattn_model_params(const linattn_model *m);
+/* Bytes of fp32 weights the model computes with. */
+size_t linattn_model_weight_bytes(const linattn_model *m);
+/* A hash of the shape and variant; session files carry it. */
+uint64_t linattn_model_shape_hash(const linattn_model *m);
+/* Bytes of per-stream decode state: linear, fixed; softmax, KV cache
+ * bytes per token (tokens = 1) or at a given length. */
+size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens);
+
+/* A new empty stream of model m (which must outlive it). All memory it
+ * will use is allocated here: feeding tokens allocates nothing. */
+linattn_status linattn_session_new(const linattn_model *m, linattn_session **out);
+void linattn_session_free(linattn_session *s);
+/* Back to an empty stream. */
+void linattn_session_reset(linattn_session *s);
+/* Threads for this session's calls (0: the config's runtime threads, then
+ * the OpenMP default). */
+void linattn_session_set_threads(linattn_session *s, int threads);
+/* Feeds n tokens (prefill when n > 1); writes the logits after the last
+ * one into logits[vocab_size] unless NULL. Softmax: past max_seq_len
+ * returns LINATTN_ERR_CONTEXT_FULL and feeds nothing (the session stays
+ * valid). */
+linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n, float *logits);
+/* Tokens fed since new/reset/load. */
+uint64_t linattn_session_tokens(const linattn_session *s);
+/* Bytes of decode state in use: linear, constant; softmax, the KV cache
+ * filled so far. */
+size_t linattn_session_state_bytes(const linattn_session *s);
+
+/* Saves the stream to path: written to a temporary file in the same
+ * folder, fsynced, then renamed, so the previous file survives a crash.
+ * extra (may be NULL) is stored with it, for the host (e.g. a sampler). */
+linattn_status linattn_session_save(const linattn_session *s, const char *path,
+                                    const void *extra, size_t extra_bytes);
+/* Loads a file saved by a model of the same shape. A file from another
+ * shape, truncated or corrupted is refused whole and s is unchanged.
+ * extra receives up to extra_cap bytes; *extra_bytes (may be NULL) the
+ * stored size. */
+linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
+                                    size_t extra_cap, size_t *extra_bytes);
+
+/* Advances n independent streams (of one model) by one token each;
+ * logits[i] (or NULL) receives stream i's logits. Same results as
+ * feeding each alone. OpenMP over streams and heads, and weight rows. */
+linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
+                                     float *const *logits);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,3 +1,203 @@
+/* test_isa.c: ISA parsing, dispatch precedence and error messages (library and CLI). */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <string.h>
+
 #include "linattn.h"
-Test(isa, parse) { linattn_isa i; cr_assert_eq(linattn_isa_parse("AVX2", &i), LINATTN_OK); cr_assert_eq(i, LINATTN_ISA_AVX2); }
+#include "../simd/kernels.h"
+
+Test(isa, parse_names_any_case)
+{
+    static const struct { const char *text; linattn_isa isa; } cases[] = {
+        {"auto", LINATTN_ISA_AUTO}, {"scalar", LINATTN_ISA_SCALAR}, {"AVX2", LINATTN_ISA_AVX2},
+        {"Neon", LINATTN_ISA_NEON},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        linattn_isa isa = (linattn_isa)-1;
+        cr_assert_eq(linattn_isa_parse(cases[i].text, &isa), LINATTN_OK, "%s", cases[i].text);
+        cr_assert_eq(isa, cases[i].isa, "%s", cases[i].text);
+        cr_assert_str_eq(linattn_isa_name(isa), i == 0 ? "auto" : i == 1 ? "scalar" : i == 2 ? "avx2" : "neon");
+    }
+}
+
+Test(isa, parse_rejects_unknown_with_message)
+{
+    const char *bad[] = {"", "avx", "avx22", "sse4", "scalar ", "x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        linattn_isa isa = LINATTN_ISA_SCALAR;
+        cr_assert_eq(linattn_isa_parse(bad[i], &isa), LINATTN_ERR_INVALID, "'%s'", bad[i]);
+        cr_assert_eq(isa, LINATTN_ISA_SCALAR, "output untouched on error");
+        cr_assert(strstr(linattn_last_error(), "unknown ISA"), "%s", linattn_last_error());
+    }
+    cr_assert_eq(linattn_isa_parse(NULL, &(linattn_isa){0}), LINATTN_ERR_INVALID);
+}
+
+Test(isa, auto_picks_best_available)
+{
+    unsetenv("LINATTN_ISA");
+    linattn_isa isa;
+    linattn_isa_source src;
+    cr_assert_eq(linattn_get_isa(&isa, &src), LINATTN_OK);
+    cr_assert_eq(src, LINATTN_ISA_FROM_AUTO);
+    unsigned f = linattn_cpu_features();
+#if defined(__x86_64__)
+    cr_assert_eq(isa, (f & LINATTN_CPU_AVX2) ? LINATTN_ISA_AVX2 : LINATTN_ISA_SCALAR);
+#elif defined(__aarch64__)
+    cr_assert_eq(isa, LINATTN_ISA_NEON);
+    (void)f;
+#endif
+}
+
+Test(isa, env_selects_and_api_wins)
+{
+    setenv("LINATTN_ISA", "scalar", 1);
+    linattn_isa isa;
+    linattn_isa_source src;
+    cr_assert_eq(linattn_get_isa(&isa, &src), LINATTN_OK);
+    cr_assert_eq(isa, LINATTN_ISA_SCALAR);
+    cr_assert_eq(src, LINATTN_ISA_FROM_ENV);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    cr_assert_eq(linattn_get_isa(&isa, &src), LINATTN_OK);
+    cr_assert_eq(src, LINATTN_ISA_FROM_API);
+}
+
+Test(isa, bad_env_is_an_error_naming_the_variable)
+{
+    setenv("LINATTN_ISA", "sse9", 1);
+    linattn_isa isa;
+    cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "LINATTN_ISA"), "%s", linattn_last_error());
+    cr_assert(strstr(linattn_last_error(), "sse9"), "%s", linattn_last_error());
+    /* An explicit choice still works afterwards. */
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_SCALAR), LINATTN_OK);
+    cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_OK);
+    cr_assert_eq(isa, LINATTN_ISA_SCALAR);
+}
+
+Test(isa, unsupported_isa_is_an_error_not_a_fallback)
+{
+#if defined(__x86_64__)
+    const linattn_isa foreign = LINATTN_ISA_NEON;
+#else
+    const linattn_isa foreign = LINATTN_ISA_AVX2;
+#endif
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_SCALAR), LINATTN_OK);
+    cr_assert_eq(linattn_set_isa(foreign), LINATTN_ERR_UNSUPPORTED);
+    const char *msg = linattn_last_error();
+    cr_assert(strstr(msg, linattn_isa_name(foreign)), "names the ISA: %s", msg);
+    cr_assert(strstr(msg, linattn_cpu_features_str()), "names what the CPU has: %s", msg);
+    linattn_isa isa;
+    cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_OK);
+    cr_assert_eq(isa, LINATTN_ISA_SCALAR, "the previous choice stays");
+}
+
+Test(isa, mask_only_removes_features)
+{
+    unsigned all = linattn_cpu_features();
+    linattn_cpu_mask(0);
+    cr_assert_eq(linattn_cpu_features(), 0u);
+    cr_assert_str_eq(linattn_cpu_features_str(), "none");
+    if (all & LINATTN_CPU_AVX2)
+        cr_assert_eq(linattn_set_isa(LINATTN_ISA_AVX2), LINATTN_ERR_UNSUPPORTED);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    linattn_isa isa;
+    cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_OK);
+    cr_assert_eq(isa, LINATTN_ISA_SCALAR, "auto under an empty mask is scalar");
+    linattn_cpu_mask(~0u | LINATTN_CPU_NEON | LINATTN_CPU_AVX2);
+    cr_assert_eq(linattn_cpu_features(), all, "a mask cannot add features");
+}
+
+Test(isa, kernel_tables_filled_and_distinct)
+{
+    linattn_kernels scalar, best;
+    linattn_kernels_init(&scalar, 0);
+    linattn_kernels_init(&best, linattn_cpu_features());
+    void (*const *s)(void) = (void (*const *)(void))(const void *)&scalar;
+    for (size_t i = 0; i < sizeof scalar / sizeof(void (*)(void)); i++)
+        cr_assert_not_null(s[i], "scalar entry %zu", i);
+    if (linattn_cpu_features() & (LINATTN_CPU_AVX2 | LINATTN_CPU_NEON)) {
+        cr_assert(scalar.dot != best.dot, "SIMD table replaces scalar dot");
+        cr_assert(scalar.linear_update_read != best.linear_update_read);
+        cr_assert(scalar.gemm_nt != best.gemm_nt);
+    }
+}
+
+/* Runs the CLI; returns its exit status, stdout and stderr in buffers. */
+static int run_cli(const char *env, const char *args, char *out, size_t n_out, char *err,
+                   size_t n_err)
+{
+    const char *exe = getenv("LINATTN_EXE");
+    cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
+    char errpath[] = "/tmp/linattn-test-XXXXXX";
+    int fd = mkstemp(errpath);
+    cr_assert(fd >= 0);
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "env %s '%s' %s 2>'%s'", env, exe, args, errpath);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, n_out - 1, p);
+    out[got] = '\0';
+    int status = pclose(p);
+    FILE *e = fopen(errpath, "r");
+    got = fread(err, 1, n_err - 1, e);
+    err[got] = '\0';
+    fclose(e);
+    remove(errpath);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(cli_info, env_scalar_reports_scalar)
+{
+    char out[4096], err[4096];
+    cr_assert_eq(run_cli("LINATTN_ISA=scalar", "info", out, sizeof out, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(out, "isa: scalar (env LINATTN_ISA)"), "%s", out);
+    cr_assert(strstr(out, "sleef: "), "%s", out);
+    cr_assert(strstr(out, "cpu features: "), "%s", out);
+}
+
+Test(cli_info, flag_beats_env)
+{
+    char out[4096], err[4096];
+    cr_assert_eq(run_cli("LINATTN_ISA=auto", "info --isa scalar", out, sizeof out, err, sizeof err), 0);
+    cr_assert(strstr(out, "isa: scalar (flag --isa)"), "%s", out);
+}
+
+Test(cli_info, foreign_isa_is_one_error_line)
+{
+#if defined(__x86_64__)
+    const char *env = "LINATTN_ISA=neon";
+#else
+    const char *env = "LINATTN_ISA=avx2";
+#endif
+    char out[4096], err[4096];
+    int rc = run_cli(env, "info", out, sizeof out, err, sizeof err);
+    cr_assert_neq(rc, 0);
+    cr_assert_eq(count_lines(err), 1, "one line: %s", err);
+    cr_assert(!strncmp(err, "linattn: ", 9), "%s", err);
+    cr_assert(strstr(err, "cannot run here"), "%s", err);
+    cr_assert_eq(out[0], '\0', "nothing on stdout: %s", out);
+}
+
+Test(cli_info, bad_flag_is_one_error_line)
+{
+    char out[4096], err[4096];
+    cr_assert_neq(run_cli("", "info --bogus", out, sizeof out, err, sizeof err), 0);
+    cr_assert_eq(count_lines(err), 1, "%s", err);
+    cr_assert(strstr(err, "--bogus"), "%s", err);
+    cr_assert_neq(run_cli("", "info --isa sse", out, sizeof out, err, sizeof err), 0);
+    cr_assert(strstr(err, "unknown ISA 'sse'"), "%s", err);
+    cr_assert_neq(run_cli("", "frobnicate", out, sizeof out, err, sizeof err), 0);
+    cr_assert(strstr(err, "unknown command 'frobnicate'"), "%s", err);
+}

@@ -1,0 +1,293 @@
+#!/usr/bin/python3
+"""Generate the golden test data in tests/data/ for the linattn C engine.
+
+    /usr/bin/python3 tools/reference.py            # tiny models + kjv goldens
+    /usr/bin/python3 tools/reference.py --check    # self-checks of the reference maths only
+    /usr/bin/python3 tools/reference.py --no-kjv   # skip the goldens of the shipped models
+
+For every tiny model NAME this writes into tests/data/:
+    NAME.ini               [model] section, weights = NAME.safetensors
+    NAME.safetensors       weights (F32, except one F16 and one BF16 model)
+    NAME.tokens.npy        float64 ('<f8') [T], byte tokens, T = 24
+    NAME.logits.npy        float32 ('<f4') [T, 256], row t = logits after tokens 0..t
+and for the sincos/none linear models also a longer stream that runs past
+max_seq_len (linear attention is not limited by its context):
+    NAME.stream_tokens.npy ('<f8') [100],  NAME.stream_logits.npy ('<f4') [100, 256]
+
+For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini),
+if present:
+    kjv-<variant>.tokens.npy ('<f8') [32], kjv-<variant>.logits.npy ('<f4') [32, V]
+
+All logits are computed in float64 from the weights as stored (i.e. after the
+F16/BF16 rounding), then cast to float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import model as M  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+DATA = os.path.join(ROOT, "tests", "data")
+
+T_TINY = 24
+T_STREAM = 100
+T_KJV = 32
+# includes non-ASCII UTF-8 bytes (0xC3 0xA9 = "é", 0xE2 0x88 0x91 = "∑")
+TINY_TEXT = "In the café ∑ beginning"  # 24 bytes in UTF-8
+STREAM_TEXT = ("The quick brown fox jumps over the lazy dog. "
+               "Pack my box with five dozen liquor jugs! 0123456789 "
+               "\t\xff\x00 sphinx of black quartz, judge my vow.")
+KJV_PROMPT = "In the beginning God created the heaven and the earth."
+
+
+def tiny_tokens() -> np.ndarray:
+    b = TINY_TEXT.encode("utf-8")[:T_TINY]
+    assert len(b) == T_TINY
+    return np.frombuffer(b, dtype=np.uint8).astype("<f8")
+
+
+def stream_tokens() -> np.ndarray:
+    b = STREAM_TEXT.encode("latin-1")[:T_STREAM]
+    assert len(b) == T_STREAM, len(b)
+    return np.frombuffer(b, dtype=np.uint8).astype("<f8")
+
+
+def kjv_tokens() -> np.ndarray:
+    b = KJV_PROMPT.encode("utf-8")[:T_KJV]
+    assert len(b) == T_KJV
+    return np.frombuffer(b, dtype=np.uint8).astype("<f8")
+
+
+# name, config overrides, storage dtype, seed
+TINY_BASE = dict(vocab_size=256, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=64)
+TINY_MODELS = [
+    ("tiny-linear-pre-ln-gelu-sincos",
+     dict(attention="linear", norm="layernorm", norm_position="pre", ffn="gelu",
+          positions="sincos"), "F32", 1),
+    ("tiny-softmax-pre-ln-gelu-sincos",
+     dict(attention="softmax", norm="layernorm", norm_position="pre", ffn="gelu",
+          positions="sincos"), "F32", 2),
+    ("tiny-softmax-post-rms-relu-learned",
+     dict(attention="softmax", norm="rmsnorm", norm_position="post", ffn="relu",
+          positions="learned"), "F32", 3),
+    ("tiny-linear-post-rms-relu-learned",
+     dict(attention="linear", norm="rmsnorm", norm_position="post", ffn="relu",
+          positions="learned"), "F32", 4),
+    ("tiny-linear-pre-rms-gelu-none-tied-f16",
+     dict(attention="linear", norm="rmsnorm", norm_position="pre", ffn="gelu",
+          positions="none", tie_embeddings=True), "F16", 5),
+    ("tiny-softmax-pre-rms-relu-none-tied-bf16",
+     dict(attention="softmax", norm="rmsnorm", norm_position="pre", ffn="relu",
+          positions="none", tie_embeddings=True), "BF16", 6),
+    ("tiny-softmax-post-ln-gelu-sincos-tied",
+     dict(attention="softmax", norm="layernorm", norm_position="post", ffn="gelu",
+          positions="sincos", tie_embeddings=True), "F32", 7),
+    ("tiny-linear-post-ln-relu-sincos",
+     dict(attention="linear", norm="layernorm", norm_position="post", ffn="relu",
+          positions="sincos"), "F32", 8),
+    ("tiny-linear-pre-ln-relu-learned-eps1e-3",
+     dict(attention="linear", norm="layernorm", norm_position="pre", ffn="relu",
+          positions="learned", eps=1e-3), "F32", 9),
+]
+
+
+def init_tiny(model: M.LinAttnLM, seed: int) -> None:
+    """Random init scaled so that activations are O(1) (not a trained model)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.startswith("tok_emb") or name.startswith("pos_emb"):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+            elif "norm" in name and name.endswith(".weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.2 * torch.randn(p.shape, generator=g))
+
+
+def golden_logits(model64: M.LinAttnLM, tokens: np.ndarray) -> np.ndarray:
+    x = torch.from_numpy(tokens.astype(np.int64))[None]
+    with torch.no_grad():
+        lg = model64(x)[0]
+    assert lg.dtype == torch.float64
+    return lg.numpy().astype("<f4")
+
+
+def write_npy(path: str, arr: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, arr, version=(1, 0), allow_pickle=False)
+
+
+# --------------------------------------------------------------------------
+# self-checks of the reference maths (float64)
+# --------------------------------------------------------------------------
+
+def self_check(verbose: bool = True) -> None:
+    torch.manual_seed(0)
+    dt = torch.float64
+    # 1. linear attention: chunked == cumsum == naive per-token loop
+    B, H, T, dh = 2, 3, 37, 5
+    q, k, v = (torch.randn(B, H, T, dh, dtype=dt) for _ in range(3))
+    for eps in (1e-6, 1e-3):
+        ref = M.causal_linear_attention_naive(q, k, v, eps)
+        cs = M.causal_linear_attention_cumsum(q, k, v, eps)
+        for chunk in (1, 4, 16, 64):
+            ch, _ = M.causal_linear_attention(q, k, v, eps, chunk)
+            err = (ch - ref).abs().max().item()
+            assert err < 1e-12, ("chunked", chunk, err)
+        err = (cs - ref).abs().max().item()
+        assert err < 1e-12, ("cumsum", err)
+        # state carried across calls == one call
+        a, st = M.causal_linear_attention(q[:, :, :20], k[:, :, :20], v[:, :, :20], eps, 8)
+        b, _ = M.causal_linear_attention(q[:, :, 20:], k[:, :, 20:], v[:, :, 20:], eps, 8, st)
+        err = (torch.cat([a, b], 2) - ref).abs().max().item()
+        assert err < 1e-12, ("state", err)
+    # first token of linear attention: phi(q).phi(k) v / (phi(q).phi(k) + eps) ~ v
+    out, _ = M.causal_linear_attention(q[:, :, :1], k[:, :, :1], v[:, :, :1], 0.0)
+    assert (out - v[:, :, :1]).abs().max().item() < 1e-12
+    # 2. softmax attention: single key returns v; matches a naive loop
+    out, _ = M.causal_softmax_attention(q[:, :, :1], k[:, :, :1], v[:, :, :1])
+    assert (out - v[:, :, :1]).abs().max().item() < 1e-14
+    out, _ = M.causal_softmax_attention(q, k, v)
+    naive = torch.empty_like(v)
+    for t in range(T):
+        s = (q[:, :, t:t + 1] @ k[:, :, :t + 1].transpose(-1, -2)) / dh ** 0.5
+        naive[:, :, t:t + 1] = torch.softmax(s, -1) @ v[:, :, :t + 1]
+    assert (out - naive).abs().max().item() < 1e-12
+    # KV cache == one call
+    a, st = M.causal_softmax_attention(q[:, :, :20], k[:, :, :20], v[:, :, :20])
+    b, _ = M.causal_softmax_attention(q[:, :, 20:], k[:, :, 20:], v[:, :, 20:], st)
+    assert (torch.cat([a, b], 2) - out).abs().max().item() < 1e-12
+    # 3. sincos: position 0 is [0,1,0,1,...]; a spot value
+    pe = M.sincos_table(10, 8, dtype=dt)
+    assert torch.equal(pe[0], torch.tensor([0., 1.] * 4, dtype=dt))
+    assert abs(pe[3, 2].item() - np.sin(3 / 10000 ** (2 / 8))) < 1e-15
+    assert abs(pe[3, 5].item() - np.cos(3 / 10000 ** (4 / 8))) < 1e-15
+    # 4. norms, gelu
+    x = torch.randn(4, 16, dtype=dt)
+    ln = torch.nn.LayerNorm(16, eps=1e-5).to(dt)
+    m, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    assert (ln(x) - (x - m) / torch.sqrt(var + 1e-5)).abs().max().item() < 1e-12
+    rn = M.RMSNorm(16).to(dt)
+    assert (rn(x) - x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5)).abs().max() < 1e-12
+    g = M.gelu_tanh(x)
+    assert (g - torch.nn.functional.gelu(x, approximate="tanh")).abs().max().item() < 1e-12
+    # 5. whole models: full forward == token-by-token incremental forward,
+    #    chunk size does not matter, safetensors round trip
+    for name, over, _, seed in TINY_MODELS:
+        cfg = M.Config(**TINY_BASE, **over)
+        mdl = M.LinAttnLM(cfg)
+        init_tiny(mdl, seed)
+        mdl = mdl.to(dt).eval()
+        toks = torch.from_numpy(tiny_tokens().astype(np.int64))[None]
+        with torch.no_grad():
+            full = mdl(toks)
+            full1 = mdl(toks, chunk=1)
+            assert (full - full1).abs().max().item() < 1e-10
+            states, rows = None, []
+            for t in range(toks.shape[1]):
+                lg, states = mdl(toks[:, t:t + 1], t, states, return_states=True)
+                rows.append(lg)
+            inc = torch.cat(rows, 1)
+        err = (inc - full).abs().max().item()
+        assert err < 1e-10, (name, err)
+    if verbose:
+        print("self-check: linear attention chunked == cumsum == naive loop, "
+              "softmax single key == v, incremental == full forward: OK")
+
+
+# --------------------------------------------------------------------------
+# generation
+# --------------------------------------------------------------------------
+
+def make_tiny(out_dir: str) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    toks = tiny_tokens()
+    stoks = stream_tokens()
+    for name, over, dtype, seed in TINY_MODELS:
+        cfg = M.Config(**TINY_BASE, **over)
+        mdl = M.LinAttnLM(cfg)
+        init_tiny(mdl, seed)
+        st_path = os.path.join(out_dir, name + ".safetensors")
+        M.save_safetensors(mdl, st_path, dtype, {"generator": "tools/reference.py",
+                                                 "seed": str(seed)})
+        ini_path = os.path.join(out_dir, name + ".ini")
+        with open(ini_path, "w") as f:
+            f.write(cfg.to_ini_text(
+                weights=name + ".safetensors",
+                header=f"golden test model generated by tools/reference.py (seed {seed}, "
+                       f"storage {dtype}); do not edit"))
+        # reload exactly as the engine would: from the .ini, rounded weights, float64
+        m64 = M.from_ini(ini_path, torch.float64)
+        assert dataclasses.replace(m64.cfg, weights="") == cfg
+        lg = golden_logits(m64, toks)
+        write_npy(os.path.join(out_dir, name + ".tokens.npy"), toks)
+        write_npy(os.path.join(out_dir, name + ".logits.npy"), lg)
+        extra = ""
+        if cfg.attention == "linear" and cfg.positions != "learned":
+            slg = golden_logits(m64, stoks)
+            assert np.allclose(slg[:T_TINY], golden_logits(m64, stoks[:T_TINY]), atol=1e-6)
+            write_npy(os.path.join(out_dir, name + ".stream_tokens.npy"), stoks)
+            write_npy(os.path.join(out_dir, name + ".stream_logits.npy"), slg)
+            extra = f", stream T={len(stoks)}"
+        # how far rounding moved the logits (documentation only)
+        m32 = mdl.to(torch.float64).eval()
+        with torch.no_grad():
+            lg_unrounded = m32(torch.from_numpy(toks.astype(np.int64))[None])[0].numpy()
+        print(f"{name:44s} {dtype:4s} logits std {lg.std():.3f} max|.| {np.abs(lg).max():.2f}"
+              f"  rounding shift {np.abs(lg - lg_unrounded).max():.2e}{extra}")
+        if cfg.attention == "linear" and cfg.eps != 1e-6:
+            m_alt = M.from_ini(ini_path, torch.float64)
+            m_alt.cfg.eps = 1e-6
+            alt = golden_logits(m_alt, toks)
+            print(f"    eps {cfg.eps} vs 1e-6: max logit difference {np.abs(alt - lg).max():.2e}")
+
+
+def make_kjv(out_dir: str) -> None:
+    toks = kjv_tokens()
+    for variant in ("softmax", "linear"):
+        ini = os.path.join(ROOT, "configs", f"kjv-{variant}.ini")
+        if not os.path.exists(ini):
+            print(f"skip kjv-{variant}: {ini} not found")
+            continue
+        cfg = M.Config.from_ini(ini)
+        if not os.path.exists(cfg.weights):
+            print(f"skip kjv-{variant}: {cfg.weights} not found")
+            continue
+        m64 = M.from_ini(ini, torch.float64)
+        lg = golden_logits(m64, toks)
+        write_npy(os.path.join(out_dir, f"kjv-{variant}.tokens.npy"), toks)
+        write_npy(os.path.join(out_dir, f"kjv-{variant}.logits.npy"), lg)
+        nxt = bytes(int(i) for i in lg.argmax(-1))
+        print(f"kjv-{variant}: T={len(toks)} greedy next bytes {nxt!r}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=DATA, help="output folder (default tests/data)")
+    ap.add_argument("--check", action="store_true", help="only run the self-checks")
+    ap.add_argument("--no-kjv", action="store_true", help="skip the shipped-model goldens")
+    args = ap.parse_args()
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    self_check()
+    if args.check:
+        return
+    make_tiny(args.out)
+    if not args.no_kjv:
+        make_kjv(args.out)
+
+
+if __name__ == "__main__":
+    main()
