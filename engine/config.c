@@ -1,0 +1,803 @@
+/* config.c: INI config file -> validated linattn_config (inih does the splitting). */
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "internal.h"
+
+/* Debian's inih (r55) calls the handler without a line number and splits
+ * lines longer than its 200-byte buffer. So inih reads through our own
+ * reader (read_line), which hands it one cleaned line at a time from the
+ * file held in memory: the reader counts lines (the handler runs before the
+ * next line is read, so p->lineno is the handler's line), strips inline
+ * comments, rejects malformed lines with a precise message, and passes a
+ * short stand-in for a line too long for inih's buffer while keeping the
+ * real value for the handler. */
+
+#define MAX_CONFIG_BYTES (1u << 20)
+#define LONG_VALUE_MARK "\x1f" /* stands for p->long_value in a line given to inih */
+
+enum section { SEC_MODEL, SEC_RUNTIME, SEC_GENERATE, SEC_ATTENTION, N_SECTIONS };
+static const char *const section_names[N_SECTIONS] = {"model", "runtime", "generate", "attention"};
+
+enum key_type {
+    T_INT,      /* int */
+    T_FLOAT,    /* float, finite */
+    T_U64,      /* uint64_t */
+    T_BOOL,     /* int 0/1 */
+    T_ENUM,     /* an enum field: index into choices */
+    T_NAME,     /* a char[] field holding one of choices */
+    T_STRING,   /* a char[] field, any text */
+    T_PATH,     /* a char[] field, resolved from the config's folder */
+    T_WEIGHTS,  /* like T_PATH, but "random:SEED" stays as is */
+    T_LENGTHS,  /* int lengths[] + n_lengths */
+};
+
+enum key_id {
+    K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
+    K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
+    K_THREADS, K_ISA, K_BATCH,
+    K_PROMPT, K_MAX_NEW_TOKENS, K_TEMPERATURE, K_TOP_K, K_TOP_P, K_SEED,
+    K_VARIANT, K_CAUSAL, K_LENGTHS, K_SCALE, K_ATTN_EPS, K_Q, K_K, K_V, K_OUT,
+    N_KEYS
+};
+
+/* Names indexed by enum value. */
+static const char *const attention_names[] = {"softmax", "linear", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
+static const char *const norm_position_names[] = {"pre", "post", NULL};
+static const char *const ffn_names[] = {"relu", "gelu", NULL};
+static const char *const positions_names[] = {"none", "sincos", "learned", NULL};
+static const char *const isa_names[] = {"auto", "scalar", "avx2", "neon", NULL};
+
+struct key {
+    enum section section;
+    const char *name;
+    enum key_type type;
+    size_t offset;                /* of the field in linattn_config */
+    size_t size;                  /* of char[] fields */
+    const char *const *choices;   /* T_ENUM, T_NAME */
+};
+
+#define FIELD(f) offsetof(linattn_config, f), sizeof(((linattn_config *)0)->f)
+
+static const struct key keys[N_KEYS] = {
+    [K_WEIGHTS] = {SEC_MODEL, "weights", T_WEIGHTS, FIELD(weights), NULL},
+    [K_VOCAB_SIZE] = {SEC_MODEL, "vocab_size", T_INT, FIELD(vocab_size), NULL},
+    [K_D_MODEL] = {SEC_MODEL, "d_model", T_INT, FIELD(d_model), NULL},
+    [K_N_HEADS] = {SEC_MODEL, "n_heads", T_INT, FIELD(n_heads), NULL},
+    [K_N_LAYERS] = {SEC_MODEL, "n_layers", T_INT, FIELD(n_layers), NULL},
+    [K_D_FF] = {SEC_MODEL, "d_ff", T_INT, FIELD(d_ff), NULL},
+    [K_ATTENTION] = {SEC_MODEL, "attention", T_ENUM, FIELD(attention), attention_names},
+    [K_NORM] = {SEC_MODEL, "norm", T_ENUM, FIELD(norm), norm_names},
+    [K_NORM_POSITION] = {SEC_MODEL, "norm_position", T_ENUM, FIELD(norm_position),
+                         norm_position_names},
+    [K_FFN] = {SEC_MODEL, "ffn", T_ENUM, FIELD(ffn), ffn_names},
+    [K_POSITIONS] = {SEC_MODEL, "positions", T_ENUM, FIELD(positions), positions_names},
+    [K_MAX_SEQ_LEN] = {SEC_MODEL, "max_seq_len", T_INT, FIELD(max_seq_len), NULL},
+    [K_EPS] = {SEC_MODEL, "eps", T_FLOAT, FIELD(eps), NULL},
+    [K_NORM_EPS] = {SEC_MODEL, "norm_eps", T_FLOAT, FIELD(norm_eps), NULL},
+    [K_TIE_EMBEDDINGS] = {SEC_MODEL, "tie_embeddings", T_BOOL, FIELD(tie_embeddings), NULL},
+    [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
+    [K_ISA] = {SEC_RUNTIME, "isa", T_NAME, FIELD(isa), isa_names},
+    [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
+    [K_PROMPT] = {SEC_GENERATE, "prompt", T_STRING, FIELD(prompt), NULL},
+    [K_MAX_NEW_TOKENS] = {SEC_GENERATE, "max_new_tokens", T_INT, FIELD(max_new_tokens), NULL},
+    [K_TEMPERATURE] = {SEC_GENERATE, "temperature", T_FLOAT, FIELD(temperature), NULL},
+    [K_TOP_K] = {SEC_GENERATE, "top_k", T_INT, FIELD(top_k), NULL},
+    [K_TOP_P] = {SEC_GENERATE, "top_p", T_FLOAT, FIELD(top_p), NULL},
+    [K_SEED] = {SEC_GENERATE, "seed", T_U64, FIELD(seed), NULL},
+    [K_VARIANT] = {SEC_ATTENTION, "variant", T_NAME, FIELD(variant), attention_names},
+    [K_CAUSAL] = {SEC_ATTENTION, "causal", T_BOOL, FIELD(causal), NULL},
+    [K_LENGTHS] = {SEC_ATTENTION, "lengths", T_LENGTHS, FIELD(lengths), NULL},
+    [K_SCALE] = {SEC_ATTENTION, "scale", T_FLOAT, FIELD(scale), NULL},
+    [K_ATTN_EPS] = {SEC_ATTENTION, "eps", T_FLOAT, FIELD(attn_eps), NULL},
+    [K_Q] = {SEC_ATTENTION, "q", T_PATH, FIELD(q), NULL},
+    [K_K] = {SEC_ATTENTION, "k", T_PATH, FIELD(k), NULL},
+    [K_V] = {SEC_ATTENTION, "v", T_PATH, FIELD(v), NULL},
+    [K_OUT] = {SEC_ATTENTION, "out", T_PATH, FIELD(out), NULL},
+};
+
+static const enum key_id required_model_keys[] = {K_WEIGHTS, K_D_MODEL, K_N_HEADS, K_N_LAYERS,
+                                                  K_D_FF};
+
+_Static_assert(sizeof(linattn_attention_kind) == sizeof(int) &&
+                   sizeof(linattn_norm_kind) == sizeof(int) &&
+                   sizeof(linattn_norm_position) == sizeof(int) &&
+                   sizeof(linattn_ffn_kind) == sizeof(int) &&
+                   sizeof(linattn_positions) == sizeof(int),
+               "enum fields are set as int");
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* "PATH:LINE: [section] key 'name': why"; PATH is "config" for a hand-built
+ * config, LINE is left out when 0, section and key when NULL. */
+static linattn_status report(linattn_status status, const char *path, int line,
+                             const char *section, const char *key, const char *fmt, ...)
+    LINATTN_PRINTF(6, 7);
+
+static linattn_status report(linattn_status status, const char *path, int line,
+                             const char *section, const char *key, const char *fmt, ...)
+{
+    char why[512], where[64] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (line > 0)
+        snprintf(where, sizeof where, ":%d", line);
+    const char *file = path && path[0] ? path : "config";
+    if (section && key)
+        return linattn_err(status, "%s%s: [%s] key '%s': %s", file, where, section, key, why);
+    if (section)
+        return linattn_err(status, "%s%s: [%s]: %s", file, where, section, why);
+    if (key)
+        return linattn_err(status, "%s%s: key '%s': %s", file, where, key, why);
+    return linattn_err(status, "%s%s: %s", file, where, why);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Defaults and validation                                                   */
+/* ------------------------------------------------------------------------ */
+
+void linattn_config_defaults(linattn_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->vocab_size = 256;
+    c->attention = LINATTN_ATTN_LINEAR;
+    c->norm = LINATTN_NORM_LAYERNORM;
+    c->norm_position = LINATTN_NORM_PRE;
+    c->ffn = LINATTN_FFN_GELU;
+    c->positions = LINATTN_POS_SINCOS;
+    c->max_seq_len = 1024;
+    c->eps = 1e-6f;
+    c->norm_eps = 1e-5f;
+    c->batch = 1;
+    c->max_new_tokens = 200;
+    c->temperature = 0.8f;
+    c->top_k = 40;
+    c->top_p = 0.95f;
+    c->seed = 42;
+    strcpy(c->variant, "linear");
+    c->causal = 1;
+    c->attn_eps = 1e-6f;
+}
+
+int linattn_config_has_model(const linattn_config *c)
+{
+    return c && (c->weights[0] || c->d_model || c->n_heads || c->n_layers || c->d_ff);
+}
+
+/* What validate needs to say where a value came from; lines NULL: hand-built. */
+struct origin {
+    const char *path;
+    const int *key_line; /* [N_KEYS], 0 for keys not in the file */
+};
+
+static linattn_status bad_value(const struct origin *o, enum key_id k, const char *fmt, ...)
+    LINATTN_PRINTF(3, 4);
+
+static linattn_status bad_value(const struct origin *o, enum key_id k, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return report(LINATTN_ERR_INVALID, o->path, o->key_line ? o->key_line[k] : 0,
+                  section_names[keys[k].section], keys[k].name, "%s", why);
+}
+
+static int is_name(const char *s, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(s, choices[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int terminated(const char *s, size_t size)
+{
+    return memchr(s, '\0', size) != NULL;
+}
+
+/* Parses a whole decimal uint64 (no sign, no junk). */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!isdigit((unsigned char)s[0]))
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int check_int(const struct origin *o, enum key_id k, int v, int lo, int hi,
+                     linattn_status *st)
+{
+    if (v >= lo && v <= hi)
+        return 1;
+    *st = bad_value(o, k, "%d is out of range (%d..%d)", v, lo, hi);
+    return 0;
+}
+
+static int check_nonneg(const struct origin *o, enum key_id k, float v, linattn_status *st)
+{
+    if (isfinite(v) && v >= 0)
+        return 1;
+    *st = bad_value(o, k, "expected a finite number >= 0, got %g", (double)v);
+    return 0;
+}
+
+static int check_string(const struct origin *o, enum key_id k, const char *s, size_t size,
+                        linattn_status *st)
+{
+    if (terminated(s, size))
+        return 1;
+    *st = bad_value(o, k, "not NUL-terminated within %zu bytes", size);
+    return 0;
+}
+
+static linattn_status validate(const linattn_config *c, const struct origin *o)
+{
+    linattn_status st = LINATTN_OK;
+
+    if (linattn_config_has_model(c)) {
+        if (!check_string(o, K_WEIGHTS, c->weights, sizeof c->weights, &st))
+            return st;
+        if (!c->weights[0])
+            return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path or random:SEED)");
+        uint64_t seed;
+        if (strncmp(c->weights, "random:", 7) == 0 && !parse_u64(c->weights + 7, &seed))
+            return bad_value(o, K_WEIGHTS, "expected random:SEED with an unsigned integer SEED, "
+                                           "got '%s'", c->weights);
+        if (!check_int(o, K_VOCAB_SIZE, c->vocab_size, 1, LINATTN_MAX_VOCAB, &st) ||
+            !check_int(o, K_D_MODEL, c->d_model, 1, LINATTN_MAX_D_MODEL, &st) ||
+            !check_int(o, K_N_HEADS, c->n_heads, 1, LINATTN_MAX_D_MODEL, &st) ||
+            !check_int(o, K_N_LAYERS, c->n_layers, 1, LINATTN_MAX_LAYERS, &st) ||
+            !check_int(o, K_D_FF, c->d_ff, 1, LINATTN_MAX_D_FF, &st) ||
+            !check_int(o, K_MAX_SEQ_LEN, c->max_seq_len, 1, LINATTN_MAX_SEQ_LEN, &st))
+            return st;
+        if (c->d_model % c->n_heads != 0)
+            return bad_value(o, K_N_HEADS,
+                             "d_model (%d) must be divisible by n_heads (%d)", c->d_model,
+                             c->n_heads);
+        if ((unsigned)c->attention > LINATTN_ATTN_LINEAR)
+            return bad_value(o, K_ATTENTION, "unknown value %d", (int)c->attention);
+        if ((unsigned)c->norm > LINATTN_NORM_RMSNORM)
+            return bad_value(o, K_NORM, "unknown value %d", (int)c->norm);
+        if ((unsigned)c->norm_position > LINATTN_NORM_POST)
+            return bad_value(o, K_NORM_POSITION, "unknown value %d", (int)c->norm_position);
+        if ((unsigned)c->ffn > LINATTN_FFN_GELU)
+            return bad_value(o, K_FFN, "unknown value %d", (int)c->ffn);
+        if ((unsigned)c->positions > LINATTN_POS_LEARNED)
+            return bad_value(o, K_POSITIONS, "unknown value %d", (int)c->positions);
+        if (c->positions == LINATTN_POS_SINCOS && c->d_model % 2 != 0)
+            return bad_value(o, K_D_MODEL, "d_model (%d) must be even with positions = sincos",
+                             c->d_model);
+        if (!check_nonneg(o, K_EPS, c->eps, &st) || !check_nonneg(o, K_NORM_EPS, c->norm_eps, &st))
+            return st;
+        if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
+            return bad_value(o, K_TIE_EMBEDDINGS, "expected 0 or 1, got %d", c->tie_embeddings);
+    }
+
+    if (!check_int(o, K_THREADS, c->threads, 0, LINATTN_MAX_THREADS, &st) ||
+        !check_int(o, K_BATCH, c->batch, 1, LINATTN_MAX_BATCH, &st) ||
+        !check_string(o, K_ISA, c->isa, sizeof c->isa, &st))
+        return st;
+    if (c->isa[0] && !is_name(c->isa, isa_names))
+        return bad_value(o, K_ISA, "expected auto, scalar, avx2 or neon, got '%s'", c->isa);
+
+    if (!check_string(o, K_PROMPT, c->prompt, sizeof c->prompt, &st) ||
+        !check_int(o, K_MAX_NEW_TOKENS, c->max_new_tokens, 0, INT_MAX, &st) ||
+        !check_nonneg(o, K_TEMPERATURE, c->temperature, &st) ||
+        !check_int(o, K_TOP_K, c->top_k, 0, INT_MAX, &st))
+        return st;
+    if (!(c->top_p > 0 && c->top_p <= 1))
+        return bad_value(o, K_TOP_P, "expected 0 < top_p <= 1, got %g", (double)c->top_p);
+
+    if (c->has_attention) {
+        if (!check_string(o, K_VARIANT, c->variant, sizeof c->variant, &st))
+            return st;
+        if (!is_name(c->variant, attention_names))
+            return bad_value(o, K_VARIANT, "expected softmax or linear, got '%s'", c->variant);
+        if (c->causal != 0 && c->causal != 1)
+            return bad_value(o, K_CAUSAL, "expected 0 or 1, got %d", c->causal);
+        if (c->n_lengths < 0 || c->n_lengths > LINATTN_MAX_LENGTHS)
+            return bad_value(o, K_LENGTHS, "%d lengths (at most %d)", c->n_lengths,
+                             LINATTN_MAX_LENGTHS);
+        for (int i = 0; i < c->n_lengths; i++)
+            if (c->lengths[i] < 0)
+                return bad_value(o, K_LENGTHS, "length %d is negative (%d)", i, c->lengths[i]);
+        if (!check_nonneg(o, K_SCALE, c->scale, &st) ||
+            !check_nonneg(o, K_ATTN_EPS, c->attn_eps, &st) ||
+            !check_string(o, K_Q, c->q, sizeof c->q, &st) ||
+            !check_string(o, K_K, c->k, sizeof c->k, &st) ||
+            !check_string(o, K_V, c->v, sizeof c->v, &st) ||
+            !check_string(o, K_OUT, c->out, sizeof c->out, &st))
+            return st;
+    }
+    return LINATTN_OK;
+}
+
+linattn_status linattn_config_validate(const linattn_config *c)
+{
+    if (!c)
+        return linattn_err(LINATTN_ERR_INVALID, "config: NULL");
+    if (!terminated(c->path, sizeof c->path))
+        return linattn_err(LINATTN_ERR_INVALID, "config: path not NUL-terminated");
+    struct origin o = {c->path, NULL};
+    return validate(c, &o);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parsing                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct parse {
+    linattn_config *c;
+    const char *path;         /* as given */
+    size_t dir_len;           /* length of path's folder prefix, '/' included; 0: none */
+    char *text;               /* the file, NUL-terminated, cut into lines in place */
+    size_t len, pos;
+    int lineno;               /* of the line last handed to inih */
+    int section;              /* the current section, -1 before the first */
+    int section_line[N_SECTIONS]; /* 0: not in the file */
+    int key_line[N_KEYS];     /* 0: not in the file */
+    const char *long_value;   /* the real value behind LONG_VALUE_MARK, else NULL */
+    linattn_status status;    /* the first error */
+};
+
+static void syntax_error(struct parse *p, const char *fmt, ...) LINATTN_PRINTF(2, 3);
+
+static void syntax_error(struct parse *p, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, NULL, NULL, "%s", why);
+}
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+/* Cuts a comment: the whole line when it starts with ';' or '#', else from
+ * a ';' or '#' that follows a space or tab. */
+static void strip_comment(char *s)
+{
+    if (!*s)
+        return;
+    if (*s == ';' || *s == '#') {
+        *s = '\0';
+        return;
+    }
+    for (char *c = s + 1; *c; c++)
+        if ((*c == ';' || *c == '#') && (c[-1] == ' ' || c[-1] == '\t')) {
+            *c = '\0';
+            return;
+        }
+}
+
+/* Checks a "[name]" line; returns the line inih should see, or NULL. */
+static char *section_line(struct parse *p, char *line)
+{
+    char *close = strchr(line, ']');
+    if (!close) {
+        syntax_error(p, "section header without ']': '%.60s'", line);
+        return NULL;
+    }
+    if (close[1]) {
+        syntax_error(p, "unexpected text after ']': '%.60s'", close + 1);
+        return NULL;
+    }
+    *close = '\0';
+    char *name = trim(line + 1);
+    int s = 0;
+    while (s < N_SECTIONS && strcmp(name, section_names[s]) != 0)
+        s++;
+    if (s == N_SECTIONS) {
+        syntax_error(p, "unknown section [%.60s] (expected [model], [runtime], [generate] or "
+                        "[attention])", name);
+        return NULL;
+    }
+    if (p->section_line[s]) {
+        syntax_error(p, "section [%s] appears twice (first at line %d)", name,
+                     p->section_line[s]);
+        return NULL;
+    }
+    p->section = s;
+    p->section_line[s] = p->lineno;
+    /* "[ model ]" reaches inih as "[model]". */
+    name[-1] = '[';
+    name[strlen(name)] = ']';
+    return name - 1;
+}
+
+/* inih's fgets-like reader: hands inih the next line, cleaned (see top). */
+static char *read_line(char *buf, int num, void *user)
+{
+    struct parse *p = user;
+    if (p->status != LINATTN_OK || p->pos >= p->len)
+        return NULL;
+    if (num < 16) {
+        syntax_error(p, "inih's line buffer is too small (%d bytes)", num);
+        return NULL;
+    }
+    char *line = p->text + p->pos;
+    char *nl = memchr(line, '\n', p->len - p->pos);
+    if (nl) {
+        *nl = '\0';
+        p->pos = (size_t)(nl - p->text) + 1;
+    } else {
+        p->pos = p->len;
+    }
+    p->lineno++;
+    p->long_value = NULL;
+
+    /* Left-trimmed, so inih never sees a continuation line. */
+    line = trim(line);
+    strip_comment(line);
+    line = trim(line);
+
+    if (line[0] == '[') {
+        line = section_line(p, line);
+        if (!line)
+            return NULL;
+    } else if (line[0]) {
+        size_t sep = strcspn(line, "=:");
+        if (!line[sep]) {
+            syntax_error(p, "expected 'key = value' or '[section]', got '%.60s'", line);
+            return NULL;
+        }
+        if (sep == 0) {
+            syntax_error(p, "no key before '%c'", line[0]);
+            return NULL;
+        }
+        if (strlen(line) >= (size_t)num) {
+            /* Too long for inih's buffer: inih gets "name=MARK". */
+            line[sep] = '\0';
+            p->long_value = trim(line + sep + 1);
+            char *name = trim(line);
+            if (strlen(name) + sizeof LONG_VALUE_MARK + 1 > (size_t)num) {
+                syntax_error(p, "key name too long: '%.40s...'", name);
+                return NULL;
+            }
+            snprintf(buf, (size_t)num, "%s=%s", name, LONG_VALUE_MARK);
+            return buf;
+        }
+    }
+    snprintf(buf, (size_t)num, "%s", line);
+    return buf;
+}
+
+/* Parses a whole decimal int (sign allowed, no junk). */
+static int parse_int(const char *s, int *out)
+{
+    if (!s[0])
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < INT_MIN || v > INT_MAX || isspace((unsigned char)s[0]))
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* Parses a whole finite decimal number that fits a float. */
+static const char *parse_float(const char *s, float *out)
+{
+    if (!s[0] || strspn(s, "0123456789+-.eE") != strlen(s))
+        return "expected a decimal number";
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || end == s)
+        return "expected a decimal number";
+    if (!isfinite(v) || fabs(v) > FLT_MAX || (v != 0 && fabs(v) < FLT_TRUE_MIN))
+        return "number out of range for a float";
+    *out = (float)v;
+    return NULL;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "1"};
+    static const char *const no[] = {"false", "no", "0"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
+            *out = strcasecmp(s, yes[i]) == 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int choice_index(const char *s, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (strcasecmp(s, choices[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* "a, b or c" */
+static void list_choices(const char *const *choices, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (int i = 0; choices[i]; i++) {
+        const char *sep = i == 0 ? "" : choices[i + 1] ? ", " : " or ";
+        size_t n = strlen(buf);
+        snprintf(buf + n, size - n, "%s%s", sep, choices[i]);
+    }
+}
+
+static int parse_lengths(const char *s, int *lengths, int *n)
+{
+    *n = 0;
+    char item[32];
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        if (*n == LINATTN_MAX_LENGTHS || len >= sizeof item)
+            return 0;
+        memcpy(item, s, len);
+        item[len] = '\0';
+        if (!parse_int(trim(item), &lengths[*n]))
+            return 0;
+        (*n)++;
+        if (!s[len])
+            return 1;
+        s += len + 1;
+    }
+}
+
+/* Records an error about key k on the current line; returns 0. */
+static int bad_key(struct parse *p, enum key_id k, linattn_status st, const char *fmt, ...)
+    LINATTN_PRINTF(4, 5);
+
+static int bad_key(struct parse *p, enum key_id k, linattn_status st, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    p->status = report(st, p->path, p->lineno, section_names[keys[k].section], keys[k].name,
+                       "%s", why);
+    return 0;
+}
+
+/* Copies value, joined to the config's folder when relative. */
+static int set_path(struct parse *p, enum key_id k, const char *value, char *field, size_t size)
+{
+    if (!value[0])
+        return bad_key(p, k, LINATTN_ERR_INVALID, "empty path");
+    size_t dir = value[0] == '/' ? 0 : p->dir_len;
+    if (dir + strlen(value) >= size)
+        return bad_key(p, k, LINATTN_ERR_INVALID, "path too long (at most %zu bytes)", size - 1);
+    memcpy(field, p->path, dir);
+    strcpy(field + dir, value);
+    return 1;
+}
+
+/* Parses value into key k's field; 0 on error (recorded in p). */
+static int set_value(struct parse *p, enum key_id k, const char *value)
+{
+    const struct key *key = &keys[k];
+    char *field = (char *)p->c + key->offset;
+    char names[128];
+    const char *why;
+    uint64_t u;
+    int i;
+
+    switch (key->type) {
+    case T_INT:
+        if (!parse_int(value, &i))
+            return bad_key(p, k, LINATTN_ERR_INVALID, "expected an integer, got '%.60s'", value);
+        memcpy(field, &i, sizeof i);
+        return 1;
+    case T_FLOAT: {
+        float f;
+        if ((why = parse_float(value, &f)))
+            return bad_key(p, k, LINATTN_ERR_INVALID, "%s, got '%.60s'", why, value);
+        memcpy(field, &f, sizeof f);
+        return 1;
+    }
+    case T_U64:
+        if (!parse_u64(value, &u))
+            return bad_key(p, k, LINATTN_ERR_INVALID,
+                           "expected an unsigned 64-bit integer, got '%.60s'", value);
+        memcpy(field, &u, sizeof u);
+        return 1;
+    case T_BOOL:
+        if (!parse_bool(value, &i))
+            return bad_key(p, k, LINATTN_ERR_INVALID, "expected true or false, got '%.60s'",
+                           value);
+        memcpy(field, &i, sizeof i);
+        return 1;
+    case T_ENUM:
+    case T_NAME:
+        i = choice_index(value, key->choices);
+        if (i < 0) {
+            list_choices(key->choices, names, sizeof names);
+            return bad_key(p, k, LINATTN_ERR_INVALID, "expected %s, got '%.60s'", names, value);
+        }
+        if (key->type == T_ENUM)
+            memcpy(field, &i, sizeof i);
+        else
+            strcpy(field, key->choices[i]);
+        return 1;
+    case T_STRING:
+        if (strlen(value) >= key->size)
+            return bad_key(p, k, LINATTN_ERR_INVALID, "value too long (at most %zu bytes)",
+                           key->size - 1);
+        strcpy(field, value);
+        return 1;
+    case T_WEIGHTS:
+        if (strncmp(value, "random:", 7) == 0) {
+            if (!parse_u64(value + 7, &u))
+                return bad_key(p, k, LINATTN_ERR_INVALID,
+                               "expected random:SEED with an unsigned integer SEED, got '%.60s'",
+                               value);
+            strcpy(field, value);
+            return 1;
+        }
+        return set_path(p, k, value, field, key->size);
+    case T_PATH:
+        return set_path(p, k, value, field, key->size);
+    case T_LENGTHS:
+        if (!parse_lengths(value, p->c->lengths, &p->c->n_lengths))
+            return bad_key(p, k, LINATTN_ERR_INVALID,
+                           "expected a comma-separated list of at most %d integers, got '%.60s'",
+                           LINATTN_MAX_LENGTHS, value);
+        return 1;
+    }
+    return 0;
+}
+
+/* inih's handler: one key = value of the current line. */
+static int on_pair(void *user, const char *section, const char *name, const char *value)
+{
+    struct parse *p = user;
+    if (p->status != LINATTN_OK)
+        return 0;
+    if (p->long_value && strcmp(value, LONG_VALUE_MARK) == 0)
+        value = p->long_value;
+    if (p->section < 0 || strcmp(section, section_names[p->section]) != 0) {
+        p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, NULL, name,
+                           "key before any [section]");
+        return 0;
+    }
+    int k = 0;
+    while (k < N_KEYS && !(keys[k].section == (enum section)p->section &&
+                           strcmp(keys[k].name, name) == 0))
+        k++;
+    if (k == N_KEYS) {
+        char known[256] = "";
+        for (int j = 0; j < N_KEYS; j++) {
+            if (keys[j].section != (enum section)p->section)
+                continue;
+            size_t n = strlen(known);
+            snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", keys[j].name);
+        }
+        p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, section, name,
+                           "unknown key (known: %s)", known);
+        return 0;
+    }
+    if (p->key_line[k]) {
+        p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, section, name,
+                           "duplicate key (first set at line %d)", p->key_line[k]);
+        return 0;
+    }
+    p->key_line[k] = p->lineno;
+    return set_value(p, (enum key_id)k, value);
+}
+
+/* Reads the whole file into p->text. */
+static linattn_status read_file(struct parse *p)
+{
+    FILE *f = fopen(p->path, "rb");
+    if (!f)
+        return linattn_err(LINATTN_ERR_IO, "%s: cannot open: %s", p->path, strerror(errno));
+    p->text = malloc(MAX_CONFIG_BYTES + 1);
+    if (!p->text) {
+        fclose(f);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", p->path);
+    }
+    p->len = fread(p->text, 1, MAX_CONFIG_BYTES + 1, f);
+    int failed = ferror(f);
+    int err = errno;
+    fclose(f);
+    if (failed)
+        return linattn_err(LINATTN_ERR_IO, "%s: cannot read: %s", p->path, strerror(err));
+    if (p->len > MAX_CONFIG_BYTES)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: larger than %u bytes; not a config file",
+                           p->path, MAX_CONFIG_BYTES);
+    p->text[p->len] = '\0';
+    char *nul = memchr(p->text, '\0', p->len);
+    if (nul) {
+        int line = 1;
+        for (char *c = p->text; c < nul; c++)
+            line += *c == '\n';
+        return linattn_err(LINATTN_ERR_FORMAT, "%s:%d: NUL byte; not a text file", p->path, line);
+    }
+    if (p->len >= 3 && memcmp(p->text, "\xEF\xBB\xBF", 3) == 0)
+        p->pos = 3; /* UTF-8 byte order mark */
+    return LINATTN_OK;
+}
+
+static linattn_status load(struct parse *p)
+{
+    linattn_status st = read_file(p);
+    if (st != LINATTN_OK)
+        return st;
+
+    int r = ini_parse_stream(read_line, p, on_pair, p);
+    if (p->status != LINATTN_OK)
+        return p->status;
+    if (r == -2)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", p->path);
+    if (r != 0)
+        return report(LINATTN_ERR_FORMAT, p->path, r, NULL, NULL, "syntax error");
+
+    linattn_config *c = p->c;
+    c->has_attention = p->section_line[SEC_ATTENTION] != 0;
+    if (p->section_line[SEC_MODEL])
+        for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
+            enum key_id k = required_model_keys[i];
+            if (!p->key_line[k])
+                return report(LINATTN_ERR_FORMAT, p->path, p->section_line[SEC_MODEL], "model",
+                              keys[k].name, "required key missing");
+        }
+    struct origin o = {p->path, p->key_line};
+    return validate(c, &o);
+}
+
+linattn_status linattn_config_load(const char *path, linattn_config *c)
+{
+    if (!path || !c)
+        return linattn_err(LINATTN_ERR_INVALID, "config: NULL argument");
+    if (strlen(path) >= sizeof c->path)
+        return linattn_err(LINATTN_ERR_INVALID, "config path too long (at most %zu bytes)",
+                           sizeof c->path - 1);
+
+    struct parse p = {.path = path, .section = -1};
+    p.c = malloc(sizeof *p.c);
+    if (!p.c)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    linattn_config_defaults(p.c);
+    strcpy(p.c->path, path);
+    const char *slash = strrchr(path, '/');
+    p.dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+
+    linattn_status st = load(&p);
+    if (st == LINATTN_OK)
+        memcpy(c, p.c, sizeof *c);
+    free(p.text);
+    free(p.c);
+    return st;
+}

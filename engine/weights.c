@@ -1,0 +1,555 @@
+/* weights.c: safetensors loader: mmap, cJSON header, every entry checked, fp32 tensors by name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "f16.h"
+#include "internal.h"
+#include "weights.h"
+
+/* File layout: u64 little-endian N, N bytes of JSON header (may be padded
+ * with spaces), then the data; data_offsets are relative to the data. */
+
+#define MAX_HEADER_BYTES (100u << 20)
+#define MAX_JSON_INT 9007199254740992.0 /* 2^53: larger JSON numbers are not exact */
+
+struct tensor {
+    char *name;
+    linattn_dtype dtype;
+    int ndim;
+    int64_t shape[LINATTN_WEIGHTS_MAX_DIMS];
+    uint64_t n_elements;
+    uint64_t begin, end;  /* bytes, relative to the data */
+    const float *f32;     /* set by the first get: into the map, or `owned` */
+    float *owned;
+    int used;
+};
+
+struct linattn_weights {
+    char *path;
+    uint8_t *map;
+    size_t map_size;
+    const uint8_t *data;  /* map + 8 + N */
+    uint64_t data_size;
+    struct tensor *tensors; /* file order */
+    int n_tensors;
+    struct tensor **by_name; /* sorted by name */
+    char **meta;          /* key, value, key, value, ... */
+    int n_meta;
+};
+
+static const char *const dtype_names[] = {"F32", "F16", "BF16"};
+static const unsigned dtype_bytes[] = {4, 2, 2};
+
+const char *linattn_dtype_name(linattn_dtype dtype)
+{
+    if ((unsigned)dtype < sizeof dtype_names / sizeof dtype_names[0])
+        return dtype_names[dtype];
+    return "unknown";
+}
+
+/* "[32, 64]" */
+static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static int is_little_endian(void)
+{
+    const uint16_t one = 1;
+    uint8_t first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
+/* a * b, or 0 on overflow of uint64. */
+static int mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* A JSON number that is an exact integer in [0, 2^53]. */
+static int json_uint(const cJSON *item, uint64_t *out)
+{
+    if (!cJSON_IsNumber(item))
+        return 0;
+    double v = item->valuedouble;
+    if (!(v >= 0 && v <= MAX_JSON_INT) || v != floor(v))
+        return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+void linattn_weights_close(linattn_weights *w)
+{
+    if (!w)
+        return;
+    for (int i = 0; i < w->n_tensors; i++) {
+        free(w->tensors[i].name);
+        free(w->tensors[i].owned);
+    }
+    for (int i = 0; i < 2 * w->n_meta; i++)
+        free(w->meta[i]);
+    free(w->meta);
+    free(w->tensors);
+    free(w->by_name);
+    if (w->map)
+        munmap(w->map, w->map_size);
+    free(w->path);
+    free(w);
+}
+
+/* Fills t from a header entry; errors name the tensor. */
+static linattn_status parse_entry(const linattn_weights *w, const cJSON *entry, struct tensor *t)
+{
+    const char *name = t->name;
+    if (!cJSON_IsObject(entry))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': entry is not an object",
+                           w->path, name);
+
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
+    if (!cJSON_IsString(dtype))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': no \"dtype\" string",
+                           w->path, name);
+    size_t d = 0;
+    while (d < sizeof dtype_names / sizeof dtype_names[0] &&
+           strcmp(dtype->valuestring, dtype_names[d]) != 0)
+        d++;
+    if (d == sizeof dtype_names / sizeof dtype_names[0])
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': unsupported dtype '%.20s' (expected F32, F16 or BF16)",
+                           w->path, name, dtype->valuestring);
+    t->dtype = (linattn_dtype)d;
+
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(entry, "shape");
+    if (!cJSON_IsArray(shape))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': no \"shape\" array", w->path,
+                           name);
+    int ndim = cJSON_GetArraySize(shape);
+    if (ndim > LINATTN_WEIGHTS_MAX_DIMS)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': %d dimensions (at most %d)",
+                           w->path, name, ndim, LINATTN_WEIGHTS_MAX_DIMS);
+    t->ndim = ndim;
+    t->n_elements = 1;
+    const cJSON *dim;
+    int i = 0;
+    cJSON_ArrayForEach(dim, shape) {
+        uint64_t v;
+        if (!json_uint(dim, &v))
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: tensor '%.200s': shape entry %d is not a non-negative integer",
+                               w->path, name, i);
+        if (!mul_u64(t->n_elements, v, &t->n_elements))
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: tensor '%.200s': shape has too many elements", w->path, name);
+        t->shape[i++] = (int64_t)v;
+    }
+
+    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(entry, "data_offsets");
+    if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
+        !json_uint(cJSON_GetArrayItem(offsets, 0), &t->begin) ||
+        !json_uint(cJSON_GetArrayItem(offsets, 1), &t->end))
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': \"data_offsets\" is not [begin, end] with "
+                           "non-negative integers", w->path, name);
+    if (t->begin > t->end)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': data_offsets begin %llu > end %llu", w->path,
+                           name, (unsigned long long)t->begin, (unsigned long long)t->end);
+    if (t->end > w->data_size)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': data_offsets end %llu is past the end of the "
+                           "data (%llu bytes)", w->path, name, (unsigned long long)t->end,
+                           (unsigned long long)w->data_size);
+    uint64_t bytes;
+    if (!mul_u64(t->n_elements, dtype_bytes[t->dtype], &bytes))
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': shape has too many elements", w->path, name);
+    if (bytes != t->end - t->begin) {
+        char s[128];
+        format_shape(s, sizeof s, t->ndim, t->shape);
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': data_offsets span %llu bytes, but %s %s needs "
+                           "%llu", w->path, name, (unsigned long long)(t->end - t->begin),
+                           dtype_names[t->dtype], s, (unsigned long long)bytes);
+    }
+    if (t->n_elements > SIZE_MAX / sizeof(float))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': too large for this machine",
+                           w->path, name);
+    return LINATTN_OK;
+}
+
+static linattn_status parse_metadata(linattn_weights *w, const cJSON *meta)
+{
+    if (!cJSON_IsObject(meta))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: \"__metadata__\" is not an object", w->path);
+    int n = cJSON_GetArraySize(meta);
+    w->meta = calloc((size_t)n * 2 + 1, sizeof *w->meta);
+    if (!w->meta)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, meta) {
+        if (!cJSON_IsString(item))
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: metadata '%.200s' is not a string",
+                               w->path, item->string);
+        w->meta[2 * w->n_meta] = dup_string(item->string);
+        w->meta[2 * w->n_meta + 1] = dup_string(item->valuestring);
+        w->n_meta++;
+        if (!w->meta[2 * w->n_meta - 2] || !w->meta[2 * w->n_meta - 1])
+            return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    }
+    return LINATTN_OK;
+}
+
+static int by_name_cmp(const void *a, const void *b)
+{
+    const struct tensor *x = *(const struct tensor *const *)a, *y = *(const struct tensor *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static int by_begin_cmp(const void *a, const void *b)
+{
+    const struct tensor *x = *(const struct tensor *const *)a, *y = *(const struct tensor *const *)b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* Sorts the name index; refuses duplicate names and tensors sharing bytes. */
+static linattn_status check_layout(linattn_weights *w)
+{
+    size_t n = (size_t)w->n_tensors;
+    struct tensor **by_begin = malloc((n ? n : 1) * sizeof *by_begin);
+    w->by_name = malloc((n ? n : 1) * sizeof *w->by_name);
+    if (!by_begin || !w->by_name) {
+        free(by_begin);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    }
+    for (size_t i = 0; i < n; i++)
+        w->by_name[i] = by_begin[i] = &w->tensors[i];
+    qsort(w->by_name, n, sizeof *w->by_name, by_name_cmp);
+    qsort(by_begin, n, sizeof *by_begin, by_begin_cmp);
+
+    linattn_status st = LINATTN_OK;
+    for (size_t i = 1; i < n && st == LINATTN_OK; i++)
+        if (strcmp(w->by_name[i - 1]->name, w->by_name[i]->name) == 0)
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' appears twice", w->path,
+                             w->by_name[i]->name);
+    /* Sorted by begin, a tensor overlaps some earlier one iff it overlaps
+     * the last non-empty one before it (empty tensors own no bytes). */
+    const struct tensor *last = NULL;
+    for (size_t i = 0; i < n && st == LINATTN_OK; i++) {
+        const struct tensor *t = by_begin[i];
+        if (t->begin == t->end)
+            continue;
+        if (last && t->begin < last->end)
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' overlaps tensor '%.200s'",
+                             w->path, t->name, last->name);
+        last = t;
+    }
+    free(by_begin);
+    return st;
+}
+
+static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
+{
+    /* A NUL-terminated copy: cJSON then never reads past it, whatever the bytes. */
+    char *text = malloc((size_t)header_len + 1);
+    if (!text)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    memcpy(text, w->map + 8, (size_t)header_len);
+    text[header_len] = '\0';
+
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)header_len, &end, 0);
+    linattn_status st = LINATTN_OK;
+    if (!root) {
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header is not valid JSON (near byte %zu of %llu)",
+                         w->path, at, (unsigned long long)header_len);
+        goto done;
+    }
+    for (const char *c = end; c < text + header_len; c++)
+        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r') {
+            st = linattn_err(LINATTN_ERR_FORMAT,
+                             "%s: header has bytes after its JSON (at byte %zu of %llu)",
+                             w->path, (size_t)(c - text), (unsigned long long)header_len);
+            goto done;
+        }
+    if (!cJSON_IsObject(root)) {
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header is not a JSON object", w->path);
+        goto done;
+    }
+
+    int n = cJSON_GetArraySize(root);
+    w->tensors = calloc((size_t)(n ? n : 1), sizeof *w->tensors);
+    if (!w->tensors) {
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+        goto done;
+    }
+    int seen_metadata = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        if (strcmp(item->string, "__metadata__") == 0) {
+            if (seen_metadata++) {
+                st = linattn_err(LINATTN_ERR_FORMAT, "%s: \"__metadata__\" appears twice",
+                                 w->path);
+                goto done;
+            }
+            if ((st = parse_metadata(w, item)) != LINATTN_OK)
+                goto done;
+            continue;
+        }
+        struct tensor *t = &w->tensors[w->n_tensors];
+        t->name = dup_string(item->string);
+        if (!t->name) {
+            st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+            goto done;
+        }
+        w->n_tensors++;
+        if ((st = parse_entry(w, item, t)) != LINATTN_OK)
+            goto done;
+    }
+    st = check_layout(w);
+done:
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
+linattn_status linattn_weights_open(const char *path, linattn_weights **out)
+{
+    if (!path || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
+    *out = NULL;
+    linattn_weights *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = dup_string(path))) {
+        free(w);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    }
+
+    linattn_status st = LINATTN_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        goto fail;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: not a regular file", path);
+        close(fd);
+        goto fail;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size < 8) {
+        st = linattn_err(LINATTN_ERR_FORMAT,
+                         "%s: %llu bytes, too short for a safetensors file (8-byte header length)",
+                         path, (unsigned long long)size);
+        close(fd);
+        goto fail;
+    }
+    if (size > SIZE_MAX) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: too large to map", path);
+        close(fd);
+        goto fail;
+    }
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot map: %s", path, strerror(map_errno));
+        goto fail;
+    }
+    w->map = map;
+    w->map_size = (size_t)size;
+
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; i--)
+        header_len = header_len << 8 | w->map[i];
+    if (header_len > size - 8) {
+        st = linattn_err(LINATTN_ERR_FORMAT,
+                         "%s: header length %llu runs past the end of the file (%llu bytes)",
+                         path, (unsigned long long)header_len, (unsigned long long)size);
+        goto fail;
+    }
+    if (header_len > MAX_HEADER_BYTES) {
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header length %llu is over the %u-byte limit",
+                         path, (unsigned long long)header_len, MAX_HEADER_BYTES);
+        goto fail;
+    }
+    w->data = w->map + 8 + header_len;
+    w->data_size = size - 8 - header_len;
+    if ((st = parse_header(w, header_len)) != LINATTN_OK)
+        goto fail;
+    *out = w;
+    return LINATTN_OK;
+fail:
+    linattn_weights_close(w);
+    return st;
+}
+
+static struct tensor *find(const linattn_weights *w, const char *name)
+{
+    int lo = 0, hi = w->n_tensors;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(w->by_name[mid]->name, name);
+        if (c == 0)
+            return w->by_name[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+int linattn_weights_has(const linattn_weights *w, const char *name)
+{
+    return w && name && find(w, name) != NULL;
+}
+
+/* The tensor's data as fp32: into the map when possible, else a converted copy. */
+static linattn_status to_f32(linattn_weights *w, struct tensor *t)
+{
+    static const float no_elements[1];
+    const uint8_t *src = w->data + t->begin;
+    size_t n = (size_t)t->n_elements;
+    if (n == 0) {
+        t->f32 = no_elements;
+        return LINATTN_OK;
+    }
+    if (t->dtype == LINATTN_DTYPE_F32 && (uintptr_t)src % sizeof(float) == 0 &&
+        is_little_endian()) {
+        t->f32 = (const float *)(const void *)src;
+        return LINATTN_OK;
+    }
+    float *dst = malloc(n * sizeof *dst);
+    if (!dst)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: tensor '%.200s': out of memory (%zu floats)",
+                           w->path, t->name, n);
+    for (size_t i = 0; i < n; i++) {
+        switch (t->dtype) {
+        case LINATTN_DTYPE_F32: {
+            const uint8_t *b = src + 4 * i;
+            uint32_t bits = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                            (uint32_t)b[3] << 24;
+            memcpy(&dst[i], &bits, sizeof bits);
+            break;
+        }
+        case LINATTN_DTYPE_F16:
+            dst[i] = linattn_f16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            break;
+        case LINATTN_DTYPE_BF16:
+            dst[i] = linattn_bf16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            break;
+        }
+    }
+    t->owned = dst;
+    t->f32 = dst;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndim,
+                                   const int64_t *shape, const float **data)
+{
+    if (!w || !name || !data || ndim < 0 || ndim > LINATTN_WEIGHTS_MAX_DIMS ||
+        (ndim > 0 && !shape))
+        return linattn_err(LINATTN_ERR_INVALID, "weights_get: bad argument");
+    *data = NULL;
+    struct tensor *t = find(w, name);
+    if (!t)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': missing", w->path, name);
+    int same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++)
+        same = t->shape[i] == shape[i];
+    if (!same) {
+        char want[128], got[128];
+        format_shape(want, sizeof want, ndim, shape);
+        format_shape(got, sizeof got, t->ndim, t->shape);
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': expected shape %s, got %s",
+                           w->path, name, want, got);
+    }
+    if (!t->f32) {
+        linattn_status st = to_f32(w, t);
+        if (st != LINATTN_OK)
+            return st;
+    }
+    t->used = 1;
+    *data = t->f32;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_weights_check_all_used(const linattn_weights *w)
+{
+    if (!w)
+        return linattn_err(LINATTN_ERR_INVALID, "weights_check_all_used: NULL");
+    for (int i = 0; i < w->n_tensors; i++)
+        if (!w->tensors[i].used)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: unexpected tensor '%.200s' (the model does not use it)",
+                               w->path, w->tensors[i].name);
+    return LINATTN_OK;
+}
+
+int linattn_weights_count(const linattn_weights *w)
+{
+    return w ? w->n_tensors : 0;
+}
+
+void linattn_weights_tensor(const linattn_weights *w, int i, linattn_tensor_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!w || i < 0 || i >= w->n_tensors)
+        return;
+    const struct tensor *t = &w->tensors[i];
+    info->name = t->name;
+    info->dtype = t->dtype;
+    info->ndim = t->ndim;
+    memcpy(info->shape, t->shape, sizeof info->shape);
+    info->n_elements = (size_t)t->n_elements;
+}
+
+const char *linattn_weights_metadata(const linattn_weights *w, const char *key)
+{
+    if (!w || !key)
+        return NULL;
+    for (int i = 0; i < w->n_meta; i++)
+        if (strcmp(w->meta[2 * i], key) == 0)
+            return w->meta[2 * i + 1];
+    return NULL;
+}
+
+const char *linattn_weights_path(const linattn_weights *w)
+{
+    return w ? w->path : "";
+}

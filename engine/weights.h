@@ -1,0 +1,65 @@
+/* weights.h: safetensors files, mmapped read-only, handing out fp32 tensors by name and shape. */
+#ifndef LINATTN_ENGINE_WEIGHTS_H
+#define LINATTN_ENGINE_WEIGHTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "linattn.h"
+
+typedef enum linattn_dtype {
+    LINATTN_DTYPE_F32,
+    LINATTN_DTYPE_F16,
+    LINATTN_DTYPE_BF16,
+} linattn_dtype;
+
+#define LINATTN_WEIGHTS_MAX_DIMS 8
+
+typedef struct linattn_weights linattn_weights;
+
+typedef struct linattn_tensor_info {
+    const char *name;         /* valid until close */
+    linattn_dtype dtype;
+    int ndim;                 /* 0..LINATTN_WEIGHTS_MAX_DIMS */
+    int64_t shape[LINATTN_WEIGHTS_MAX_DIMS];
+    size_t n_elements;        /* product of shape (1 for ndim 0) */
+} linattn_tensor_info;
+
+/* Maps the file read-only, parses its JSON header and checks every entry:
+ * dtype F32/F16/BF16, integer shape, data_offsets inside the data and
+ * matching the shape, no two tensors overlapping, no duplicate names.
+ * LINATTN_ERR_IO when the file cannot be opened or mapped,
+ * LINATTN_ERR_FORMAT "FILE: tensor 'NAME': why" for a malformed file. The
+ * file must not be truncated while open (the map would fault). */
+linattn_status linattn_weights_open(const char *path, linattn_weights **out);
+void linattn_weights_close(linattn_weights *w);
+
+/* The tensor `name` as fp32, after checking its shape is exactly
+ * shape[0..ndim). F32 data aligned to 4 bytes is a pointer into the map;
+ * anything else (F16, BF16, unaligned F32) is converted once into a copy
+ * owned by w. Valid until close. Marks the tensor used. Errors
+ * (LINATTN_ERR_FORMAT) name the file and tensor: missing, wrong shape
+ * ("expected [32, 32], got [32, 16]"). Not thread-safe. */
+linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndim,
+                                   const int64_t *shape, const float **data);
+
+/* LINATTN_ERR_FORMAT naming the first tensor (in file order) that no get
+ * asked for: "unexpected tensor 'x'". */
+linattn_status linattn_weights_check_all_used(const linattn_weights *w);
+
+/* 1 if the file has a tensor `name` (for optional tensors). */
+int linattn_weights_has(const linattn_weights *w, const char *name);
+
+/* Number of tensors and the i-th one in file order. */
+int linattn_weights_count(const linattn_weights *w);
+void linattn_weights_tensor(const linattn_weights *w, int i, linattn_tensor_info *info);
+
+/* A string of the header's "__metadata__", NULL if absent. */
+const char *linattn_weights_metadata(const linattn_weights *w, const char *key);
+
+const char *linattn_weights_path(const linattn_weights *w);
+
+/* "F32", "F16", "BF16". */
+const char *linattn_dtype_name(linattn_dtype dtype);
+
+#endif

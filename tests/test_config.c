@@ -1,0 +1,555 @@
+/* test_config.c: INI configs: every field, path resolution, comments, and each kind of error. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "linattn.h"
+
+static char dir[256];
+
+static void make_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/linattn-config-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            remove(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+TestSuite(config, .init = make_dir, .fini = remove_dir);
+
+/* Writes text to dir/name and returns the path (static buffer). */
+static const char *write_config(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static linattn_config cfg;
+
+static linattn_status load_text(const char *text)
+{
+    return linattn_config_load(write_config("cfg.ini", text), &cfg);
+}
+
+/* The load fails with status and a message holding every one of the
+ * NULL-terminated substrings. */
+static void expect_error(const char *text, linattn_status status, const char *const *parts)
+{
+    linattn_status st = load_text(text);
+    const char *msg = linattn_last_error();
+    cr_assert_eq(st, status, "status %d (%s), want %d; message: %s", st, linattn_status_str(st),
+                 status, msg);
+    for (int i = 0; parts[i]; i++)
+        cr_assert(strstr(msg, parts[i]), "message '%s' lacks '%s'", msg, parts[i]);
+}
+
+#define EXPECT_ERROR(text, status, ...)                                                            \
+    expect_error(text, status, (const char *const[]){"cfg.ini:", __VA_ARGS__, NULL})
+
+static const char *full_config =
+    "# a full config\n"
+    "[model]\n"
+    "weights = models/tiny.safetensors   ; relative to this file\n"
+    "vocab_size = 300\n"
+    "d_model = 64\n"
+    "n_heads = 8\n"
+    "n_layers = 3\n"
+    "d_ff = 256\n"
+    "attention = softmax\n"
+    "norm = RMSNorm\n"
+    "norm_position = post\n"
+    "ffn = relu\n"
+    "positions = learned\n"
+    "max_seq_len = 512\n"
+    "eps = 1e-3\n"
+    "norm_eps = 2.5e-6\n"
+    "tie_embeddings = yes\n"
+    "\n"
+    "[runtime]\n"
+    "threads = 3\n"
+    "isa = Scalar\n"
+    "batch = 2\n"
+    "[generate]\n"
+    "prompt = In the beginning#1 ; said\n"
+    "max_new_tokens = 17\n"
+    "temperature = 0\n"
+    "top_k = 0\n"
+    "top_p = 1\n"
+    "seed = 18446744073709551615\n"
+    "[attention]\n"
+    "variant = softmax\n"
+    "causal = false\n"
+    "lengths = 3, 5,7 \n"
+    "scale = 0.125\n"
+    "eps = 0.5\n"
+    "q = q.npy\n"
+    "k = /abs/k.npy\n"
+    "v = sub/v.npy # trailing comment\n"
+    "out = out.npy\n";
+
+Test(config, every_field)
+{
+    const char *path = write_config("full.ini", full_config);
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+    char want[600];
+    cr_assert_str_eq(cfg.path, path);
+    cr_assert(linattn_config_has_model(&cfg));
+    snprintf(want, sizeof want, "%s/models/tiny.safetensors", dir);
+    cr_assert_str_eq(cfg.weights, want);
+    cr_assert_eq(cfg.vocab_size, 300);
+    cr_assert_eq(cfg.d_model, 64);
+    cr_assert_eq(cfg.n_heads, 8);
+    cr_assert_eq(cfg.n_layers, 3);
+    cr_assert_eq(cfg.d_ff, 256);
+    cr_assert_eq(cfg.attention, LINATTN_ATTN_SOFTMAX);
+    cr_assert_eq(cfg.norm, LINATTN_NORM_RMSNORM);
+    cr_assert_eq(cfg.norm_position, LINATTN_NORM_POST);
+    cr_assert_eq(cfg.ffn, LINATTN_FFN_RELU);
+    cr_assert_eq(cfg.positions, LINATTN_POS_LEARNED);
+    cr_assert_eq(cfg.max_seq_len, 512);
+    cr_assert_eq(cfg.eps, 1e-3f);
+    cr_assert_eq(cfg.norm_eps, 2.5e-6f);
+    cr_assert_eq(cfg.tie_embeddings, 1);
+    cr_assert_eq(cfg.threads, 3);
+    cr_assert_str_eq(cfg.isa, "scalar");
+    cr_assert_eq(cfg.batch, 2);
+    cr_assert_str_eq(cfg.prompt, "In the beginning#1"); /* '#' without a space before is text */
+    cr_assert_eq(cfg.max_new_tokens, 17);
+    cr_assert_eq(cfg.temperature, 0.0f);
+    cr_assert_eq(cfg.top_k, 0);
+    cr_assert_eq(cfg.top_p, 1.0f);
+    cr_assert_eq(cfg.seed, UINT64_MAX);
+    cr_assert_eq(cfg.has_attention, 1);
+    cr_assert_str_eq(cfg.variant, "softmax");
+    cr_assert_eq(cfg.causal, 0);
+    cr_assert_eq(cfg.n_lengths, 3);
+    cr_assert_eq(cfg.lengths[0], 3);
+    cr_assert_eq(cfg.lengths[1], 5);
+    cr_assert_eq(cfg.lengths[2], 7);
+    cr_assert_eq(cfg.scale, 0.125f);
+    cr_assert_eq(cfg.attn_eps, 0.5f);
+    snprintf(want, sizeof want, "%s/q.npy", dir);
+    cr_assert_str_eq(cfg.q, want);
+    cr_assert_str_eq(cfg.k, "/abs/k.npy");
+    snprintf(want, sizeof want, "%s/sub/v.npy", dir);
+    cr_assert_str_eq(cfg.v, want);
+    snprintf(want, sizeof want, "%s/out.npy", dir);
+    cr_assert_str_eq(cfg.out, want);
+    cr_assert_eq(linattn_config_validate(&cfg), LINATTN_OK);
+}
+
+Test(config, defaults)
+{
+    cr_assert_eq(load_text("[runtime]\nthreads = 2\n"), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert(!linattn_config_has_model(&cfg));
+    cr_assert_eq(cfg.has_attention, 0);
+    cr_assert_str_eq(cfg.weights, "");
+    cr_assert_eq(cfg.vocab_size, 256);
+    cr_assert_eq(cfg.attention, LINATTN_ATTN_LINEAR);
+    cr_assert_eq(cfg.norm, LINATTN_NORM_LAYERNORM);
+    cr_assert_eq(cfg.norm_position, LINATTN_NORM_PRE);
+    cr_assert_eq(cfg.ffn, LINATTN_FFN_GELU);
+    cr_assert_eq(cfg.positions, LINATTN_POS_SINCOS);
+    cr_assert_eq(cfg.max_seq_len, 1024);
+    cr_assert_eq(cfg.eps, 1e-6f);
+    cr_assert_eq(cfg.norm_eps, 1e-5f);
+    cr_assert_eq(cfg.tie_embeddings, 0);
+    cr_assert_eq(cfg.threads, 2);
+    cr_assert_eq(cfg.batch, 1);
+    cr_assert_str_eq(cfg.isa, "");
+    cr_assert_str_eq(cfg.prompt, "");
+    cr_assert_eq(cfg.max_new_tokens, 200);
+    cr_assert_eq(cfg.temperature, 0.8f);
+    cr_assert_eq(cfg.top_k, 40);
+    cr_assert_eq(cfg.top_p, 0.95f);
+    cr_assert_eq(cfg.seed, 42);
+    cr_assert_str_eq(cfg.variant, "linear");
+    cr_assert_eq(cfg.causal, 1);
+    cr_assert_eq(cfg.n_lengths, 0);
+    cr_assert_eq(cfg.scale, 0.0f);
+    cr_assert_eq(cfg.attn_eps, 1e-6f);
+    cr_assert_str_eq(cfg.q, "");
+
+    linattn_config d;
+    linattn_config_defaults(&d);
+    cr_assert(!linattn_config_has_model(&d));
+    cr_assert_eq(linattn_config_validate(&d), LINATTN_OK);
+}
+
+static const char *model_head = "[model]\n"
+                                "weights = random:7\n"
+                                "d_model = 32\n"
+                                "n_heads = 4\n"
+                                "n_layers = 2\n"
+                                "d_ff = 64\n";
+
+/* model_head followed by more lines (line 7 on). */
+static const char *with_model(const char *more)
+{
+    static char text[8192];
+    snprintf(text, sizeof text, "%s%s", model_head, more);
+    return text;
+}
+
+Test(config, random_weights_and_minimal_model)
+{
+    cr_assert_eq(load_text(model_head), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_str_eq(cfg.weights, "random:7");
+    cr_assert(linattn_config_has_model(&cfg));
+    cr_assert_eq(cfg.d_model, 32);
+}
+
+Test(config, comments_blank_lines_crlf_bom_spaces)
+{
+    const char *text = "\xEF\xBB\xBF; leading comment\r\n"
+                       "# another\r\n"
+                       "\r\n"
+                       "[ model ]   ; section comment\r\n"
+                       "  weights=random:1\r\n"
+                       "\td_model   =   32 # c\r\n"
+                       "n_heads: 4\r\n"
+                       "n_layers = 2;not a comment\r\n"
+                       "d_ff = 64\r\n";
+    linattn_status st = load_text(text);
+    /* "2;not a comment" is one value: ';' needs a space before it to start a comment. */
+    cr_assert_eq(st, LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "cfg.ini:8: [model] key 'n_layers'"), "%s",
+              linattn_last_error());
+
+    text = "\xEF\xBB\xBF; leading comment\r\n"
+           "[ model ]   ; section comment\r\n"
+           "  weights=random:1\r\n"
+           "\td_model   =   32 # c\r\n"
+           "n_heads: 4\r\n"
+           "n_layers = 2 ;a comment\r\n"
+           "d_ff = 64\r\n"
+           "[generate]\r\n"
+           "prompt = a ; b\r\n";
+    cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.d_model, 32);
+    cr_assert_eq(cfg.n_heads, 4);
+    cr_assert_eq(cfg.n_layers, 2);
+    cr_assert_str_eq(cfg.weights, "random:1");
+    cr_assert_str_eq(cfg.prompt, "a");
+}
+
+Test(config, long_values)
+{
+    /* Far longer than inih's 200-byte line buffer. */
+    static char text[12000], prompt[4096];
+    memset(prompt, 'x', sizeof prompt - 1);
+    prompt[sizeof prompt - 1] = '\0';
+    snprintf(text, sizeof text, "[generate]\nprompt = %s ; comment\nseed = 9\n", prompt);
+    cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_str_eq(cfg.prompt, prompt);
+    cr_assert_eq(cfg.seed, 9);
+
+    snprintf(text, sizeof text, "[generate]\nprompt = %sy\n", prompt);
+    EXPECT_ERROR(text, LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'prompt'", "too long");
+
+    /* A long relative path resolves against the folder too. */
+    static char rel[1000];
+    memset(rel, 'p', sizeof rel - 1);
+    rel[sizeof rel - 1] = '\0';
+    snprintf(text, sizeof text, "[attention]\nq = %s\n", rel);
+    cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(strlen(cfg.q), strlen(dir) + 1 + strlen(rel));
+    cr_assert(strstr(cfg.q, rel));
+}
+
+Test(config, relative_to_cwd)
+{
+    write_config("here.ini", "[model]\nweights = w.safetensors\nd_model = 8\nn_heads = 2\n"
+                             "n_layers = 1\nd_ff = 8\n");
+    cr_assert_eq(chdir(dir), 0);
+    cr_assert_eq(linattn_config_load("here.ini", &cfg), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_str_eq(cfg.weights, "w.safetensors");
+    cr_assert_str_eq(cfg.path, "here.ini");
+}
+
+Test(config, unknown_section)
+{
+    EXPECT_ERROR(with_model("[runtime]\nthreads = 1\n[modle]\n"), LINATTN_ERR_FORMAT,
+                 "cfg.ini:9:", "unknown section [modle]");
+    EXPECT_ERROR("[runtime\n", LINATTN_ERR_FORMAT, "cfg.ini:1:", "']'");
+    EXPECT_ERROR("[runtime] x\n", LINATTN_ERR_FORMAT, "cfg.ini:1:", "after ']'");
+    EXPECT_ERROR("[runtime]\n[generate]\n[runtime]\n", LINATTN_ERR_FORMAT, "cfg.ini:3:",
+                 "[runtime] appears twice (first at line 1)");
+}
+
+Test(config, unknown_key)
+{
+    EXPECT_ERROR(with_model("dmodel = 3\n"), LINATTN_ERR_FORMAT,
+                 "cfg.ini:7: [model] key 'dmodel': unknown key", "d_model");
+    /* isa belongs to [runtime] */
+    EXPECT_ERROR("[attention]\nisa = avx2\n", LINATTN_ERR_FORMAT,
+                 "cfg.ini:2: [attention] key 'isa': unknown key");
+    EXPECT_ERROR("threads = 1\n[runtime]\n", LINATTN_ERR_FORMAT, "cfg.ini:1:", "key 'threads'",
+                 "before any [section]");
+}
+
+Test(config, syntax)
+{
+    EXPECT_ERROR("[runtime]\nthreads 4\n", LINATTN_ERR_FORMAT, "cfg.ini:2:", "key = value");
+    EXPECT_ERROR("[runtime]\n= 4\n", LINATTN_ERR_FORMAT, "cfg.ini:2:", "no key");
+    EXPECT_ERROR("[runtime]\nthreads = 1\n    batch 2\n", LINATTN_ERR_FORMAT, "cfg.ini:3:");
+}
+
+Test(config, bad_numbers)
+{
+    EXPECT_ERROR(with_model("[runtime]\nthreads = 4x\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [runtime] key 'threads'", "integer", "'4x'");
+    EXPECT_ERROR("[runtime]\nthreads =\n", LINATTN_ERR_INVALID, "cfg.ini:2: [runtime] key 'threads'");
+    EXPECT_ERROR("[runtime]\nthreads = 99999999999\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [runtime] key 'threads'");
+    EXPECT_ERROR("[runtime]\nthreads = 1.5\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [runtime] key 'threads'");
+    EXPECT_ERROR("[generate]\ntemperature = nan\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [generate] key 'temperature'", "'nan'");
+    EXPECT_ERROR("[generate]\ntemperature = inf\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [generate] key 'temperature'");
+    EXPECT_ERROR("[generate]\ntemperature = 1e39\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [generate] key 'temperature'", "range");
+    EXPECT_ERROR("[generate]\ntop_p = 0.5.1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'top_p'");
+    EXPECT_ERROR("[generate]\nseed = -1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'seed'");
+    EXPECT_ERROR("[generate]\nseed = 18446744073709551616\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [generate] key 'seed'");
+    EXPECT_ERROR(with_model("eps = 1e-3x\n"), LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'eps'");
+    EXPECT_ERROR(with_model("tie_embeddings = maybe\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'tie_embeddings'", "true or false");
+    EXPECT_ERROR(with_model("positions = rope\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'positions'", "none, sincos or learned", "'rope'");
+    EXPECT_ERROR("[runtime]\nisa = sse9\n", LINATTN_ERR_INVALID, "cfg.ini:2: [runtime] key 'isa'");
+    EXPECT_ERROR("[attention]\nlengths = 3,,4\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [attention] key 'lengths'");
+    EXPECT_ERROR("[model]\nweights = random:abc\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [model] key 'weights'", "random:SEED");
+    EXPECT_ERROR("[attention]\nq =\n", LINATTN_ERR_INVALID, "cfg.ini:2: [attention] key 'q'",
+                 "empty");
+
+    char text[1024] = "[attention]\nlengths = 1";
+    for (int i = 1; i < 65; i++)
+        strcat(text, ",1");
+    EXPECT_ERROR(text, LINATTN_ERR_INVALID, "cfg.ini:2: [attention] key 'lengths'");
+}
+
+Test(config, out_of_range)
+{
+    EXPECT_ERROR("[generate]\ntop_p = 0\n", LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'top_p'");
+    EXPECT_ERROR("[generate]\ntop_p = 1.5\n", LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'top_p'");
+    EXPECT_ERROR("[generate]\n\ntemperature = -0.1\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:3: [generate] key 'temperature'");
+    EXPECT_ERROR("[generate]\ntop_k = -1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'top_k'");
+    EXPECT_ERROR("[runtime]\nthreads = -1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [runtime] key 'threads'");
+    EXPECT_ERROR("[runtime]\nbatch = 0\n", LINATTN_ERR_INVALID, "cfg.ini:2: [runtime] key 'batch'");
+    EXPECT_ERROR(with_model("vocab_size = 65537\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'vocab_size'", "65537");
+    EXPECT_ERROR(with_model("eps = -1e-6\n"), LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'eps'");
+    EXPECT_ERROR(with_model("norm_eps = -1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'norm_eps'");
+    EXPECT_ERROR(with_model("max_seq_len = 0\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'max_seq_len'");
+    EXPECT_ERROR("[model]\nweights = random:1\nd_model = 0\nn_heads = 1\nn_layers = 1\nd_ff = 4\n",
+                 LINATTN_ERR_INVALID, "cfg.ini:3: [model] key 'd_model'");
+    EXPECT_ERROR("[attention]\nlengths = 4, -1\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [attention] key 'lengths'", "negative");
+    EXPECT_ERROR("[attention]\nscale = -1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [attention] key 'scale'");
+}
+
+Test(config, heads_must_divide_d_model)
+{
+    EXPECT_ERROR("[model]\nweights = random:1\nd_model = 30\nn_heads = 4\nn_layers = 1\nd_ff = 4\n",
+                 LINATTN_ERR_INVALID, "cfg.ini:4: [model] key 'n_heads'",
+                 "d_model (30) must be divisible by n_heads (4)");
+    /* sincos needs an even d_model; other positions do not. */
+    EXPECT_ERROR("[model]\nweights = random:1\nd_model = 15\nn_heads = 5\nn_layers = 1\nd_ff = 4\n",
+                 LINATTN_ERR_INVALID, "cfg.ini:3: [model] key 'd_model'", "even");
+    cr_assert_eq(load_text("[model]\nweights = random:1\nd_model = 15\nn_heads = 5\nn_layers = 1\n"
+                           "d_ff = 4\npositions = learned\n"),
+                 LINATTN_OK, "%s", linattn_last_error());
+}
+
+Test(config, duplicate_key)
+{
+    EXPECT_ERROR(with_model("d_model = 64\n"), LINATTN_ERR_FORMAT,
+                 "cfg.ini:7: [model] key 'd_model': duplicate", "line 3");
+}
+
+Test(config, missing_required_key)
+{
+    EXPECT_ERROR("[runtime]\n[model]\nweights = random:1\nd_model = 32\nn_heads = 4\nd_ff = 4\n",
+                 LINATTN_ERR_FORMAT, "cfg.ini:2: [model] key 'n_layers'", "required");
+}
+
+Test(config, missing_file)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/nope.ini", dir);
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_IO);
+    cr_assert(strstr(linattn_last_error(), path), "%s", linattn_last_error());
+    cr_assert_eq(linattn_config_load(dir, &cfg), LINATTN_ERR_IO, "a folder: %s",
+                 linattn_last_error());
+}
+
+Test(config, not_text)
+{
+    const char *path = write_config("bin.ini", "[runtime]\nthreads = 1\n");
+    FILE *f = fopen(path, "ab");
+    fputc(0, f);
+    fclose(f);
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "bin.ini:3:"), "%s", linattn_last_error());
+}
+
+Test(config, failure_leaves_config_unchanged)
+{
+    linattn_config before;
+    memset(&cfg, 0x5a, sizeof cfg);
+    memcpy(&before, &cfg, sizeof cfg);
+    cr_assert_neq(load_text("[runtime]\nthreads = 2\nbatch = -3\n"), LINATTN_OK);
+    cr_assert_eq(memcmp(&before, &cfg, sizeof cfg), 0);
+}
+
+Test(config, validate_by_hand)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    strcpy(c.weights, "random:3");
+    c.d_model = 48;
+    c.n_heads = 6;
+    c.n_layers = 1;
+    c.d_ff = 96;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+
+    c.n_heads = 5;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "config: [model] key 'n_heads': d_model (48)"), "%s",
+              linattn_last_error());
+    c.n_heads = 6;
+    c.weights[0] = '\0'; /* still a model (d_model is set): weights are required */
+    cr_assert(linattn_config_has_model(&c));
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "key 'weights'"), "%s", linattn_last_error());
+    strcpy(c.weights, "w.safetensors");
+    c.ffn = (linattn_ffn_kind)7;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "key 'ffn'"), "%s", linattn_last_error());
+    c.ffn = LINATTN_FFN_RELU;
+    memset(c.prompt, 'a', sizeof c.prompt);
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    c.prompt[0] = '\0';
+    strcpy(c.isa, "AVX2");
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID, "isa must be lower case");
+    strcpy(c.isa, "avx2");
+    c.has_attention = 1;
+    strcpy(c.variant, "quadratic");
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    strcpy(c.variant, "linear");
+    c.n_lengths = 65;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    c.n_lengths = 0;
+    c.top_p = NAN;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    c.top_p = 0.5f;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_config_validate(NULL), LINATTN_ERR_INVALID);
+
+    /* Setting any model field makes it a model: the rest are checked. */
+    linattn_config_defaults(&c);
+    strcpy(c.weights, "random:1");
+    c.d_model = 32;
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "config: [model] key 'n_heads'"), "%s",
+              linattn_last_error());
+}
+
+/* The shipped golden configs load, and their weights exist. */
+Test(config, golden_configs)
+{
+    const char *data = getenv("LINATTN_DATA");
+    if (!data)
+        cr_skip_test("LINATTN_DATA not set");
+    DIR *d = opendir(data);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 4, ".ini") != 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
+        cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+        cr_assert(linattn_config_has_model(&cfg));
+        cr_assert_eq(access(cfg.weights, R_OK), 0, "%s", cfg.weights);
+        n++;
+    }
+    closedir(d);
+    cr_assert_gt(n, 0);
+}
+
+static uint32_t rng_state;
+static uint32_t rng(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+/* Mangled configs load or fail with a message; never crash. */
+Test(config, fuzz)
+{
+    const char *iters_env = getenv("LINATTN_FUZZ_ITERS");
+    int iters = iters_env ? atoi(iters_env) : 200;
+    static const char specials[] = "[]=:;# \t\n\r,.-+e0123456789xX";
+    size_t len = strlen(full_config);
+    static char text[8192];
+    rng_state = 777;
+    int ok = 0;
+    for (int iter = 0; iter < iters; iter++) {
+        memcpy(text, full_config, len + 1);
+        size_t n = len;
+        for (int k = 1 + (int)(rng() % 4); k > 0; k--) {
+            size_t at = rng() % n;
+            switch (rng() % 4) {
+            case 0: text[at] = specials[rng() % (sizeof specials - 1)]; break;
+            case 1: text[at] = (char)(1 + rng() % 255); break;
+            case 2: n = at; text[n] = '\0'; break;
+            case 3: memmove(text + at, text + at + 1, n - at); n--; break;
+            }
+            if (n == 0)
+                break;
+        }
+        linattn_status st = load_text(text);
+        if (st == LINATTN_OK) {
+            ok++;
+            cr_assert_eq(linattn_config_validate(&cfg), LINATTN_OK, "%s", linattn_last_error());
+        } else {
+            cr_assert(strstr(linattn_last_error(), "cfg.ini"), "%s", linattn_last_error());
+        }
+    }
+    cr_assert_gt(ok, 0);
+}
