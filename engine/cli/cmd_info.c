@@ -1,46 +1,84 @@
 /* cmd_info.c: `linattn info`: version, compiler, CPU features, ISA and why, threads, SLEEF. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
 static const char usage[] =
-    "usage: linattn info [--isa ISA]\n"
+    "usage: linattn info [CONFIG] [--isa ISA] [--threads N]\n"
     "\n"
     "Prints the version, compiler, detected CPU features, the ISA the kernels\n"
-    "would use and why (auto, env LINATTN_ISA, flag), OpenMP threads and SLEEF.\n"
+    "would use and why (auto, env LINATTN_ISA, config, flag), OpenMP threads and\n"
+    "SLEEF. With CONFIG, also a model summary: parameters, weight bytes, and the\n"
+    "per-stream state (linear) or KV-cache bytes (softmax).\n"
     "\n"
-    "  --isa ISA   auto|scalar|avx2|neon (overrides LINATTN_ISA)\n"
+    "  --isa ISA    auto|scalar|avx2|neon (overrides the config and LINATTN_ISA)\n"
+    "  --threads N  threads (overrides the config)\n"
     "  -h, --help  this text\n";
 
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"isa", required_argument, 0, 'i'},
+        {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *isa_flag = NULL;
+    const char *isa_flag = NULL, *threads_flag = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'i': isa_flag = optarg; break;
+        case 't': threads_flag = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail("info", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_fail("info", "unknown option '%s' (try 'linattn info --help')", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return cli_fail("info", "unexpected argument '%s'", argv[optind]);
-    if (isa_flag && cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG))
+    if (optind + 1 < argc)
+        return cli_fail("info", "unexpected argument '%s'", argv[optind + 1]);
+    int threads = -1;
+    if (threads_flag) {
+        char *end;
+        long t = strtol(threads_flag, &end, 10);
+        if (end == threads_flag || *end || t < 0 || t > 1024)
+            return cli_fail("info", "--threads: expected an integer in [0, 1024], got '%s'", threads_flag);
+        threads = (int)t;
+    }
+    linattn_model *model = NULL;
+    if (optind < argc) {
+        linattn_config *cfg = malloc(sizeof *cfg);
+        if (!cfg)
+            return cli_fail("info", "out of memory");
+        linattn_status cst = linattn_config_load(argv[optind], cfg);
+        if (cst != LINATTN_OK) {
+            free(cfg);
+            return cli_fail_status("config", cst);
+        }
+        int isa_failed = isa_flag ? cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)
+                         : cfg->isa[0] ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG) : 0;
+        if (threads >= 0)
+            cfg->threads = threads;
+        if (!isa_failed)
+            cst = linattn_model_from_config(cfg, &model);
+        free(cfg);
+        if (isa_failed)
+            return 1;
+        if (cst != LINATTN_OK)
+            return cli_fail_status("model", cst);
+    } else if (isa_flag && cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)) {
         return 1;
+    }
 
     linattn_isa isa;
     linattn_isa_source source;
     linattn_status st = linattn_get_isa(&isa, &source);
-    if (st != LINATTN_OK)
+    if (st != LINATTN_OK) {
+        linattn_model_free(model);
         return cli_fail_status("isa", st);
+    }
 
     printf("linattn %s\n", linattn_version());
 #if defined(__clang__)
@@ -57,5 +95,24 @@ int cmd_info(int argc, char **argv)
     printf("isa: %s (%s)\n", linattn_isa_name(isa), linattn_isa_source_name(source));
     printf("openmp: %s, %d threads\n", linattn_has_openmp() ? "yes" : "no", linattn_max_threads());
     printf("sleef: %s\n", linattn_sleef_version());
+    if (model) {
+        const linattn_config *c = linattn_model_config(model);
+        int linear = c->attention == LINATTN_ATTN_LINEAR;
+        printf("model: %s\n", c->path);
+        printf("  attention: %s, %d layers, d_model %d, %d heads, d_ff %d, vocab %d\n",
+               linear ? "linear" : "softmax", c->n_layers, c->d_model, c->n_heads, c->d_ff,
+               c->vocab_size);
+        printf("  parameters: %llu\n", (unsigned long long)linattn_model_params(model));
+        printf("  weight bytes: %zu\n", linattn_model_weight_bytes(model));
+        if (linear)
+            printf("  state bytes per stream: %zu (fixed, whatever the length)\n",
+                   linattn_model_state_bytes(model, 0));
+        else
+            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d\n",
+                   linattn_model_state_bytes(model, 1),
+                   linattn_model_state_bytes(model, (uint64_t)c->max_seq_len), c->max_seq_len);
+        printf("  threads: %d\n", c->threads > 0 ? c->threads : linattn_max_threads());
+        linattn_model_free(model);
+    }
     return 0;
 }

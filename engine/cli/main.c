@@ -9,7 +9,8 @@ static const char usage[] =
     "usage: linattn COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
-    "  info      version, CPU features, selected ISA, threads\n"
+    "  generate  stream text from a model described by a config file\n"
+    "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
     "\n"
     "Run 'linattn COMMAND --help' for a command's options.\n"
     "Environment: LINATTN_ISA=auto|scalar|avx2|neon picks the kernels\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         printf("linattn %s\n", linattn_version());
         return 0;
     }
+    if (!strcmp(cmd, "generate"))
+        return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "info"))
         return cmd_info(argc - 1, argv + 1);
     return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);

@@ -1,0 +1,360 @@
+/* cmd_generate.c: `linattn generate`: prompt in, text streamed out, state saved and resumed. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: linattn generate CONFIG [options]\n"
+    "\n"
+    "Feeds a prompt to the model CONFIG describes and streams the text it writes.\n"
+    "\n"
+    "  --prompt TEXT        prompt (default: the config's [generate] prompt)\n"
+    "  --prompt-file FILE   read the prompt from FILE\n"
+    "  --tokens N           tokens to generate (default: max_new_tokens)\n"
+    "  --temperature T      0 = greedy (default: config, else 0.8)\n"
+    "  --top-k K            keep the K most likely tokens; 0 = all\n"
+    "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
+    "  --seed S             sampler seed; the same seed gives the same text\n"
+    "  --threads N          threads (0 = OpenMP default)\n"
+    "  --isa ISA            auto|scalar|avx2|neon\n"
+    "  --stats              print speed and memory figures to stderr at the end\n"
+    "  --save-state FILE    save the stream (and sampler) at the end\n"
+    "  --load-state FILE    continue a saved stream; --prompt is then optional\n"
+    "  -h, --help           this text\n";
+
+enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
+       OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD };
+
+/* What a saved stream carries for us besides the model state. */
+typedef struct resume_info {
+    uint64_t sampler_state;
+    int32_t pending;   /* sampled and printed, not yet fed; -1: none */
+    int32_t reserved;
+} resume_info;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_long(const char *flag, const char *text, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi)
+        return cli_fail("generate", "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo,
+                        hi, text);
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *text, double lo, double hi, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= lo && v <= hi))
+        return cli_fail("generate", "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi,
+                        text);
+    *out = (float)v;
+    return 0;
+}
+
+static int parse_seed(const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*text == '-')
+        return cli_fail("generate", "--seed: expected a non-negative integer, got '%s'", text);
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end)
+        return cli_fail("generate", "--seed: expected a non-negative integer, got '%s'", text);
+    *out = v;
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    if (ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Feeds tokens in slices, showing progress on a terminal. */
+static linattn_status feed_prompt(linattn_session *s, const int *tokens, int n, float *logits)
+{
+    int tty = isatty(STDERR_FILENO);
+    const int slice = tty && n > 512 ? 256 : n;
+    linattn_status st = LINATTN_OK;
+    for (int done = 0; st == LINATTN_OK && done < n; done += slice) {
+        int c = n - done < slice ? n - done : slice;
+        st = linattn_session_feed(s, tokens + done, c, done + c == n ? logits : NULL);
+        if (tty && slice < n)
+            fprintf(stderr, "\rprefill %d/%d tokens", done + c, n);
+    }
+    if (tty && slice < n)
+        fputs("\r\033[K", stderr);
+    return st;
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"prompt", required_argument, 0, OPT_PROMPT},
+        {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
+        {"tokens", required_argument, 0, OPT_TOKENS},
+        {"temperature", required_argument, 0, OPT_TEMP},
+        {"top-k", required_argument, 0, OPT_TOPK},
+        {"top-p", required_argument, 0, OPT_TOPP},
+        {"seed", required_argument, 0, OPT_SEED},
+        {"threads", required_argument, 0, OPT_THREADS},
+        {"isa", required_argument, 0, OPT_ISA},
+        {"stats", no_argument, 0, OPT_STATS},
+        {"save-state", required_argument, 0, OPT_SAVE},
+        {"load-state", required_argument, 0, OPT_LOAD},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
+    long tokens = -1, top_k = -1, threads = -1;
+    float temperature = -1.0f, top_p = -1.0f;
+    uint64_t seed = 0;
+    int have_seed = 0, stats = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_PROMPT: prompt = optarg; break;
+        case OPT_PROMPT_FILE: prompt_file = optarg; break;
+        case OPT_TOKENS: if (parse_long("--tokens", optarg, 0, INT_MAX, &tokens)) return 1; break;
+        case OPT_TEMP: if (parse_float("--temperature", optarg, 0, 100, &temperature)) return 1; break;
+        case OPT_TOPK: if (parse_long("--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
+        case OPT_TOPP: if (parse_float("--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
+        case OPT_SEED: if (parse_seed(optarg, &seed)) return 1; have_seed = 1; break;
+        case OPT_THREADS: if (parse_long("--threads", optarg, 0, 1024, &threads)) return 1; break;
+        case OPT_ISA: isa = optarg; break;
+        case OPT_STATS: stats = 1; break;
+        case OPT_SAVE: save = optarg; break;
+        case OPT_LOAD: load = optarg; break;
+        case 'h': fputs(usage, stdout); return 0;
+        case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
+        default:
+            return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
+                            argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_fail("generate", "no config file given (usage: linattn generate CONFIG ...)");
+    if (optind + 1 < argc)
+        return cli_fail("generate", "unexpected argument '%s'", argv[optind + 1]);
+    if (prompt && prompt_file)
+        return cli_fail("generate", "give --prompt or --prompt-file, not both");
+    const char *config_path = argv[optind];
+
+    linattn_config *cfg = malloc(sizeof *cfg);
+    if (!cfg)
+        return cli_fail("generate", "out of memory");
+    int rc = 1;
+    char *prompt_buf = NULL;
+    int *toks = NULL;
+    float *logits = NULL;
+    linattn_model *model = NULL;
+    linattn_session *sess = NULL;
+    linattn_sampler *sampler = NULL;
+    linattn_status st = linattn_config_load(config_path, cfg);
+    if (st != LINATTN_OK) {
+        cli_fail_status("config", st);
+        goto out;
+    }
+    if (isa ? cli_apply_isa(isa, LINATTN_ISA_FROM_FLAG)
+            : cfg->isa[0] ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG) : 0)
+        goto out;
+    if (threads >= 0)
+        cfg->threads = (int)threads;
+    if (tokens >= 0)
+        cfg->max_new_tokens = (int)tokens;
+    if (temperature >= 0)
+        cfg->temperature = temperature;
+    if (top_k >= 0)
+        cfg->top_k = (int)top_k;
+    if (top_p > 0)
+        cfg->top_p = top_p;
+    if (have_seed)
+        cfg->seed = seed;
+
+    size_t plen = 0;
+    if (prompt_file) {
+        prompt_buf = read_file(prompt_file, &plen);
+        if (!prompt_buf) {
+            cli_fail("prompt-file", "%s: %s", prompt_file, strerror(errno ? errno : EIO));
+            goto out;
+        }
+    } else {
+        const char *p = prompt ? prompt : load ? "" : cfg->prompt;
+        plen = strlen(p);
+        prompt_buf = malloc(plen + 1);
+        if (prompt_buf)
+            memcpy(prompt_buf, p, plen + 1);
+    }
+    if (!prompt_buf) {
+        cli_fail("generate", "out of memory");
+        goto out;
+    }
+    if (plen == 0 && !load) {
+        cli_fail("generate", "empty prompt: give --prompt, --prompt-file or [generate] prompt");
+        goto out;
+    }
+    if (plen > INT_MAX - 1) {
+        cli_fail("generate", "prompt of %zu bytes is too long", plen);
+        goto out;
+    }
+
+    if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
+        (st = linattn_session_new(model, &sess)) != LINATTN_OK ||
+        (st = linattn_sampler_new(cfg->vocab_size, cfg->temperature, cfg->top_k, cfg->top_p,
+                                  cfg->seed, &sampler)) != LINATTN_OK) {
+        cli_fail_status("model", st);
+        goto out;
+    }
+    linattn_session_set_threads(sess, cfg->threads);
+    toks = malloc((plen + 1) * sizeof *toks);
+    logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
+    if (!toks || !logits) {
+        cli_fail("generate", "out of memory");
+        goto out;
+    }
+
+    /* The tokens to feed first: a resumed stream's pending token, then the prompt. */
+    int n_in = 0;
+    if (load) {
+        resume_info info = {0, -1, 0};
+        size_t got = 0;
+        if ((st = linattn_session_load(sess, load, &info, sizeof info, &got)) != LINATTN_OK) {
+            cli_fail_status("load-state", st);
+            goto out;
+        }
+        if (got != sizeof info) {
+            cli_fail("load-state", "%s: not saved by 'linattn generate'", load);
+            goto out;
+        }
+        if (!have_seed)
+            linattn_sampler_set_state(sampler, info.sampler_state);
+        if (info.pending >= 0)
+            toks[n_in++] = info.pending;
+    }
+    n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
+
+    double t0 = now_s();
+    int prompt_tokens = n_in;
+    if (n_in > 0 && (st = feed_prompt(sess, toks, n_in, logits)) != LINATTN_OK) {
+        cli_fail_status("prompt", st);
+        goto out;
+    }
+    double t1 = now_s();
+    if (!load)
+        fwrite(prompt_buf, 1, plen, stdout);
+    fflush(stdout);
+
+    int pending = -1, made = 0, stopped = 0;
+    for (int i = 0; i < cfg->max_new_tokens; i++) {
+        if (n_in == 0 && i == 0) {
+            /* a resumed stream with nothing pending and no prompt has no logits yet */
+            cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
+            goto out;
+        }
+        int tok;
+        if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK) {
+            cli_fail_status("sample", st);
+            goto out;
+        }
+        int byte = linattn_token_byte(tok);
+        if (byte >= 0)
+            putchar(byte);
+        fflush(stdout);
+        made++;
+        pending = tok;
+        if (i + 1 == cfg->max_new_tokens)
+            break;
+        st = linattn_session_feed(sess, &tok, 1, logits);
+        if (st == LINATTN_ERR_CONTEXT_FULL) {
+            stopped = 1;
+            break;
+        }
+        if (st != LINATTN_OK) {
+            cli_fail_status("generate", st);
+            goto out;
+        }
+        pending = -1;
+    }
+    double t2 = now_s();
+    putchar('\n');
+    fflush(stdout);
+    if (stopped)
+        fprintf(stderr, "linattn: generate: stopped after %d tokens: the context is full "
+                        "(max_seq_len %d, softmax KV cache)\n",
+                made, cfg->max_seq_len);
+    if (save) {
+        resume_info info = {linattn_sampler_get_state(sampler), pending, 0};
+        if ((st = linattn_session_save(sess, save, &info, sizeof info)) != LINATTN_OK) {
+            cli_fail_status("save-state", st);
+            goto out;
+        }
+    }
+    if (stats) {
+        linattn_isa used;
+        linattn_get_isa(&used, NULL);
+        int decoded = made > 0 ? made - 1 : 0; /* the first sample needs no decode step */
+        fprintf(stderr,
+                "stats: prompt %d tokens, prefill %.1f tokens/s, decode %d tokens %.1f tokens/s "
+                "(%.3f ms/token), isa %s, threads %d, %s %zu bytes\n",
+                prompt_tokens, prompt_tokens / (t1 - t0 > 0 ? t1 - t0 : 1e-9), decoded,
+                decoded / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
+                decoded ? 1e3 * (t2 - t1) / decoded : 0.0, linattn_isa_name(used),
+                cfg->threads > 0 ? cfg->threads : linattn_max_threads(),
+                cfg->attention == LINATTN_ATTN_LINEAR ? "state" : "kv-cache",
+                linattn_session_state_bytes(sess));
+    }
+    rc = 0;
+out:
+    linattn_sampler_free(sampler);
+    linattn_session_free(sess);
+    linattn_model_free(model);
+    free(logits);
+    free(toks);
+    free(prompt_buf);
+    free(cfg);
+    return rc;
+}

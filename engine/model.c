@@ -1,0 +1,494 @@
+/* model.c: the transformer decoder: loads weights against the config, runs a chunk of tokens. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#ifdef LINATTN_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* ---- loading ------------------------------------------------------------ */
+
+/* Where a tensor comes from: the safetensors file, or a seeded generator. */
+typedef struct source {
+    linattn_weights *file;
+    uint64_t rng;   /* random:SEED state */
+    float *arena;   /* random weights, carved in order */
+    size_t used;
+} source;
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1). */
+static float uniform_pm1(uint64_t *s)
+{
+    return (float)((double)(splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+/* kind: 'w' matrix (uniform, std 1/sqrt(fan_in)), 'b' bias (small), 'n' norm weight (1). */
+static linattn_status take(source *src, const char *name, int rows, int cols, char kind,
+                           const float **out)
+{
+    if (src->file) {
+        int64_t shape[2] = {rows, cols};
+        return linattn_weights_get(src->file, name, cols ? 2 : 1, shape, out);
+    }
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    float *p = src->arena + src->used;
+    src->used += n;
+    float a = kind == 'w' ? sqrtf(3.0f / (float)(cols ? cols : 1)) : 0.02f;
+    for (size_t i = 0; i < n; i++)
+        p[i] = kind == 'n' ? 1.0f : a * uniform_pm1(&src->rng);
+    *out = p;
+    return LINATTN_OK;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* Every float the model holds, in the order take() is called. */
+static size_t count_floats(const linattn_config *c, uint64_t *params)
+{
+    size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, V = (size_t)c->vocab_size;
+    size_t norm = c->norm == LINATTN_NORM_LAYERNORM ? 2 * d : d;
+    size_t layer = 4 * d * d + 4 * d + 2 * norm + 2 * d * ff + ff + d;
+    size_t n = V * d + (size_t)c->n_layers * layer;
+    if (c->positions == LINATTN_POS_LEARNED)
+        n += (size_t)c->max_seq_len * d;
+    if (c->norm_position == LINATTN_NORM_PRE)
+        n += norm;
+    if (!c->tie_embeddings)
+        n += V * d;
+    *params = n;
+    return n;
+}
+
+static linattn_status load_tensors(linattn_model *m, source *src)
+{
+    const linattn_config *c = &m->cfg;
+    int d = m->d, ff = m->dff, V = m->vocab;
+    int ln = c->norm == LINATTN_NORM_LAYERNORM;
+    char name[128];
+    linattn_status st;
+#define TAKE(nm, r, cl, kind, dst)                                   \
+    do {                                                             \
+        if ((st = take(src, nm, r, cl, kind, dst)) != LINATTN_OK)    \
+            return st;                                               \
+    } while (0)
+    TAKE("tok_emb.weight", V, d, 'w', &m->tok_emb);
+    if (c->positions == LINATTN_POS_LEARNED)
+        TAKE("pos_emb.weight", c->max_seq_len, d, 'b', &m->pos_emb);
+    for (int i = 0; i < c->n_layers; i++) {
+        linattn_layer *L = &m->layers[i];
+        static const char *const proj[4] = {"q", "k", "v", "o"};
+        const float **w[4] = {&L->wq, &L->wk, &L->wv, &L->wo};
+        const float **b[4] = {&L->bq, &L->bk, &L->bv, &L->bo};
+        for (int j = 0; j < 4; j++) {
+            snprintf(name, sizeof name, "layers.%d.attn.%s.weight", i, proj[j]);
+            TAKE(name, d, d, 'w', w[j]);
+            snprintf(name, sizeof name, "layers.%d.attn.%s.bias", i, proj[j]);
+            TAKE(name, d, 0, 'b', b[j]);
+        }
+        for (int j = 1; j <= 2; j++) {
+            snprintf(name, sizeof name, "layers.%d.norm%d.weight", i, j);
+            TAKE(name, d, 0, 'n', j == 1 ? &L->norm1_w : &L->norm2_w);
+            if (ln) {
+                snprintf(name, sizeof name, "layers.%d.norm%d.bias", i, j);
+                TAKE(name, d, 0, 'b', j == 1 ? &L->norm1_b : &L->norm2_b);
+            }
+        }
+        snprintf(name, sizeof name, "layers.%d.ffn.up.weight", i);
+        TAKE(name, ff, d, 'w', &L->up_w);
+        snprintf(name, sizeof name, "layers.%d.ffn.up.bias", i);
+        TAKE(name, ff, 0, 'b', &L->up_b);
+        snprintf(name, sizeof name, "layers.%d.ffn.down.weight", i);
+        TAKE(name, d, ff, 'w', &L->down_w);
+        snprintf(name, sizeof name, "layers.%d.ffn.down.bias", i);
+        TAKE(name, d, 0, 'b', &L->down_b);
+    }
+    if (c->norm_position == LINATTN_NORM_PRE) {
+        TAKE("norm_f.weight", d, 0, 'n', &m->norm_f_w);
+        if (ln)
+            TAKE("norm_f.bias", d, 0, 'b', &m->norm_f_b);
+    }
+    if (c->tie_embeddings)
+        m->lm_head = m->tok_emb;
+    else
+        TAKE("lm_head.weight", V, d, 'w', &m->lm_head);
+#undef TAKE
+    if (src->file)
+        return linattn_weights_check_all_used(src->file);
+    return LINATTN_OK;
+}
+
+static int parse_random_seed(const char *w, uint64_t *seed)
+{
+    if (strncmp(w, "random:", 7) != 0)
+        return 0;
+    char *end;
+    const char *digits = w + 7;
+    if (!*digits || *digits == '-')
+        return -1;
+    *seed = strtoull(digits, &end, 10);
+    return *end ? -1 : 1;
+}
+
+linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out)
+{
+    *out = NULL;
+    if (!config)
+        return linattn_err(LINATTN_ERR_INVALID, "model: no config");
+    linattn_status st = linattn_config_validate(config);
+    if (st != LINATTN_OK)
+        return st;
+    if (!linattn_config_has_model(config))
+        return linattn_err(LINATTN_ERR_INVALID, "%s: no [model] section",
+                           config->path[0] ? config->path : "config");
+    const linattn_kernels *k;
+    if ((st = linattn_kernels_current(&k)) != LINATTN_OK)
+        return st;
+    linattn_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
+    m->cfg = *config;
+    m->d = config->d_model;
+    m->h = config->n_heads;
+    m->dh = m->d / m->h;
+    m->dff = config->d_ff;
+    m->vocab = config->vocab_size;
+    m->layers = calloc((size_t)config->n_layers, sizeof *m->layers);
+    m->inv_freq = malloc((size_t)(m->d / 2 + 1) * sizeof *m->inv_freq);
+    if (!m->layers || !m->inv_freq) {
+        linattn_model_free(m);
+        return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
+    }
+    for (int i = 0; i < m->d / 2; i++)
+        m->inv_freq[i] = pow(10000.0, -2.0 * i / m->d);
+
+    size_t n_floats = count_floats(config, &m->params);
+    m->weight_bytes = n_floats * sizeof(float);
+    source src = {0};
+    uint64_t seed;
+    int rnd = parse_random_seed(config->weights, &seed);
+    if (rnd < 0) {
+        linattn_model_free(m);
+        return linattn_err(LINATTN_ERR_INVALID, "%s: weights '%s': expected random:SEED",
+                           config->path[0] ? config->path : "config", config->weights);
+    }
+    if (rnd) {
+        src.rng = seed;
+        src.arena = m->owned = malloc(n_floats * sizeof(float));
+        if (!m->owned) {
+            linattn_model_free(m);
+            return linattn_err(LINATTN_ERR_NOMEM, "model: cannot allocate %zu bytes of random weights",
+                               n_floats * sizeof(float));
+        }
+    } else {
+        if ((st = linattn_weights_open(config->weights, &m->file)) != LINATTN_OK) {
+            linattn_model_free(m);
+            return st;
+        }
+        src.file = m->file;
+    }
+    if ((st = load_tensors(m, &src)) != LINATTN_OK) {
+        linattn_model_free(m);
+        return st;
+    }
+    char shape[512];
+    snprintf(shape, sizeof shape,
+             "linattn-model vocab=%d d=%d heads=%d layers=%d ff=%d attn=%d norm=%d pos=%d "
+             "ffn=%d where=%d maxlen=%d eps=%a norm_eps=%a tie=%d",
+             m->vocab, m->d, m->h, config->n_layers, m->dff, (int)config->attention,
+             (int)config->norm, (int)config->positions, (int)config->ffn,
+             (int)config->norm_position, config->max_seq_len, (double)config->eps,
+             (double)config->norm_eps, config->tie_embeddings);
+    m->shape_hash = fnv1a(shape);
+    *out = m;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_model_load(const char *config_path, linattn_model **out)
+{
+    *out = NULL;
+    linattn_config *c = malloc(sizeof *c);
+    if (!c)
+        return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
+    linattn_status st = linattn_config_load(config_path, c);
+    if (st == LINATTN_OK)
+        st = linattn_model_from_config(c, out);
+    free(c);
+    return st;
+}
+
+void linattn_model_free(linattn_model *m)
+{
+    if (!m)
+        return;
+    if (m->file)
+        linattn_weights_close(m->file);
+    free(m->owned);
+    free(m->layers);
+    free(m->inv_freq);
+    free(m);
+}
+
+const linattn_config *linattn_model_config(const linattn_model *m) { return &m->cfg; }
+uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
+size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
+uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash; }
+
+size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens)
+{
+    size_t L = (size_t)m->cfg.n_layers, dh = (size_t)m->dh, H = (size_t)m->h;
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
+        return L * H * (dh * dh + dh) * sizeof(float);
+    return L * 2 * (size_t)m->d * (size_t)tokens * sizeof(float);
+}
+
+int linattn_model_default_threads(const linattn_model *m)
+{
+    return m->cfg.threads > 0 ? m->cfg.threads : linattn_max_threads();
+}
+
+/* ---- the forward pass ---------------------------------------------------- */
+
+void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
+                     const float *b, int n, int out, int in, int threads)
+{
+    /* Column blocks of 64 outputs: each thread reads its own rows of W. */
+    int blocks = (out + 63) / 64;
+    if (n == 1) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && out >= 256)
+        for (int j = 0; j < blocks; j++) {
+            int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+            k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
+                    (size_t)in);
+        }
+        return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+    for (int j = 0; j < blocks; j++) {
+        int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+        for (int r = 0; r < n; r++) {
+            float *row = y + (size_t)r * out + j0;
+            if (b)
+                memcpy(row, b + j0, (size_t)nj * sizeof(float));
+            else
+                memset(row, 0, (size_t)nj * sizeof(float));
+        }
+        k->gemm_nt(y + j0, (size_t)out, x, (size_t)in, W + (size_t)j0 * in, (size_t)in,
+                   (size_t)n, (size_t)nj, (size_t)in);
+    }
+}
+
+static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y,
+                      const float *x, const float *w, const float *b, int n)
+{
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * m->d;
+        float *yr = y + (size_t)r * m->d;
+        if (m->cfg.norm == LINATTN_NORM_LAYERNORM)
+            k->layernorm(yr, xr, w, b, (size_t)m->d, m->cfg.norm_eps);
+        else
+            k->rmsnorm(yr, xr, w, (size_t)m->d, m->cfg.norm_eps);
+    }
+}
+
+/* Row t of x: token embedding + position term at pos[t]. */
+static void embed(const linattn_model *m, float *x, const int *tokens, int n,
+                  linattn_session *const *streams, uint64_t pos0)
+{
+    int d = m->d;
+    for (int t = 0; t < n; t++) {
+        float *xr = x + (size_t)t * d;
+        memcpy(xr, m->tok_emb + (size_t)tokens[t] * d, (size_t)d * sizeof(float));
+        uint64_t p = streams ? streams[t]->tokens : pos0 + (uint64_t)t;
+        if (m->cfg.positions == LINATTN_POS_LEARNED) {
+            const float *pe = m->pos_emb + (size_t)p * d;
+            for (int i = 0; i < d; i++)
+                xr[i] += pe[i];
+        } else if (m->cfg.positions == LINATTN_POS_SINCOS) {
+            /* double: p reaches the millions in a long stream */
+            for (int i = 0; i < d / 2; i++) {
+                double a = (double)p * m->inv_freq[i];
+                xr[2 * i] += (float)sin(a);
+                xr[2 * i + 1] += (float)cos(a);
+            }
+        }
+    }
+}
+
+/* a[n, d] = attention of the chunk's q, k, v against everything before. */
+static linattn_status attend(linattn_session *s, int layer, int n)
+{
+    const linattn_model *m = s->m;
+    int d = m->d;
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
+        linattn_linear_state *st = s->lin[layer];
+        if (n == 1)
+            return linattn_linear_step(st, s->q, s->k, s->v, s->a);
+        linattn_layout views = {0, (size_t)m->dh, (size_t)d};
+        linattn_layout lay[4] = {views, views, views, views};
+        return linattn_linear_prefill_strided(st, s->q, s->k, s->v, n, s->a, lay, s->threads);
+    }
+    /* softmax: append to this layer's cache, attend over all of it */
+    size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;
+    float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
+    memcpy(kc + (size_t)s->tokens * d, s->k, (size_t)n * d * sizeof(float));
+    memcpy(vc + (size_t)s->tokens * d, s->v, (size_t)n * d * sizeof(float));
+    linattn_attention_desc desc;
+    linattn_attention_desc_init(&desc);
+    desc.batch = 1;
+    desc.heads = m->h;
+    desc.len_q = n;
+    desc.len_k = (int)s->tokens + n;
+    desc.d_k = desc.d_v = m->dh;
+    desc.causal = 1;
+    desc.threads = s->threads;
+    desc.q = desc.k = desc.v = desc.out = (linattn_layout){0, (size_t)m->dh, (size_t)d};
+    desc.workspace = s->attn_ws;
+    desc.workspace_bytes = s->attn_ws_bytes;
+    return linattn_attention_softmax(&desc, s->q, kc, vc, s->a);
+}
+
+/* One token of each stream (row i of w's q, k, v, a), OpenMP over
+ * (stream, head) for linear, over streams for softmax. */
+static linattn_status attend_batch(linattn_session *w, linattn_session *const *streams, int layer,
+                                   int n, const linattn_kernels *k)
+{
+    const linattn_model *m = w->m;
+    int d = m->d, dh = m->dh, H = m->h, T = w->threads;
+    int failed = 0;
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
+        float eps = m->cfg.eps;
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n * H > 1)
+        for (int task = 0; task < n * H; task++) {
+            int i = task / H, h = task % H;
+            linattn_session *s = streams[i];
+            linattn_linear_state *st = s->lin[layer];
+            float *phiq = s->phi + h * dh, *phik = s->phi + d + h * dh;
+            size_t row = (size_t)i * d + (size_t)h * dh;
+            k->elu1(phiq, w->q + row, (size_t)dh);
+            k->elu1(phik, w->k + row, (size_t)dh);
+            k->linear_update_read(linattn_linear_state_S(st, h), linattn_linear_state_z(st, h),
+                                  phik, w->v + row, phiq, w->a + row, (size_t)dh, (size_t)dh, eps);
+        }
+        for (int i = 0; i < n; i++) {
+            linattn_linear_state *st = streams[i]->lin[layer];
+            linattn_linear_state_set_tokens(st, linattn_linear_state_tokens(st) + 1);
+        }
+        return LINATTN_OK;
+    }
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n > 1) reduction(|| : failed)
+    for (int i = 0; i < n; i++) {
+        linattn_session *s = streams[i];
+        size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;
+        float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
+        memcpy(kc + (size_t)s->tokens * d, w->k + (size_t)i * d, (size_t)d * sizeof(float));
+        memcpy(vc + (size_t)s->tokens * d, w->v + (size_t)i * d, (size_t)d * sizeof(float));
+        linattn_attention_desc desc;
+        linattn_attention_desc_init(&desc);
+        desc.batch = 1;
+        desc.heads = H;
+        desc.len_q = 1;
+        desc.len_k = (int)s->tokens + 1;
+        desc.d_k = desc.d_v = dh;
+        desc.causal = 1;
+        desc.threads = 1;
+        desc.q = desc.k = desc.v = desc.out = (linattn_layout){0, (size_t)dh, (size_t)d};
+        desc.workspace = s->attn_ws;
+        desc.workspace_bytes = s->attn_ws_bytes;
+        if (linattn_attention_softmax(&desc, w->q + (size_t)i * d, kc, vc, w->a + (size_t)i * d))
+            failed = 1;
+    }
+    return failed ? linattn_err(LINATTN_ERR_INVALID, "batched softmax attention failed")
+                  : LINATTN_OK;
+}
+
+static void activate(const linattn_model *m, const linattn_kernels *k, float *u, size_t n)
+{
+    if (m->cfg.ffn == LINATTN_FFN_GELU)
+        k->gelu(u, u, n);
+    else
+        k->relu(u, u, n);
+}
+
+static void add_rows(float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+linattn_status linattn_model_forward(linattn_session *s, linattn_session *const *streams,
+                                     const int *tokens, int n)
+{
+    const linattn_model *m = s->m;
+    const linattn_kernels *k;
+    linattn_status st = linattn_kernels_current(&k);
+    if (st != LINATTN_OK)
+        return st;
+    int d = m->d, T = s->threads;
+    size_t nd = (size_t)n * d;
+    int pre = m->cfg.norm_position == LINATTN_NORM_PRE;
+    embed(m, s->x, tokens, n, streams, s->tokens);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        const linattn_layer *L = &m->layers[l];
+        /* attention sublayer */
+        const float *in = s->x;
+        if (pre) {
+            norm_rows(m, k, s->hbuf, s->x, L->norm1_w, L->norm1_b, n);
+            in = s->hbuf;
+        }
+        linattn_project(k, s->q, in, L->wq, L->bq, n, d, d, T);
+        linattn_project(k, s->k, in, L->wk, L->bk, n, d, d, T);
+        linattn_project(k, s->v, in, L->wv, L->bv, n, d, d, T);
+        st = streams ? attend_batch(s, streams, l, n, k) : attend(s, l, n);
+        if (st != LINATTN_OK)
+            return st;
+        linattn_project(k, s->hbuf, s->a, L->wo, L->bo, n, d, d, T);
+        add_rows(s->x, s->hbuf, nd);
+        if (!pre)
+            norm_rows(m, k, s->x, s->x, L->norm1_w, L->norm1_b, n);
+        /* feed-forward sublayer */
+        in = s->x;
+        if (pre) {
+            norm_rows(m, k, s->hbuf, s->x, L->norm2_w, L->norm2_b, n);
+            in = s->hbuf;
+        }
+        linattn_project(k, s->u, in, L->up_w, L->up_b, n, m->dff, d, T);
+        activate(m, k, s->u, (size_t)n * m->dff);
+        linattn_project(k, s->hbuf, s->u, L->down_w, L->down_b, n, d, m->dff, T);
+        add_rows(s->x, s->hbuf, nd);
+        if (!pre)
+            norm_rows(m, k, s->x, s->x, L->norm2_w, L->norm2_b, n);
+    }
+    if (streams)
+        for (int i = 0; i < n; i++)
+            streams[i]->tokens++;
+    else
+        s->tokens += (uint64_t)n;
+    return LINATTN_OK;
+}
+
+void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, float *x,
+                          float *logits, int threads)
+{
+    if (m->cfg.norm_position == LINATTN_NORM_PRE)
+        norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, 1);
+    linattn_project(k, logits, x, m->lm_head, NULL, 1, m->vocab, m->d, threads);
+}

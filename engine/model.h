@@ -1,0 +1,64 @@
+/* model.h: the model and session structs shared by model.c and session.c; not installed. */
+#ifndef LINATTN_ENGINE_MODEL_H
+#define LINATTN_ENGINE_MODEL_H
+
+#include "internal.h"
+#include "weights.h"
+
+/* Tokens a prefill processes per pass: bounds the activation buffers. */
+#define LINATTN_CHUNK 128
+
+typedef struct linattn_layer {
+    const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo; /* [d, d], [d] */
+    const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d]; biases NULL for rmsnorm */
+    const float *up_w, *up_b;                           /* [d_ff, d], [d_ff] */
+    const float *down_w, *down_b;                       /* [d, d_ff], [d] */
+} linattn_layer;
+
+struct linattn_model {
+    linattn_config cfg;
+    int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
+    linattn_weights *file;    /* NULL for random weights */
+    float *owned;             /* random weights */
+    const float *tok_emb;     /* [vocab, d] */
+    const float *pos_emb;     /* [max_seq_len, d], learned positions only */
+    const float *norm_f_w, *norm_f_b; /* [d], pre-norm only */
+    const float *lm_head;     /* [vocab, d]; tok_emb when tied */
+    linattn_layer *layers;    /* [n_layers] */
+    double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
+    uint64_t params;
+    size_t weight_bytes;
+    uint64_t shape_hash;
+};
+
+struct linattn_session {
+    const linattn_model *m;
+    int threads;      /* resolved, >= 1 */
+    uint64_t tokens;  /* position of the next token */
+    /* linear: one state per layer; softmax: K and V caches [layers][max_seq_len][d] */
+    linattn_linear_state **lin;
+    float *kcache, *vcache;
+    void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
+    size_t attn_ws_bytes;
+    /* activations of up to LINATTN_CHUNK tokens */
+    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
+    float *u;                        /* [CHUNK, d_ff] */
+    float *phi;                      /* [2, d]: phi(q), phi(k) for a decode step */
+};
+
+/* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and
+ * leaves the final hidden states in s->x. streams NULL: n tokens of s at
+ * positions s->tokens..; otherwise one token of each streams[i] (row i).
+ * Advances the token counts. Capacity is checked by the caller. */
+linattn_status linattn_model_forward(linattn_session *s, linattn_session *const *streams,
+                                     const int *tokens, int n);
+/* logits[vocab] from the hidden state row x (final norm applied here). */
+void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, float *x,
+                          float *logits, int threads);
+/* Threads a session uses when asked for 0. */
+int linattn_model_default_threads(const linattn_model *m);
+/* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */
+void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
+                     const float *b, int n, int out, int in, int threads);
+
+#endif
