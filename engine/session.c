@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,13 +319,21 @@ linattn_status linattn_session_save(const linattn_session *s, const char *path, 
 {
     if (!s || !path || (!extra && extra_bytes))
         return linattn_err(LINATTN_ERR_INVALID, "session_save: NULL argument");
+    /* A temporary name beside the target (same filesystem, so rename is
+     * atomic); O_EXCL with the pid and a counter, and mode 0666 so the
+     * umask applies as for any new file. */
+    static _Atomic unsigned counter;
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = malloc(plen + 48);
     if (!tmp)
         return linattn_err(LINATTN_ERR_NOMEM, "session_save: out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
         linattn_status st = linattn_err(LINATTN_ERR_IO, "%s: cannot create a temporary file beside it: %s",
                                         path, strerror(errno));

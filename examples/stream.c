@@ -18,27 +18,33 @@ int main(int argc, char **argv)
     }
     linattn_model *model;
     linattn_session *a, *b;
-    float logits[256];
+    float logits[256]; /* a byte-level model: vocab 256 */
     int tokens[64], next;
-    if (check(linattn_model_load(argv[1], &model), "load") ||
-        check(linattn_session_new(model, &a), "session") ||
+    if (check(linattn_model_load(argv[1], &model), "load"))
+        return 1;
+    if (linattn_model_config(model)->vocab_size != 256) {
+        fprintf(stderr, "stream: %s: expected a byte-level model (vocab 256)\n", argv[1]);
+        return 1;
+    }
+    if (check(linattn_session_new(model, &a), "session") ||
         check(linattn_session_new(model, &b), "session"))
         return 1;
     const char *prompt = "In the beginning";
     int n = linattn_tokenize(prompt, strlen(prompt), tokens);
-    if (check(linattn_session_feed(a, tokens, n, logits), "feed"))  /* prefill */
-        return 1;
-    if (check(linattn_session_save(a, argv[2], NULL, 0), "save") || /* stop ... */
-        check(linattn_session_load(b, argv[2], NULL, 0, NULL), "load state")) /* ... resume */
+    /* Prefill all but the last token, which travels in the file's extra
+     * bytes: the resumed stream feeds it to get logits to sample from. */
+    if (check(linattn_session_feed(a, tokens, n - 1, NULL), "feed") ||
+        check(linattn_session_save(a, argv[2], &tokens[n - 1], sizeof(int)), "save") ||
+        check(linattn_session_load(b, argv[2], &next, sizeof next, NULL), "load state"))
         return 1;
     printf("%s", prompt);
     for (int i = 0; i < 40; i++) { /* greedy decode, one token at a time */
+        if (check(linattn_session_feed(b, &next, 1, logits), "decode"))
+            return 1;
         next = 0;
         for (int t = 1; t < 256; t++)
             next = logits[t] > logits[next] ? t : next;
         putchar(next);
-        if (check(linattn_session_feed(b, &next, 1, logits), "decode"))
-            return 1;
     }
     printf("\n%llu tokens, %zu bytes of state\n",
            (unsigned long long)linattn_session_tokens(b), linattn_session_state_bytes(b));

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,19 @@ static int parse_seed(const char *text, uint64_t *out)
     return 0;
 }
 
+/* The option getopt rejected: "-z" of a cluster like "-zq" (optopt, when it is
+ * no option of ours), else the argument it stopped at ("--bogus", "--help=x"). */
+static const char *bad_option(char **argv, const char *known, char buf[3])
+{
+    if (optopt > 0 && optopt < 256 && !strchr(known, optopt)) {
+        buf[0] = '-';
+        buf[1] = (char)optopt;
+        buf[2] = '\0';
+        return buf;
+    }
+    return argv[optind - 1];
+}
+
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -112,6 +126,17 @@ static char *read_file(const char *path, size_t *len)
     fclose(f);
     *len = n;
     return buf;
+}
+
+/* Checked before generating, so a bad --save-state path fails at once. */
+static int folder_writable(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return 0;
+    int ok = access(dirname(copy), W_OK | X_OK) == 0;
+    free(copy);
+    return ok;
 }
 
 /* Feeds tokens in slices, showing progress on a terminal. */
@@ -154,6 +179,7 @@ int cmd_generate(int argc, char **argv)
     float temperature = -1.0f, top_p = -1.0f;
     uint64_t seed = 0;
     int have_seed = 0, stats = 0, c;
+    char opt_buf[3];
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
@@ -173,7 +199,7 @@ int cmd_generate(int argc, char **argv)
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
-                            argv[optind - 1]);
+                            bad_option(argv, "h", opt_buf));
         }
     }
     if (optind >= argc)
@@ -214,6 +240,10 @@ int cmd_generate(int argc, char **argv)
         cfg->top_p = top_p;
     if (have_seed)
         cfg->seed = seed;
+    if (save && !folder_writable(save)) {
+        cli_fail("save-state", "%s: its folder is not writable or does not exist", save);
+        goto out;
+    }
 
     size_t plen = 0;
     if (prompt_file) {
@@ -277,9 +307,19 @@ int cmd_generate(int argc, char **argv)
     }
     n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
 
+    /* Saving with nothing to generate: the last token stays pending (not fed),
+     * or the saved stream would have no logits to resume from. */
+    int hold = save && cfg->max_new_tokens == 0 && n_in > 0;
+    int bounded = cfg->attention == LINATTN_ATTN_SOFTMAX || cfg->positions == LINATTN_POS_LEARNED;
+    if (hold && bounded &&
+        linattn_session_tokens(sess) + (uint64_t)n_in > (uint64_t)cfg->max_seq_len) {
+        cli_fail("prompt", "context full: %llu tokens fed, %d more would pass max_seq_len %d",
+                 (unsigned long long)linattn_session_tokens(sess), n_in, cfg->max_seq_len);
+        goto out;
+    }
     double t0 = now_s();
     int prompt_tokens = n_in;
-    if (n_in > 0 && (st = feed_prompt(sess, toks, n_in, logits)) != LINATTN_OK) {
+    if (n_in - hold > 0 && (st = feed_prompt(sess, toks, n_in - hold, logits)) != LINATTN_OK) {
         cli_fail_status("prompt", st);
         goto out;
     }
@@ -288,7 +328,7 @@ int cmd_generate(int argc, char **argv)
         fwrite(prompt_buf, 1, plen, stdout);
     fflush(stdout);
 
-    int pending = -1, made = 0, stopped = 0;
+    int pending = hold ? toks[n_in - 1] : -1, made = 0, stopped = 0;
     for (int i = 0; i < cfg->max_new_tokens; i++) {
         if (n_in == 0 && i == 0) {
             /* a resumed stream with nothing pending and no prompt has no logits yet */
@@ -297,7 +337,7 @@ int cmd_generate(int argc, char **argv)
         }
         int tok;
         if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK) {
-            cli_fail_status("sample", st);
+            cli_fail_status("generate", st);
             goto out;
         }
         int byte = linattn_token_byte(tok);

@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -17,6 +18,19 @@ static const char usage[] =
     "  --threads N  threads (overrides the config)\n"
     "  -h, --help  this text\n";
 
+/* The option getopt rejected: "-z" of a cluster like "-zq" (optopt, when it is
+ * no option of ours), else the argument it stopped at ("--bogus", "--help=x"). */
+static const char *bad_option(char **argv, const char *known, char buf[3])
+{
+    if (optopt > 0 && optopt < 256 && !strchr(known, optopt)) {
+        buf[0] = '-';
+        buf[1] = (char)optopt;
+        buf[2] = '\0';
+        return buf;
+    }
+    return argv[optind - 1];
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -27,6 +41,7 @@ int cmd_info(int argc, char **argv)
     };
     const char *isa_flag = NULL, *threads_flag = NULL;
     int c;
+    char opt_buf[3];
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
@@ -34,7 +49,9 @@ int cmd_info(int argc, char **argv)
         case 't': threads_flag = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail("info", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_fail("info", "unknown option '%s' (try 'linattn info --help')", argv[optind - 1]);
+        default:
+            return cli_fail("info", "unknown option '%s' (try 'linattn info --help')",
+                            bad_option(argv, "h", opt_buf));
         }
     }
     if (optind + 1 < argc)
