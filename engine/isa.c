@@ -23,11 +23,16 @@ static _Atomic linattn_isa current_isa;
 static _Atomic linattn_isa_source current_source;
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Tables only for what the CPU has: filling one never runs its ISA's
+ * instructions, but there is no reason to touch code the CPU cannot run. */
 static void fill_tables(void)
 {
+    unsigned f = linattn_cpu_features();
     linattn_kernels_init(&tables[LINATTN_ISA_SCALAR], 0);
-    linattn_kernels_init(&tables[LINATTN_ISA_AVX2], LINATTN_CPU_AVX2);
-    linattn_kernels_init(&tables[LINATTN_ISA_NEON], LINATTN_CPU_NEON);
+    if (f & LINATTN_CPU_AVX2)
+        linattn_kernels_init(&tables[LINATTN_ISA_AVX2], LINATTN_CPU_AVX2);
+    if (f & LINATTN_CPU_NEON)
+        linattn_kernels_init(&tables[LINATTN_ISA_NEON], LINATTN_CPU_NEON);
 }
 
 const char *linattn_version(void)

@@ -1,1 +1,1387 @@
-int main(void){return 0;}
+/* checkasm.c: checks every kernel of every ISA this CPU runs against scalar and a double reference; --bench times them. */
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "linattn.h"
+#include "../simd/kernels.h"
+
+/* Under ASan the guards are also poisoned, so a plain load or store into
+ * them stops the run at once, whatever value it reads or writes. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECKASM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECKASM_ASAN 1
+#endif
+#endif
+#ifdef CHECKASM_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, bytes) ASAN_POISON_MEMORY_REGION(p, bytes)
+#define UNPOISON(p, bytes) ASAN_UNPOISON_MEMORY_REGION(p, bytes)
+#else
+#define POISON(p, bytes) ((void)(p), (void)(bytes))
+#define UNPOISON(p, bytes) ((void)(p), (void)(bytes))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Tolerances                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* u = 2^-24 is the fp32 unit roundoff; "ulp" is the spacing of fp32 at the
+ * double reference (2^-149 in the denormal range). Every ISA (scalar too)
+ * must be within the bound of the double reference, and every SIMD ISA
+ * within twice the bound of scalar (both sit within one bound of the truth).
+ * Bounds are worst-case (Higham's gamma_n = n u), so they hold for any
+ * summation order and with or without FMA, yet a single lost, doubled or
+ * misplaced term is far outside them. tiny = 2^-149 covers products or
+ * sums that underflow into the denormal range. */
+enum tol_kind { TOL_EXACT, TOL_ULP, TOL_BOUND };
+
+/* Kernel ids, in the order of the table below (and of linattn_kernels). */
+enum {
+    K_DOT, K_MAX, K_SUM, K_AXPY, K_SCALE, K_EXP_SUB_SUM, K_ELU1, K_RELU, K_GELU, K_LAYERNORM,
+    K_RMSNORM, K_LINEAR_UPDATE_READ, K_GEMV, K_GEMM_NT, K_GEMM_NN,
+};
+
+static const struct tolerance {
+    const char *kernel;
+    enum tol_kind kind;
+    double c; /* ulps for TOL_ULP, the additive constant of the bound for TOL_BOUND */
+    const char *formula;
+    const char *why;
+} tolerances[] = {
+    {"dot", TOL_BOUND, 2, "(n+c) u sum|a_i b_i| + n tiny",
+     "n rounded products/adds in any order or lane split (gamma_n), c for the final lane reduction"},
+    {"max", TOL_EXACT, 0, "equal", "max never rounds, in any order"},
+    {"sum", TOL_BOUND, 2, "(n+c) u sum|x_i|", "n-1 rounded adds in any order, c for the lane reduction"},
+    {"axpy", TOL_BOUND, 2, "c u (|y| + |a x|) + tiny", "one FMA or a rounded product then a rounded add"},
+    {"scale", TOL_ULP, 0.5, "c ulp", "one correctly rounded product"},
+    {"exp_sub_sum", TOL_ULP, 1, "y: c ulp of exp(fl(x-m)); sum: (n+2c+2) u sum y + n tiny",
+     "glibc expf and SLEEF u10 are both within 1 ulp, also for denormal results; the fp32 "
+     "subtraction x-m is part of the contract; the sum adds n rounded adds to c ulp per term"},
+    {"elu1", TOL_ULP, 1, "c ulp", "x+1 is correctly rounded; exp (libm or SLEEF u10) is within 1 ulp"},
+    {"relu", TOL_EXACT, 0, "equal", "max(x, 0) never rounds"},
+    {"gelu", TOL_BOUND, 3, "c ulp + 4 u |x|",
+     "c ulps for the final products; for x < -3, 1+tanh cancels, so tanh's absolute error "
+     "(a few 2^-24: libm, SLEEF, or expm1(2u)/(expm1(2u)+2)) and the rounded argument are "
+     "scaled by 0.5|x|"},
+    {"layernorm", TOL_BOUND, 8,
+     "u [2n mean|x| inv |w| + (n+c)|x-mean| inv |w| + 2|y| + 2|b|]",
+     "mean is off by <= n u mean|x| (shifts every output by that times inv w), variance and "
+     "1/sqrt by <= (n+c) u relatively, then the scale, weight and bias roundings"},
+    {"rmsnorm", TOL_BOUND, 8, "(n/2+c) u |y| + tiny (1+|w|)",
+     "sum of squares within n u relatively (all terms >= 0), halved by the sqrt, then c roundings"},
+    {"linear_update_read", TOL_BOUND, 4,
+     "S, z: 2u(|S|+|k v|); out: (dk+c) u [sum|q|(|S|+|k v|) + |out| sum|q|(|z|+|k|)] / |den|",
+     "each S, z element is one FMA or add; out is a dk-term dot (gamma_dk) divided by a "
+     "dk-term dot, c for the division and the S' roundings it reads"},
+    {"gemv", TOL_BOUND, 2, "(cols+c) u (sum|W x| + |b|) + cols tiny",
+     "a cols-term dot product in any order, c for the bias add and the lane reduction"},
+    {"gemm_nt", TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
+     "a K-term dot product added to C, in any blocking or order"},
+    {"gemm_nn", TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
+     "a K-term sum of products added to C, in any blocking or order"},
+};
+
+#define N_KERNELS (sizeof tolerances / sizeof tolerances[0])
+
+static const double U = 0x1p-24;
+static const double TINY = 0x1p-149;
+
+/* Sizes of every dimension; 2-D and 3-D shapes use the combinations whose
+ * product stays under SHAPE_LIMIT (plus a few large-K extras). */
+static const size_t sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 1000};
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+#define SHAPE_LIMIT 70000
+
+/* ------------------------------------------------------------------------ */
+/* PRNG (splitmix64): the seed reproduces a run                               */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static uint64_t rnd_u64(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) */
+static double rnd_unit(void)
+{
+    return (double)(rnd_u64() >> 11) * 0x1p-53;
+}
+
+static float rnd_range(double lo, double hi)
+{
+    return (float)(lo + (hi - lo) * rnd_unit());
+}
+
+static unsigned rnd_below(unsigned n)
+{
+    return (unsigned)(rnd_u64() % n);
+}
+
+/* A float of either sign over a wide range of magnitudes. */
+static float rnd_wide(int min_exp, int max_exp)
+{
+    int e = min_exp + (int)rnd_below((unsigned)(max_exp - min_exp + 1));
+    float v = (float)ldexp(1.0 + rnd_unit(), e);
+    return rnd_below(2) ? v : -v;
+}
+
+/* A denormal of either sign. */
+static float rnd_denormal(void)
+{
+    float v = (float)ldexp((double)(1 + rnd_below((1u << 23) - 1)), -149);
+    return rnd_below(2) ? v : -v;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Guarded buffers: a random misalignment, NaN guards on both sides          */
+/* ------------------------------------------------------------------------ */
+
+/* Guards around inputs are a quiet NaN with a payload: a kernel that reads
+ * one into a result makes it NaN. Guards around outputs are -0.0: writing
+ * any computed value changes them, and so does a masked-off read-modify-
+ * write that adds +0 (-0 + 0 = +0), which a NaN guard would not show. */
+#define GUARD 24
+static const uint32_t GUARD_IN = 0x7fc0dead, GUARD_OUT = 0x80000000;
+
+typedef struct buf {
+    float *base;
+    float *p;
+    size_t n;
+    uint32_t guard;
+} buf;
+
+static float *buf_make(buf *b, size_t n, uint32_t guard)
+{
+    size_t off = 1 + rnd_below(7); /* never 32-byte aligned */
+    b->n = n;
+    b->guard = guard;
+    b->base = malloc((n + 2 * GUARD + 8) * sizeof(float));
+    if (!b->base) {
+        fprintf(stderr, "checkasm: out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n + 2 * GUARD + 8; i++)
+        memcpy(b->base + i, &guard, sizeof guard);
+    b->p = b->base + GUARD + off;
+    POISON(b->base, (size_t)(b->p - b->base) * sizeof(float));
+    POISON(b->p + n, (n + 2 * GUARD + 8 - (size_t)(b->p - b->base) - n) * sizeof(float));
+    return b->p;
+}
+
+static void buf_unpoison(const buf *b)
+{
+    UNPOISON(b->base, (b->n + 2 * GUARD + 8) * sizeof(float));
+}
+
+/* A buffer a kernel only reads. */
+static float *buf_new(buf *b, size_t n)
+{
+    return buf_make(b, n, GUARD_IN);
+}
+
+/* A buffer a kernel writes (or updates). */
+static float *buf_out(buf *b, size_t n)
+{
+    return buf_make(b, n, GUARD_OUT);
+}
+
+/* 1 if no float outside [p, p+n) changed. */
+static int buf_guards_ok(const buf *b)
+{
+    buf_unpoison(b);
+    size_t total = b->n + 2 * GUARD + 8;
+    for (size_t i = 0; i < total; i++) {
+        float *q = b->base + i;
+        if (q >= b->p && q < b->p + b->n)
+            continue;
+        uint32_t bits;
+        memcpy(&bits, q, sizeof bits);
+        if (bits != b->guard)
+            return 0;
+    }
+    return 1;
+}
+
+static void buf_free(buf *b)
+{
+    if (b->base)
+        buf_unpoison(b);
+    free(b->base);
+    b->base = b->p = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Error measures and the per-(kernel, ISA) report                           */
+/* ------------------------------------------------------------------------ */
+
+/* Spacing of fp32 around |ref|. */
+static double ulp_of(double ref)
+{
+    double a = fabs(ref);
+    if (a < FLT_MIN)
+        return TINY;
+    int e;
+    frexp(a, &e); /* a = f 2^e, f in [0.5, 1) */
+    return ldexp(1.0, e - 24);
+}
+
+/* |got - ref| in ulps of ref; NaN or a wrong infinity is infinitely wrong. */
+static double ulp_err(float got, double ref)
+{
+    if (isnan(ref) || isnan(got))
+        return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+    if (isinf(got) || isinf(ref)) {
+        if ((float)ref == got)
+            return 0.0;
+        /* an overflow boundary case: ref just past FLT_MAX rounds either way */
+        if (isinf(got) && fabs(ref) >= FLT_MAX && (got > 0) == (ref > 0))
+            return 1.0;
+        return INFINITY;
+    }
+    return fabs((double)got - ref) / ulp_of(ref);
+}
+
+/* err / bound, with a zero bound allowing only an exact result. */
+static double bound_ratio(float got, double ref, double bound)
+{
+    if (isnan(ref) || isnan(got))
+        return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+    if (isinf(got) || isinf(ref))
+        return (float)ref == got ? 0.0 : INFINITY;
+    double err = fabs((double)got - ref);
+    if (bound <= 0.0)
+        return err == 0.0 ? 0.0 : INFINITY;
+    return err / bound;
+}
+
+typedef struct report {
+    double worst;  /* worst err/tol against the reference (ulps for TOL_ULP) */
+    double worst_vs_scalar;
+    int failed;
+    char detail[320];
+} report;
+
+static const struct tolerance *tol_of(const char *kernel)
+{
+    for (size_t i = 0; i < N_KERNELS; i++)
+        if (!strcmp(tolerances[i].kernel, kernel))
+            return &tolerances[i];
+    return NULL;
+}
+
+static void fail(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(report *r, const char *fmt, ...)
+{
+    if (r->failed++)
+        return; /* keep the first failure's details */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+}
+
+/* Records one output's error against the reference (e, limit 1 for bounds,
+ * c for ulps) and against scalar (e_sc, limit twice as wide). */
+static void note(report *r, double e, double limit, double e_sc, const char *what, size_t idx,
+                 float got, double ref, float sc)
+{
+    if (e > r->worst || isnan(e))
+        r->worst = isnan(e) ? INFINITY : e;
+    if (e_sc > r->worst_vs_scalar || isnan(e_sc))
+        r->worst_vs_scalar = isnan(e_sc) ? INFINITY : e_sc;
+    if (!(e <= limit))
+        fail(r, "%s[%zu]: got %.9g, reference %.17g (error %.3g, limit %.3g)", what, idx,
+             (double)got, ref, e, limit);
+    else if (!(e_sc <= 2 * limit))
+        fail(r, "%s[%zu]: got %.9g, scalar %.9g (error vs scalar %.3g, limit %.3g)", what, idx,
+             (double)got, (double)sc, e_sc, 2 * limit);
+}
+
+static void check_guards(report *r, const buf *b, const char *what)
+{
+    if (!buf_guards_ok(b))
+        fail(r, "%s: wrote outside its %zu floats", what, b->n);
+}
+
+/* Shape context for failure messages. */
+static char shape[96];
+
+/* ------------------------------------------------------------------------ */
+/* Reductions: dot, max, sum                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum { FILL_RANDOM, FILL_WIDE, FILL_DENORMAL, FILL_EQUAL, N_FILLS };
+
+static void fill(float *x, size_t n, int how, double lo, double hi)
+{
+    float same = rnd_range(lo, hi);
+    for (size_t i = 0; i < n; i++) {
+        switch (how) {
+        case FILL_WIDE: x[i] = rnd_wide(-20, 20); break;
+        case FILL_DENORMAL: x[i] = rnd_below(4) ? rnd_denormal() : rnd_range(lo, hi); break;
+        case FILL_EQUAL: x[i] = same; break;
+        default: x[i] = rnd_range(lo, hi); break;
+        }
+    }
+}
+
+static void check_dot(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("dot")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_FILLS; how++) {
+            buf ba, bb;
+            float *a = buf_new(&ba, n), *b = buf_new(&bb, n);
+            fill(a, n, how, -1, 1);
+            fill(b, n, how, -1, 1);
+            double ref = 0, abs = 0;
+            for (size_t i = 0; i < n; i++) {
+                ref += (double)a[i] * b[i];
+                abs += fabs((double)a[i] * b[i]);
+            }
+            double bound = ((double)n + c) * U * abs + (double)n * TINY;
+            float got = k->dot(a, b, n), s = sc->dot(a, b, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
+            note(r, bound_ratio(got, ref, bound), 1, bound_ratio(got, s, bound), shape, 0, got,
+                 ref, s);
+            buf_free(&ba);
+            buf_free(&bb);
+        }
+    }
+}
+
+static void check_max(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_FILLS + 2; how++) {
+            buf bx;
+            float *x = buf_new(&bx, n);
+            fill(x, n, how < N_FILLS ? how : FILL_RANDOM, -100, 100);
+            if (how == N_FILLS) /* masked scores: some -inf */
+                for (size_t i = 0; i < n; i++)
+                    if (rnd_below(3) == 0)
+                        x[i] = -INFINITY;
+            if (how == N_FILLS + 1) /* a fully masked row */
+                for (size_t i = 0; i < n; i++)
+                    x[i] = -INFINITY;
+            double ref = -INFINITY;
+            for (size_t i = 0; i < n; i++)
+                ref = x[i] > ref ? x[i] : ref;
+            float got = k->max(x, n), s = sc->max(x, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
+            note(r, got == ref ? 0 : INFINITY, 0, got == s ? 0 : INFINITY, shape, 0, got, ref, s);
+            check_guards(r, &bx, "x");
+            buf_free(&bx);
+        }
+    }
+}
+
+static void check_sum(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("sum")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_FILLS; how++) {
+            buf bx;
+            float *x = buf_new(&bx, n);
+            fill(x, n, how, -1, 1);
+            double ref = 0, abs = 0;
+            for (size_t i = 0; i < n; i++) {
+                ref += x[i];
+                abs += fabs(x[i]);
+            }
+            double bound = ((double)n + c) * U * abs;
+            float got = k->sum(x, n), s = sc->sum(x, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
+            note(r, bound_ratio(got, ref, bound), 1, bound_ratio(got, s, bound), shape, 0, got,
+                 ref, s);
+            buf_free(&bx);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* In-place vector updates: axpy, scale                                      */
+/* ------------------------------------------------------------------------ */
+
+static void check_axpy(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("axpy")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_FILLS; how++) {
+            buf bx, by, bs;
+            float *x = buf_new(&bx, n), *y = buf_out(&by, n), *ys = buf_out(&bs, n);
+            fill(x, n, how, -2, 2);
+            fill(y, n, how == FILL_EQUAL ? FILL_RANDOM : how, -2, 2);
+            memcpy(ys, y, n * sizeof *y);
+            float a = how == FILL_DENORMAL ? 0x1p-120f : rnd_range(-3, 3);
+            double *ref = malloc((n + 1) * sizeof *ref), *bound = malloc((n + 1) * sizeof *bound);
+            for (size_t i = 0; i < n; i++) {
+                ref[i] = (double)y[i] + (double)a * x[i];
+                bound[i] = c * U * (fabs(y[i]) + fabs((double)a * x[i])) + TINY;
+            }
+            k->axpy(y, a, x, n);
+            sc->axpy(ys, a, x, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d y", n, how);
+            for (size_t i = 0; i < n; i++)
+                note(r, bound_ratio(y[i], ref[i], bound[i]), 1, bound_ratio(y[i], ys[i], bound[i]),
+                     shape, i, y[i], ref[i], ys[i]);
+            check_guards(r, &by, "y");
+            free(ref);
+            free(bound);
+            buf_free(&bx);
+            buf_free(&by);
+            buf_free(&bs);
+        }
+    }
+}
+
+static void check_scale(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("scale")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_FILLS; how++) {
+            buf bx, bs;
+            float *x = buf_out(&bx, n), *xs = buf_out(&bs, n);
+            fill(x, n, how, -2, 2);
+            memcpy(xs, x, n * sizeof *x);
+            float a = how == FILL_DENORMAL ? 0.75f : how == FILL_WIDE ? 0x1p-100f : rnd_range(-3, 3);
+            double *ref = malloc((n + 1) * sizeof *ref);
+            for (size_t i = 0; i < n; i++)
+                ref[i] = (double)x[i] * a;
+            k->scale(x, a, n);
+            sc->scale(xs, a, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d x", n, how);
+            for (size_t i = 0; i < n; i++)
+                note(r, ulp_err(x[i], ref[i]), c, ulp_err(x[i], xs[i]), shape, i, x[i], ref[i],
+                     xs[i]);
+            check_guards(r, &bx, "x");
+            free(ref);
+            buf_free(&bx);
+            buf_free(&bs);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise maps: exp_sub_sum, elu1, relu, gelu                           */
+/* ------------------------------------------------------------------------ */
+
+/* Expected behaviour at the edges of fp32 exp, checked like any other value
+ * (c ulps of exp(fl(x - m)), ulp = 2^-149 below FLT_MIN): x = -inf gives
+ * exactly 0; x - m below -88 gives a denormal, and 0 below about -103.3;
+ * x - m in (88, 88.72) gives a large finite value; a sum past FLT_MAX is
+ * +inf (see exp_sum_ratio). */
+enum {
+    EXP_SCORES,    /* softmax scores, m = their max */
+    EXP_MASKED,    /* some -inf scores */
+    EXP_EQUAL,     /* all-equal row, m = that value: y = 1, sum = n */
+    EXP_UNDERFLOW, /* x - m in [-104, -88]: denormal or zero results */
+    EXP_OVERFLOW,  /* x - m in [88, 88.7]: large finite results, the sum may overflow */
+    EXP_DENORMAL,  /* denormal x, m = 0: y = 1 */
+    N_EXP_CASES
+};
+
+static void exp_case(float *x, size_t n, int how, float *m)
+{
+    *m = 0;
+    for (size_t i = 0; i < n; i++) {
+        switch (how) {
+        case EXP_SCORES:
+        case EXP_MASKED: x[i] = rnd_range(-30, 30); break;
+        case EXP_EQUAL: x[i] = 1.25f; break;
+        case EXP_UNDERFLOW: x[i] = rnd_range(-104, -88); break;
+        case EXP_OVERFLOW: x[i] = rnd_range(88, 88.7); break;
+        default: x[i] = rnd_denormal(); break;
+        }
+    }
+    if (how == EXP_MASKED)
+        for (size_t i = 0; i < n; i++)
+            if (rnd_below(3) == 0)
+                x[i] = -INFINITY;
+    if (how == EXP_SCORES || how == EXP_MASKED) {
+        *m = -30;
+        for (size_t i = 0; i < n; i++)
+            *m = x[i] > *m ? x[i] : *m;
+    }
+    if (how == EXP_EQUAL)
+        *m = 1.25f;
+}
+
+/* The sum of n exps of the reference: within the bound, and +inf exactly
+ * when the true sum is clearly past FLT_MAX (either is right at the edge). */
+static double exp_sum_ratio(float got, double ref, double bound)
+{
+    if (ref > FLT_MAX * (1 + 1e-3))
+        return isinf(got) && got > 0 ? 0.0 : INFINITY;
+    if (ref > FLT_MAX * (1 - 1e-3))
+        return isinf(got) && got > 0 ? 0.0 : bound_ratio(got, ref, bound);
+    return bound_ratio(got, ref, bound);
+}
+
+static void check_exp_sub_sum(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("exp_sub_sum")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_EXP_CASES; how++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                buf bx, by, bs;
+                float *x = buf_new(&bx, n), *y = buf_out(&by, n), *ys = buf_out(&bs, n), m;
+                exp_case(x, n, how, &m);
+                double *ref = malloc((n + 1) * sizeof *ref), sum = 0;
+                for (size_t i = 0; i < n; i++) {
+                    float d = x[i] - m; /* the fp32 subtraction is part of the contract */
+                    ref[i] = exp((double)d);
+                    sum += ref[i];
+                }
+                float got, s = sc->exp_sub_sum(ys, x, m, n);
+                if (inplace) {
+                    memcpy(y, x, n * sizeof *x);
+                    got = k->exp_sub_sum(y, y, m, n);
+                } else {
+                    got = k->exp_sub_sum(y, x, m, n);
+                }
+                snprintf(shape, sizeof shape, "n=%zu case=%d inplace=%d y", n, how, inplace);
+                for (size_t i = 0; i < n; i++)
+                    note(r, ulp_err(y[i], ref[i]), c, ulp_err(y[i], ys[i]), shape, i, y[i],
+                         ref[i], ys[i]);
+                double bound = ((double)n + 2 * c + 2) * U * sum + (double)n * TINY;
+                snprintf(shape, sizeof shape, "n=%zu case=%d inplace=%d sum", n, how, inplace);
+                double e = exp_sum_ratio(got, sum, bound);
+                /* scale ulp-sized limits so the sum's bound ratio prints in the same table */
+                note(r, e * c, c, exp_sum_ratio(got, s, bound) * c, shape, 0, got, sum, s);
+                check_guards(r, &by, "y");
+                check_guards(r, &bx, "x");
+                free(ref);
+                buf_free(&bx);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+enum { MAP_RANDOM, MAP_WIDE, MAP_UNDER, MAP_OVER, MAP_DENORMAL, MAP_HUGE, N_MAP_CASES };
+
+static void map_case(float *x, size_t n, int how)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (how) {
+        case MAP_RANDOM: x[i] = rnd_range(-6, 6); break;
+        case MAP_WIDE: x[i] = rnd_range(-20, 20); break;
+        case MAP_UNDER: x[i] = rnd_range(-104, -88); break;
+        case MAP_OVER: x[i] = rnd_range(88, 88.7); break;
+        case MAP_DENORMAL: x[i] = rnd_below(8) ? rnd_denormal() : (rnd_below(2) ? 0.0f : -0.0f); break;
+        default: x[i] = rnd_wide(20, 100); break;
+        }
+    }
+}
+
+typedef void (*map_fn)(float *y, const float *x, size_t n);
+
+static double ref_elu1(double x)
+{
+    return x > 0 ? x + 1 : exp(x);
+}
+
+static double ref_relu(double x)
+{
+    return x > 0 ? x : 0;
+}
+
+static double ref_gelu(double x)
+{
+    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+/* which: 0 elu1 (ulps), 1 relu (exact), 2 gelu (bound) */
+static void check_map(const linattn_kernels *k, const linattn_kernels *sc, report *r, int which)
+{
+    static const char *const names[] = {"elu1", "relu", "gelu"};
+    const double c = tol_of(names[which])->c;
+    map_fn f = which == 0 ? k->elu1 : which == 1 ? k->relu : k->gelu;
+    map_fn fs = which == 0 ? sc->elu1 : which == 1 ? sc->relu : sc->gelu;
+    double (*ref_f)(double) = which == 0 ? ref_elu1 : which == 1 ? ref_relu : ref_gelu;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_MAP_CASES; how++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                buf bx, by, bs;
+                float *x = buf_new(&bx, n), *y = buf_out(&by, n), *ys = buf_out(&bs, n);
+                map_case(x, n, how);
+                fs(ys, x, n);
+                if (inplace) {
+                    memcpy(y, x, n * sizeof *x);
+                    f(y, y, n);
+                } else {
+                    f(y, x, n);
+                }
+                snprintf(shape, sizeof shape, "n=%zu case=%d inplace=%d y", n, how, inplace);
+                for (size_t i = 0; i < n; i++) {
+                    double ref = ref_f(x[i]);
+                    if (which == 0) {
+                        note(r, ulp_err(y[i], ref), c, ulp_err(y[i], ys[i]), shape, i, y[i], ref,
+                             ys[i]);
+                    } else if (which == 1) {
+                        note(r, y[i] == ref ? 0 : INFINITY, 0, y[i] == ys[i] ? 0 : INFINITY, shape,
+                             i, y[i], ref, ys[i]);
+                    } else {
+                        double bound = c * ulp_of(ref) + 4 * U * fabs(x[i]);
+                        note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                             shape, i, y[i], ref, ys[i]);
+                    }
+                }
+                check_guards(r, &by, "y");
+                check_guards(r, &bx, "x");
+                buf_free(&bx);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Norms                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void check_layernorm(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("layernorm")->c;
+    const float eps = 1e-5f;
+    for (size_t si = 0; si < N_SIZES; si++) {
+        size_t n = sizes[si];
+        for (int how = 0; how < N_FILLS; how++) {
+            for (int variant = 0; variant < 3; variant++) { /* 0: b, 1: b NULL, 2: in place */
+                buf bx, bw, bb, by, bs;
+                float *x = buf_new(&bx, n), *w = buf_new(&bw, n), *b = buf_new(&bb, n);
+                float *y = buf_out(&by, n), *ys = buf_out(&bs, n);
+                fill(x, n, how, -3, 5);
+                fill(w, n, FILL_RANDOM, -2, 2);
+                fill(b, n, FILL_RANDOM, -1, 1);
+                const float *bp = variant == 1 ? NULL : b;
+                double mean = 0, var = 0, mabs = 0;
+                for (size_t i = 0; i < n; i++) {
+                    mean += x[i];
+                    mabs += fabs(x[i]);
+                }
+                mean /= (double)n;
+                mabs /= (double)n;
+                for (size_t i = 0; i < n; i++)
+                    var += (x[i] - mean) * (x[i] - mean);
+                var /= (double)n;
+                double inv = 1 / sqrt(var + eps);
+                sc->layernorm(ys, x, w, bp, n, eps);
+                if (variant == 2) {
+                    memcpy(y, x, n * sizeof *x);
+                    k->layernorm(y, y, w, bp, n, eps);
+                } else {
+                    k->layernorm(y, x, w, bp, n, eps);
+                }
+                /* the mean error shifts every x-mean by up to dm */
+                double dm = (double)n * U * mabs;
+                snprintf(shape, sizeof shape, "n=%zu fill=%d variant=%d y", n, how, variant);
+                for (size_t i = 0; i < n; i++) {
+                    double bi = bp ? bp[i] : 0;
+                    double ref = (x[i] - mean) * inv * w[i] + bi;
+                    double dev = fabs(x[i] - mean) * inv * fabs(w[i]);
+                    double bound = U * (2 * (double)n * mabs * inv * fabs(w[i]) +
+                                        ((double)n + c) * dev + 2 * fabs(ref) + 2 * fabs(bi)) +
+                                   dev * 0.5 * dm * dm / (var + eps) + TINY;
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                check_guards(r, &bx, "x");
+                buf_free(&bx);
+                buf_free(&bw);
+                buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+static void check_rmsnorm(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("rmsnorm")->c;
+    const float eps = 1e-5f;
+    for (size_t si = 0; si < N_SIZES; si++) {
+        size_t n = sizes[si];
+        for (int how = 0; how < N_FILLS + 1; how++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                buf bx, bw, by, bs;
+                float *x = buf_new(&bx, n), *w = buf_new(&bw, n);
+                float *y = buf_out(&by, n), *ys = buf_out(&bs, n);
+                if (how == N_FILLS) /* an all-zero row: inv = 1/sqrt(eps), y = 0 */
+                    for (size_t i = 0; i < n; i++)
+                        x[i] = 0;
+                else
+                    fill(x, n, how, -3, 3);
+                fill(w, n, FILL_RANDOM, -2, 2);
+                double ss = 0;
+                for (size_t i = 0; i < n; i++)
+                    ss += (double)x[i] * x[i];
+                double inv = 1 / sqrt(ss / (double)n + eps);
+                sc->rmsnorm(ys, x, w, n, eps);
+                if (inplace) {
+                    memcpy(y, x, n * sizeof *x);
+                    k->rmsnorm(y, y, w, n, eps);
+                } else {
+                    k->rmsnorm(y, x, w, n, eps);
+                }
+                snprintf(shape, sizeof shape, "n=%zu fill=%d inplace=%d y", n, how, inplace);
+                for (size_t i = 0; i < n; i++) {
+                    double ref = x[i] * inv * w[i];
+                    /* a denormal x * inv is off by up to tiny/2 before the weight scales it */
+                    double bound = ((double)n / 2 + c) * U * fabs(ref) + TINY * (1 + fabs(w[i]));
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                check_guards(r, &bx, "x");
+                buf_free(&bx);
+                buf_free(&bw);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* linear_update_read                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void check_linear_update_read(const linattn_kernels *k, const linattn_kernels *sc,
+                                     report *r)
+{
+    const double c = tol_of("linear_update_read")->c;
+    const float eps = 1e-6f;
+    for (size_t a = 0; a < N_SIZES; a++) {
+        for (size_t b = 0; b < N_SIZES; b++) {
+            size_t dk = sizes[a], dv = sizes[b];
+            if (dk * dv > SHAPE_LIMIT)
+                continue;
+            for (int fresh = 0; fresh < 2; fresh++) { /* 1: the first token, S = z = 0 */
+                buf bS, bz, bk, bv, bq, bo, bSs, bzs, bos;
+                float *S = buf_out(&bS, dk * dv), *z = buf_out(&bz, dk);
+                float *phik = buf_new(&bk, dk), *v = buf_new(&bv, dv), *phiq = buf_new(&bq, dk);
+                float *out = buf_out(&bo, dv), *Ss = buf_out(&bSs, dk * dv);
+                float *zs = buf_out(&bzs, dk), *outs = buf_out(&bos, dv);
+                for (size_t i = 0; i < dk; i++) {
+                    phik[i] = rnd_range(0.01, 3); /* elu(x)+1 > 0 */
+                    phiq[i] = rnd_range(0.01, 3);
+                    z[i] = fresh ? 0 : rnd_range(0, 50);
+                }
+                for (size_t j = 0; j < dv; j++)
+                    v[j] = rnd_range(-1, 1);
+                for (size_t i = 0; i < dk * dv; i++)
+                    S[i] = fresh ? 0 : rnd_range(-10, 10);
+                memcpy(Ss, S, dk * dv * sizeof *S);
+                memcpy(zs, z, dk * sizeof *z);
+
+                double den = eps, den_abs = 0;
+                double *zr = malloc(dk * sizeof *zr), *Sr = malloc(dk * dv * sizeof *Sr);
+                for (size_t i = 0; i < dk; i++) {
+                    zr[i] = (double)z[i] + phik[i];
+                    den += phiq[i] * zr[i];
+                    /* z' and S' carry the rounding of their update: |z|+|k|, not |z'| */
+                    den_abs += fabs(phiq[i]) * (fabs(z[i]) + fabs(phik[i]));
+                    for (size_t j = 0; j < dv; j++)
+                        Sr[i * dv + j] = (double)S[i * dv + j] + (double)phik[i] * v[j];
+                }
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d S", dk, dv, fresh);
+                float *S0 = malloc(dk * dv * sizeof *S0), *z0 = malloc(dk * sizeof *z0);
+                memcpy(S0, S, dk * dv * sizeof *S);
+                memcpy(z0, z, dk * sizeof *z);
+                double *Sb = malloc(dk * dv * sizeof *Sb), *zb = malloc(dk * sizeof *zb);
+                for (size_t i = 0; i < dk; i++) {
+                    zb[i] = 2 * U * (fabs(z0[i]) + fabs(phik[i])) + TINY;
+                    for (size_t j = 0; j < dv; j++)
+                        Sb[i * dv + j] =
+                            2 * U * (fabs(S0[i * dv + j]) + fabs((double)phik[i] * v[j])) + TINY;
+                }
+                k->linear_update_read(S, z, phik, v, phiq, out, dk, dv, eps);
+                sc->linear_update_read(Ss, zs, phik, v, phiq, outs, dk, dv, eps);
+                for (size_t i = 0; i < dk * dv; i++)
+                    note(r, bound_ratio(S[i], Sr[i], Sb[i]), 1, bound_ratio(S[i], Ss[i], Sb[i]),
+                         shape, i, S[i], Sr[i], Ss[i]);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d z", dk, dv, fresh);
+                for (size_t i = 0; i < dk; i++)
+                    note(r, bound_ratio(z[i], zr[i], zb[i]), 1, bound_ratio(z[i], zs[i], zb[i]),
+                         shape, i, z[i], zr[i], zs[i]);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d out", dk, dv, fresh);
+                for (size_t j = 0; j < dv; j++) {
+                    double num = 0, num_abs = 0;
+                    for (size_t i = 0; i < dk; i++) {
+                        num += phiq[i] * Sr[i * dv + j];
+                        num_abs += fabs(phiq[i]) * (fabs(S0[i * dv + j]) +
+                                                    fabs((double)phik[i] * v[j]));
+                    }
+                    double ref = num / den;
+                    double bound =
+                        ((double)dk + c) * U * (num_abs + fabs(ref) * den_abs) / fabs(den) + TINY;
+                    note(r, bound_ratio(out[j], ref, bound), 1, bound_ratio(out[j], outs[j], bound),
+                         shape, j, out[j], ref, outs[j]);
+                }
+                check_guards(r, &bS, "S");
+                check_guards(r, &bz, "z");
+                check_guards(r, &bo, "out");
+                free(S0);
+                free(z0);
+                free(zr);
+                free(Sr);
+                free(Sb);
+                free(zb);
+                buf *all[] = {&bS, &bz, &bk, &bv, &bq, &bo, &bSs, &bzs, &bos};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                    buf_free(all[i]);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* gemv, gemm_nt, gemm_nn                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A rows x cols matrix with leading dimension ld > cols: the gaps between
+ * rows hold the buffer's guard, so a kernel that reads them (input) or
+ * writes them (output) is caught. */
+static float *matrix_new(buf *b, size_t rows, size_t cols, size_t ld, int wide, int out)
+{
+    float *m = buf_make(b, rows ? (rows - 1) * ld + cols : 0, out ? GUARD_OUT : GUARD_IN);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            m[i * ld + j] = wide ? rnd_range(-1, 1) * (float)ldexp(1, (int)rnd_below(17) - 8)
+                                 : rnd_range(-1, 1);
+    return m;
+}
+
+/* 1 if the gaps between rows (columns cols..ld-1) still hold the guard. */
+static int gaps_ok(const buf *b, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t i = 0; i + 1 < rows; i++)
+        for (size_t j = cols; j < ld; j++) {
+            uint32_t bits;
+            memcpy(&bits, b->p + i * ld + j, sizeof bits);
+            if (bits != b->guard)
+                return 0;
+        }
+    return 1;
+}
+
+static void check_gemv(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemv")->c;
+    for (size_t a = 0; a < N_SIZES; a++) {
+        for (size_t b = 0; b < N_SIZES; b++) {
+            size_t rows = sizes[a], cols = sizes[b];
+            if (rows * cols > SHAPE_LIMIT)
+                continue;
+            for (int bias = 0; bias < 2; bias++) {
+                size_t ldw = cols + 1 + rnd_below(4);
+                buf bW, bx, bb, by, bs;
+                float *W = matrix_new(&bW, rows, cols, ldw, bias, 0);
+                float *x = buf_new(&bx, cols), *bv = buf_new(&bb, rows);
+                float *y = buf_out(&by, rows), *ys = buf_out(&bs, rows);
+                fill(x, cols, FILL_RANDOM, -1, 1);
+                fill(bv, rows, FILL_RANDOM, -1, 1);
+                const float *bp = bias ? bv : NULL;
+                k->gemv(y, W, ldw, x, bp, rows, cols);
+                sc->gemv(ys, W, ldw, x, bp, rows, cols);
+                snprintf(shape, sizeof shape, "rows=%zu cols=%zu ldw=%zu bias=%d y", rows, cols,
+                         ldw, bias);
+                for (size_t i = 0; i < rows; i++) {
+                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
+                    for (size_t j = 0; j < cols; j++) {
+                        ref += (double)W[i * ldw + j] * x[j];
+                        abs += fabs((double)W[i * ldw + j] * x[j]);
+                    }
+                    double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                buf_free(&bW);
+                buf_free(&bx);
+                buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+typedef void (*gemm_fn)(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                        size_t ldb, size_t M, size_t N, size_t K);
+
+static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t M, size_t N,
+                      size_t K)
+{
+    int wide = rnd_below(3) == 0;
+    size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4);
+    size_t ldb = (nt ? K : N) + 1 + rnd_below(4);
+    buf bA, bB, bC, bS;
+    float *A = matrix_new(&bA, M, K, lda, wide, 0);
+    float *B = nt ? matrix_new(&bB, N, K, ldb, wide, 0) : matrix_new(&bB, K, N, ldb, wide, 0);
+    float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
+    memcpy(Cs, C, bC.n * sizeof *C);
+    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C0[i * N + j] = C[i * ldc + j];
+    f(C, ldc, A, lda, B, ldb, M, N, K);
+    fs(Cs, ldc, A, lda, B, ldb, M, N, K);
+    snprintf(shape, sizeof shape, "M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C", M, N, K, lda, ldb,
+             ldc);
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            double ref = C0[i * N + j], abs = fabs(ref);
+            for (size_t p = 0; p < K; p++) {
+                double t = (double)A[i * lda + p] * (nt ? B[j * ldb + p] : B[p * ldb + j]);
+                ref += t;
+                abs += fabs(t);
+            }
+            double bound = ((double)K + c) * U * abs + (double)K * TINY;
+            size_t at = i * ldc + j;
+            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
+                 i * N + j, C[at], ref, Cs[at]);
+        }
+    }
+    check_guards(r, &bC, "C");
+    if (!gaps_ok(&bC, M, N, ldc))
+        fail(r, "%s: wrote into the gap between rows (columns N..ldc-1)", shape);
+    free(C0);
+    buf_free(&bA);
+    buf_free(&bB);
+    buf_free(&bC);
+    buf_free(&bS);
+}
+
+static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, report *r, int nt)
+{
+    const double c = tol_of(nt ? "gemm_nt" : "gemm_nn")->c;
+    gemm_fn f = nt ? k->gemm_nt : k->gemm_nn, fs = nt ? sc->gemm_nt : sc->gemm_nn;
+    for (size_t a = 0; a < N_SIZES; a++)
+        for (size_t b = 0; b < N_SIZES; b++)
+            for (size_t d = 0; d < N_SIZES; d++)
+                if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
+                    gemm_case(r, f, fs, nt, c, sizes[a], sizes[b], sizes[d]);
+    /* k blocking (K past a cache block) with full and edge tiles; A too big
+     * to stay in L2 whole (M K > 128 Ki floats, another loop order); empty */
+    static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {4, 17, 1000}, {64, 64, 64},
+                                      {150, 33, 1000}, {133, 40, 1001}, {1, 1, 0}, {0, 5, 5},
+                                      {5, 0, 5}};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        gemm_case(r, f, fs, nt, c, extra[i][0], extra[i][1], extra[i][2]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The ISAs this CPU runs                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct isa {
+    const char *name;
+    linattn_kernels k;
+} isa;
+
+static isa isas[4];
+static int n_isas;
+
+/* An ISA counts only if its table differs from scalar somewhere: a build
+ * without its kernels would otherwise "pass" by testing scalar twice. */
+static int table_differs(const linattn_kernels *a, const linattn_kernels *b)
+{
+    return memcmp(a, b, sizeof *a) != 0;
+}
+
+static void find_isas(void)
+{
+    linattn_kernels_init(&isas[0].k, 0);
+    isas[0].name = "scalar";
+    n_isas = 1;
+    unsigned f = linattn_cpu_features();
+    static const struct { unsigned flag; const char *name; } ladder[] = {
+        {LINATTN_CPU_AVX2, "avx2"},
+        {LINATTN_CPU_NEON, "neon"},
+    };
+    for (size_t i = 0; i < sizeof ladder / sizeof ladder[0]; i++) {
+        if (!(f & ladder[i].flag))
+            continue;
+        linattn_kernels_init(&isas[n_isas].k, ladder[i].flag);
+        if (table_differs(&isas[n_isas].k, &isas[0].k))
+            isas[n_isas++].name = ladder[i].name;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running the checks                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void run_check(size_t kernel, const linattn_kernels *k, const linattn_kernels *sc,
+                      report *r)
+{
+    switch (kernel) {
+    case K_DOT: check_dot(k, sc, r); break;
+    case K_MAX: check_max(k, sc, r); break;
+    case K_SUM: check_sum(k, sc, r); break;
+    case K_AXPY: check_axpy(k, sc, r); break;
+    case K_SCALE: check_scale(k, sc, r); break;
+    case K_EXP_SUB_SUM: check_exp_sub_sum(k, sc, r); break;
+    case K_ELU1: check_map(k, sc, r, 0); break;
+    case K_RELU: check_map(k, sc, r, 1); break;
+    case K_GELU: check_map(k, sc, r, 2); break;
+    case K_LAYERNORM: check_layernorm(k, sc, r); break;
+    case K_RMSNORM: check_rmsnorm(k, sc, r); break;
+    case K_LINEAR_UPDATE_READ: check_linear_update_read(k, sc, r); break;
+    case K_GEMV: check_gemv(k, sc, r); break;
+    case K_GEMM_NT: check_gemm(k, sc, r, 1); break;
+    case K_GEMM_NN: check_gemm(k, sc, r, 0); break;
+    default: break;
+    }
+}
+
+static void print_result(const struct tolerance *t, const char *isa_name, const report *r)
+{
+    char worst[96];
+    if (t->kind == TOL_EXACT)
+        snprintf(worst, sizeof worst, "%s", r->worst == 0 ? "exact" : "NOT exact");
+    else if (t->kind == TOL_ULP)
+        snprintf(worst, sizeof worst, "worst %.3g ulp (tol %g)", r->worst, t->c);
+    else
+        snprintf(worst, sizeof worst, "worst %.3g of bound", r->worst);
+    printf("%-4s %-19s %-7s %s\n", r->failed ? "FAIL" : "ok", t->kernel, isa_name, worst);
+    if (r->failed)
+        printf("     first failure (%d in all): %s\n", r->failed, r->detail);
+}
+
+/* ------------------------------------------------------------------------ */
+/* --bench                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+typedef struct bench_case {
+    const char *kernel;
+    size_t a, b, c; /* n; dk dv; rows cols; M N K */
+    int heads;      /* linear_update_read over this many heads' states per call */
+} bench_case;
+
+static const bench_case bench_cases[] = {
+    {"dot", 64, 0, 0, 0},          {"dot", 1024, 0, 0, 0},
+    {"max", 64, 0, 0, 0},          {"max", 1024, 0, 0, 0},
+    {"sum", 64, 0, 0, 0},          {"sum", 1024, 0, 0, 0},
+    {"axpy", 64, 0, 0, 0},         {"axpy", 1024, 0, 0, 0},
+    {"scale", 64, 0, 0, 0},        {"scale", 1024, 0, 0, 0},
+    {"exp_sub_sum", 64, 0, 0, 0},  {"exp_sub_sum", 1024, 0, 0, 0},
+    {"elu1", 64, 0, 0, 0},         {"elu1", 1024, 0, 0, 0},
+    {"relu", 64, 0, 0, 0},         {"relu", 1024, 0, 0, 0},
+    {"gelu", 64, 0, 0, 0},         {"gelu", 1024, 0, 0, 0},
+    {"layernorm", 64, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0},
+    {"rmsnorm", 64, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0},
+    {"linear_update_read", 64, 64, 0, 1},
+    {"linear_update_read", 64, 64, 0, 8},
+    {"gemv", 512, 512, 0, 0},      {"gemv", 2048, 512, 0, 0},
+    {"gemm_nt", 64, 64, 64, 0},    {"gemm_nt", 128, 512, 512, 0},
+    {"gemm_nt", 1, 2048, 2048, 0}, {"gemm_nt", 16, 1024, 1024, 0},
+    {"gemm_nt", 256, 1024, 1024, 0},
+    {"gemm_nn", 64, 64, 64, 0},    {"gemm_nn", 128, 512, 512, 0},
+    {"gemm_nn", 1, 64, 1024, 0},
+};
+
+typedef struct bench_data {
+    int id; /* K_* */
+    float *x, *y, *w, *b, *S, *z, *C;
+} bench_data;
+
+/* Results of timed reductions land here so the calls are not optimized away. */
+volatile float bench_sink;
+
+static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_data *d)
+{
+    size_t n = bc->a;
+    switch (d->id) {
+    case K_DOT: bench_sink = k->dot(d->x, d->y, n); break;
+    case K_MAX: bench_sink = k->max(d->x, n); break;
+    case K_SUM: bench_sink = k->sum(d->x, n); break;
+    case K_AXPY: k->axpy(d->y, 1e-3f, d->x, n); break;
+    case K_SCALE: k->scale(d->y, 1.0f, n); break;
+    case K_EXP_SUB_SUM: bench_sink = k->exp_sub_sum(d->y, d->x, 3.0f, n); break;
+    case K_ELU1: k->elu1(d->y, d->x, n); break;
+    case K_RELU: k->relu(d->y, d->x, n); break;
+    case K_GELU: k->gelu(d->y, d->x, n); break;
+    case K_LAYERNORM: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
+    case K_RMSNORM: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
+    case K_LINEAR_UPDATE_READ:
+        for (int h = 0; h < bc->heads; h++)
+            k->linear_update_read(d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
+                                  d->w + (size_t)h * bc->a, d->x + (size_t)h * bc->b,
+                                  d->b + (size_t)h * bc->a, d->y + (size_t)h * bc->b, bc->a,
+                                  bc->b, 1e-6f);
+        break;
+    case K_GEMV: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_GEMM_NT: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
+    case K_GEMM_NN: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
+    default: break;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Calls per repetition so one repetition takes about 2 ms. */
+static size_t bench_iters(const linattn_kernels *k, const bench_case *bc, bench_data *d)
+{
+    bench_once(k, bc, d); /* warm caches */
+    size_t iters = 1;
+    for (;;) {
+        double t0 = now_ns();
+        for (size_t i = 0; i < iters; i++)
+            bench_once(k, bc, d);
+        double dt = now_ns() - t0;
+        if (dt > 2e6 || iters >= (1u << 24))
+            return iters;
+        iters *= dt < 1e5 ? 16 : 2;
+    }
+}
+
+/* Median ns per call for each ISA over REPS repetitions; the ISAs take
+ * turns, so a load that comes and goes on a shared machine hits them alike. */
+#define REPS 9
+static void bench_times(const bench_case *bc, bench_data *d, double *out)
+{
+    size_t iters[4];
+    int reps = REPS;
+    for (int i = 0; i < n_isas; i++) {
+        iters[i] = bench_iters(&isas[i].k, bc, d);
+        if (iters[i] == 1)
+            reps = 3; /* calls of 2 ms or more: a few are enough */
+    }
+    double t[4][REPS];
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n_isas; i++) {
+            double t0 = now_ns();
+            for (size_t it = 0; it < iters[i]; it++)
+                bench_once(&isas[i].k, bc, d);
+            t[i][r] = (now_ns() - t0) / (double)iters[i];
+        }
+    for (int i = 0; i < n_isas; i++) {
+        qsort(t[i], (size_t)reps, sizeof t[i][0], cmp_double);
+        out[i] = t[i][reps / 2];
+    }
+}
+
+/* 64-byte aligned, as the engine's arrays should be; the checks cover misalignment. */
+static float *bench_alloc(size_t n, double lo, double hi)
+{
+    size_t bytes = ((n + 16) * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes);
+    if (!p) {
+        fprintf(stderr, "checkasm: out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < n + 16; i++)
+        p[i] = rnd_range(lo, hi);
+    return p;
+}
+
+static int run_bench(const char *only)
+{
+    printf("\n%-19s %-16s", "kernel", "size");
+    for (int i = 0; i < n_isas; i++)
+        printf(" %12s", isas[i].name);
+    for (int i = 1; i < n_isas; i++)
+        printf(" %8s", "speed-up");
+    printf("  (ns per call, median of %d, ISAs in turn; 64-byte aligned)\n", REPS);
+    for (size_t ci = 0; ci < sizeof bench_cases / sizeof bench_cases[0]; ci++) {
+        const bench_case *bc = &bench_cases[ci];
+        if (only && strcmp(only, bc->kernel))
+            continue;
+        size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
+        size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
+        size_t nx = bc->c ? bc->a * bc->c : bc->a * (bc->heads ? bc->heads : 1) + bc->b * 8;
+        size_t nS = bc->c ? bc->b * bc->c : big;
+        bench_data d = {
+            .id = (int)(tol_of(bc->kernel) - tolerances),
+            .x = bench_alloc(nx, -2, 2),
+            .y = bench_alloc(bc->a * 8 + bc->b * 8, -2, 2),
+            .w = bench_alloc(bc->a * 8, 0.01, 2),
+            .b = bench_alloc(bc->a * 8, 0.01, 2),
+            .S = bench_alloc(nS, -1, 1),
+            .z = bench_alloc(bc->a * 8, 0, 10),
+            .C = bench_alloc(bc->c ? mn : 1, -1, 1),
+        };
+        char size[48];
+        if (!strncmp(bc->kernel, "gemm", 4))
+            snprintf(size, sizeof size, "%zux%zux%zu", bc->a, bc->b, bc->c);
+        else if (bc->heads > 1)
+            snprintf(size, sizeof size, "%zux%zu x%d heads", bc->a, bc->b, bc->heads);
+        else if (bc->b)
+            snprintf(size, sizeof size, "%zux%zu", bc->a, bc->b);
+        else
+            snprintf(size, sizeof size, "n=%zu", bc->a);
+        printf("%-19s %-16s", bc->kernel, size);
+        fflush(stdout);
+        double t[4];
+        bench_times(bc, &d, t);
+        for (int i = 0; i < n_isas; i++)
+            printf(" %12.1f", t[i]);
+        for (int i = 1; i < n_isas; i++)
+            printf(" %7.2fx", t[0] / t[i]);
+        if (bc->c || !strcmp(bc->kernel, "gemv")) {
+            double flops = 2.0 * (double)mn * (double)kk;
+            printf("  GFLOP/s:");
+            for (int i = 0; i < n_isas; i++)
+                printf(" %s %.1f", isas[i].name, flops / t[i]);
+        }
+        printf("\n");
+        free(d.x);
+        free(d.y);
+        free(d.w);
+        free(d.b);
+        free(d.S);
+        free(d.z);
+        free(d.C);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static const char usage[] =
+    "usage: checkasm [--seed N] [--require ISA] [--kernel NAME] [--bench]\n"
+    "\n"
+    "Checks every kernel of every ISA this CPU runs (scalar included) against a\n"
+    "double-precision reference and against the scalar kernels, at sizes\n"
+    "1..1000 with unaligned pointers, guard floats and special values.\n"
+    "\n"
+    "  --seed N       reproduce a run (the seed is printed first)\n"
+    "  --require ISA  fail unless ISA (avx2, neon) was among those tested\n"
+    "  --kernel NAME  only this kernel\n"
+    "  --bench        after the checks, ns per call and speed-up over scalar\n"
+    "  -h, --help     this text, then the tolerance table\n";
+
+static void print_tolerances(void)
+{
+    printf("\ntolerances (u = 2^-24, tiny = 2^-149):\n");
+    for (size_t i = 0; i < N_KERNELS; i++)
+        printf("  %-19s %s (c = %g)\n  %-19s   %s\n", tolerances[i].kernel, tolerances[i].formula,
+               tolerances[i].c, "", tolerances[i].why);
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t seed = 0;
+    int have_seed = 0, bench = 0;
+    const char *require[4];
+    int n_require = 0;
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            print_tolerances();
+            return 0;
+        } else if (!strcmp(argv[i], "--bench")) {
+            bench = 1;
+        } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            char *end;
+            seed = strtoull(argv[++i], &end, 10);
+            if (*end || !*argv[i]) {
+                fprintf(stderr, "checkasm: --seed: expected an integer, got '%s'\n", argv[i]);
+                return 2;
+            }
+            have_seed = 1;
+        } else if (!strcmp(argv[i], "--require") && i + 1 < argc) {
+            if (n_require < 4)
+                require[n_require++] = argv[++i];
+        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
+            only = argv[++i];
+            if (!tol_of(only)) {
+                fprintf(stderr, "checkasm: --kernel: unknown kernel '%s'\n", only);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "checkasm: unknown or incomplete option '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!have_seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000003u) ^ (uint64_t)ts.tv_nsec;
+        seed %= 1000000000u;
+    }
+    printf("seed: %" PRIu64 "\n", seed);
+    fflush(stdout);
+
+    find_isas();
+    int passed = 0, failed = 0;
+    for (size_t kern = 0; kern < N_KERNELS; kern++) {
+        if (only && strcmp(only, tolerances[kern].kernel))
+            continue;
+        for (int i = 0; i < n_isas; i++) {
+            /* the same inputs for every ISA of a kernel */
+            rng_state = seed * 1000 + kern;
+            report r = {0};
+            run_check(kern, &isas[i].k, &isas[0].k, &r);
+            print_result(&tolerances[kern], isas[i].name, &r);
+            fflush(stdout);
+            if (r.failed)
+                failed++;
+            else
+                passed++;
+        }
+    }
+    printf("isas tested:");
+    for (int i = 0; i < n_isas; i++)
+        printf(" %s", isas[i].name);
+    printf("\n");
+    for (int q = 0; q < n_require; q++) {
+        int found = 0;
+        for (int i = 0; i < n_isas; i++)
+            found |= !strcmp(isas[i].name, require[q]);
+        if (!found) {
+            printf("FAIL require %s: not among the ISAs tested (cpu features: %s)\n", require[q],
+                   linattn_cpu_features_str());
+            failed++;
+        }
+    }
+    if (bench) {
+        rng_state = seed;
+        run_bench(only);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,3 +1,357 @@
-/* kernels_neon.c: NEON kernels (placeholder, being written). */
+/* kernels_neon.c: NEON (aarch64) elementwise, reduction, norm and linear-attention kernels. */
+#include <arm_neon.h>
+#include <math.h>
+#include <sleef.h>
+
 #include "../kernels.h"
-void linattn_kernels_init_neon(linattn_kernels *k) { (void)k; }
+#include "neon.h"
+
+static float dot_neon(const float *a, const float *b, size_t n)
+{
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4)
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    if (i < n)
+        s1 = vfmaq_f32(s1, neon_load_tail(a + i, n - i), neon_load_tail(b + i, n - i));
+    return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+}
+
+/* maxNum ignores a NaN x, as the scalar compare does. */
+static float max_neon(const float *x, size_t n)
+{
+    const float32x4_t ninf = vdupq_n_f32(-INFINITY);
+    float32x4_t m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = vmaxnmq_f32(m0, vld1q_f32(x + i));
+        m1 = vmaxnmq_f32(m1, vld1q_f32(x + i + 4));
+        m2 = vmaxnmq_f32(m2, vld1q_f32(x + i + 8));
+        m3 = vmaxnmq_f32(m3, vld1q_f32(x + i + 12));
+    }
+    for (; i + 4 <= n; i += 4)
+        m0 = vmaxnmq_f32(m0, vld1q_f32(x + i));
+    float m = vmaxnmvq_f32(vmaxnmq_f32(vmaxnmq_f32(m0, m1), vmaxnmq_f32(m2, m3)));
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float sum_neon(const float *x, size_t n)
+{
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vaddq_f32(s0, vld1q_f32(x + i));
+        s1 = vaddq_f32(s1, vld1q_f32(x + i + 4));
+        s2 = vaddq_f32(s2, vld1q_f32(x + i + 8));
+        s3 = vaddq_f32(s3, vld1q_f32(x + i + 12));
+    }
+    for (; i + 4 <= n; i += 4)
+        s0 = vaddq_f32(s0, vld1q_f32(x + i));
+    if (i < n)
+        s1 = vaddq_f32(s1, neon_load_tail(x + i, n - i));
+    return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+}
+
+static void axpy_neon(float *y, float a, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+        vst1q_f32(y + i + 4, vfmaq_n_f32(vld1q_f32(y + i + 4), vld1q_f32(x + i + 4), a));
+    }
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
+    for (; i < n; i++)
+        y[i] = fmaf(a, x[i], y[i]);
+}
+
+static void scale_neon(float *x, float a, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), a));
+        vst1q_f32(x + i + 4, vmulq_n_f32(vld1q_f32(x + i + 4), a));
+    }
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), a));
+    for (; i < n; i++)
+        x[i] *= a;
+}
+
+static float exp_sub_sum_neon(float *y, const float *x, float m, size_t n)
+{
+    const float32x4_t vm = vdupq_n_f32(m);
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float32x4_t e0 = Sleef_expf4_u10advsimd(vsubq_f32(vld1q_f32(x + i), vm));
+        float32x4_t e1 = Sleef_expf4_u10advsimd(vsubq_f32(vld1q_f32(x + i + 4), vm));
+        vst1q_f32(y + i, e0);
+        vst1q_f32(y + i + 4, e1);
+        s0 = vaddq_f32(s0, e0);
+        s1 = vaddq_f32(s1, e1);
+    }
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t e = Sleef_expf4_u10advsimd(vsubq_f32(vld1q_f32(x + i), vm));
+        vst1q_f32(y + i, e);
+        s0 = vaddq_f32(s0, e);
+    }
+    if (i < n) {
+        /* the padding lanes hold -inf: exp gives 0 and they do not count */
+        float t[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(t, x + i, (n - i) * sizeof(float));
+        float32x4_t e = Sleef_expf4_u10advsimd(vsubq_f32(vld1q_f32(t), vm));
+        neon_store_tail(y + i, e, n - i);
+        s1 = vaddq_f32(s1, e);
+    }
+    return vaddvq_f32(vaddq_f32(s0, s1));
+}
+
+LINATTN_INLINE float32x4_t elu1_4(float32x4_t x)
+{
+    uint32x4_t pos = vcgtq_f32(x, vdupq_n_f32(0.0f));
+    return vbslq_f32(pos, vaddq_f32(x, vdupq_n_f32(1.0f)), Sleef_expf4_u10advsimd(x));
+}
+
+static void elu1_neon(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, elu1_4(vld1q_f32(x + i)));
+    if (i < n)
+        neon_store_tail(y + i, elu1_4(neon_load_tail(x + i, n - i)), n - i);
+}
+
+/* maxNum(x, 0) gives 0 for a NaN x, as the scalar compare does. */
+static void relu_neon(float *y, const float *x, size_t n)
+{
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        vst1q_f32(y + i, vmaxnmq_f32(vld1q_f32(x + i), zero));
+        vst1q_f32(y + i + 4, vmaxnmq_f32(vld1q_f32(x + i + 4), zero));
+    }
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vmaxnmq_f32(vld1q_f32(x + i), zero));
+    for (; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* 0.5 x (1 + tanh(c (x + 0.044715 x^3))), in the scalar kernel's order. */
+LINATTN_INLINE float32x4_t gelu_4(float32x4_t x)
+{
+    float32x4_t x3 = vmulq_f32(vmulq_f32(x, x), x);
+    float32x4_t u = vmulq_n_f32(vfmaq_n_f32(x, x3, 0.044715f), 0.7978845608028654f);
+    /* tanh u = expm1(2u) / (expm1(2u) + 2): about twice as fast as SLEEF's
+     * tanh. Past |u| = 10 the quotient rounds to exactly +-1, as tanh does,
+     * and clamping there keeps expm1 from overflowing (maxNum keeps NaN out
+     * of the clamp, x carries it to the result). */
+    u = vmaxnmq_f32(vminnmq_f32(u, vdupq_n_f32(10.0f)), vdupq_n_f32(-10.0f));
+    float32x4_t e = Sleef_expm1f4_u10advsimd(vaddq_f32(u, u));
+    float32x4_t t = vdivq_f32(e, vaddq_f32(e, vdupq_n_f32(2.0f)));
+    float32x4_t hx = vmulq_n_f32(x, 0.5f);
+    return vfmaq_f32(hx, hx, t);
+}
+
+static void gelu_neon(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, gelu_4(vld1q_f32(x + i)));
+    if (i < n)
+        neon_store_tail(y + i, gelu_4(neon_load_tail(x + i, n - i)), n - i);
+}
+
+static float sum_sq_dev(const float *x, float mean, size_t n)
+{
+    const float32x4_t vm = vdupq_n_f32(mean);
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float32x4_t d0 = vsubq_f32(vld1q_f32(x + i), vm);
+        float32x4_t d1 = vsubq_f32(vld1q_f32(x + i + 4), vm);
+        s0 = vfmaq_f32(s0, d0, d0);
+        s1 = vfmaq_f32(s1, d1, d1);
+    }
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t d = vsubq_f32(vld1q_f32(x + i), vm);
+        s0 = vfmaq_f32(s0, d, d);
+    }
+    float s = vaddvq_f32(vaddq_f32(s0, s1));
+    for (; i < n; i++)
+        s += (x[i] - mean) * (x[i] - mean);
+    return s;
+}
+
+static void layernorm_neon(float *y, const float *x, const float *w, const float *b, size_t n,
+                           float eps)
+{
+    if (n == 0)
+        return;
+    float mean = sum_neon(x, n) / (float)n;
+    float var = sum_sq_dev(x, mean, n) / (float)n;
+    float inv = 1.0f / sqrtf(var + eps);
+    const float32x4_t vm = vdupq_n_f32(mean);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t t = vmulq_n_f32(vsubq_f32(vld1q_f32(x + i), vm), inv);
+        float32x4_t bb = b ? vld1q_f32(b + i) : vdupq_n_f32(0.0f);
+        vst1q_f32(y + i, vfmaq_f32(bb, t, vld1q_f32(w + i)));
+    }
+    for (; i < n; i++)
+        y[i] = fmaf((x[i] - mean) * inv, w[i], b ? b[i] : 0.0f);
+}
+
+static void rmsnorm_neon(float *y, const float *x, const float *w, size_t n, float eps)
+{
+    if (n == 0)
+        return;
+    float inv = 1.0f / sqrtf(dot_neon(x, x, n) / (float)n + eps);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), inv), vld1q_f32(w + i)));
+    for (; i < n; i++)
+        y[i] = x[i] * inv * w[i];
+}
+
+/* z += phik; returns phiq . z (the updated z). */
+static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk)
+{
+    float32x4_t d0 = vdupq_n_f32(0.0f), d1 = d0;
+    size_t i = 0;
+    for (; i + 8 <= dk; i += 8) {
+        float32x4_t z0 = vaddq_f32(vld1q_f32(z + i), vld1q_f32(phik + i));
+        float32x4_t z1 = vaddq_f32(vld1q_f32(z + i + 4), vld1q_f32(phik + i + 4));
+        vst1q_f32(z + i, z0);
+        vst1q_f32(z + i + 4, z1);
+        d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
+        d1 = vfmaq_f32(d1, vld1q_f32(phiq + i + 4), z1);
+    }
+    for (; i + 4 <= dk; i += 4) {
+        float32x4_t z0 = vaddq_f32(vld1q_f32(z + i), vld1q_f32(phik + i));
+        vst1q_f32(z + i, z0);
+        d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
+    }
+    float den = vaddvq_f32(vaddq_f32(d0, d1));
+    for (; i < dk; i++) {
+        z[i] += phik[i];
+        den += phiq[i] * z[i];
+    }
+    return den;
+}
+
+/* Columns [0, 4 nc) of S (row stride dv) and v: S[i] += phik[i] v, with the
+ * out block (4 nc <= 64 floats, up to 16 registers of the 32) held in
+ * registers and two S rows per iteration sharing each v load. Each S
+ * element is loaded and stored once. */
+LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
+                              float *out, size_t dk, size_t dv, float inv, int nc)
+{
+    float32x4_t acc[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < nc; c++)
+        acc[c] = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 2 <= dk; i += 2) {
+        float *s0 = S + i * dv, *s1 = s0 + dv;
+        float k0 = phik[i], k1 = phik[i + 1], q0 = phiq[i], q1 = phiq[i + 1];
+#pragma GCC unroll 16
+        for (int c = 0; c < nc; c++) {
+            float32x4_t vc = vld1q_f32(v + 4 * c);
+            float32x4_t r0 = vfmaq_n_f32(vld1q_f32(s0 + 4 * c), vc, k0);
+            float32x4_t r1 = vfmaq_n_f32(vld1q_f32(s1 + 4 * c), vc, k1);
+            vst1q_f32(s0 + 4 * c, r0);
+            vst1q_f32(s1 + 4 * c, r1);
+            acc[c] = vfmaq_n_f32(acc[c], r0, q0);
+            acc[c] = vfmaq_n_f32(acc[c], r1, q1);
+        }
+    }
+    if (i < dk) {
+        float *s0 = S + i * dv;
+        float k0 = phik[i], q0 = phiq[i];
+#pragma GCC unroll 16
+        for (int c = 0; c < nc; c++) {
+            float32x4_t r0 = vfmaq_n_f32(vld1q_f32(s0 + 4 * c), vld1q_f32(v + 4 * c), k0);
+            vst1q_f32(s0 + 4 * c, r0);
+            acc[c] = vfmaq_n_f32(acc[c], r0, q0);
+        }
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < nc; c++)
+        vst1q_f32(out + 4 * c, vmulq_n_f32(acc[c], inv));
+}
+
+/* One copy per chunk count so nc is a constant in each. */
+static void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
+                         float *out, size_t dk, size_t dv, float inv, size_t nc)
+{
+    switch (nc) {
+    case 1: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1); break;
+    case 2: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2); break;
+    case 3: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3); break;
+    case 4: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4); break;
+    case 5: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5); break;
+    case 6: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6); break;
+    case 7: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7); break;
+    case 8: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8); break;
+    case 9: lur_block(S, phik, v, phiq, out, dk, dv, inv, 9); break;
+    case 10: lur_block(S, phik, v, phiq, out, dk, dv, inv, 10); break;
+    case 11: lur_block(S, phik, v, phiq, out, dk, dv, inv, 11); break;
+    case 12: lur_block(S, phik, v, phiq, out, dk, dv, inv, 12); break;
+    case 13: lur_block(S, phik, v, phiq, out, dk, dv, inv, 13); break;
+    case 14: lur_block(S, phik, v, phiq, out, dk, dv, inv, 14); break;
+    case 15: lur_block(S, phik, v, phiq, out, dk, dv, inv, 15); break;
+    case 16: lur_block(S, phik, v, phiq, out, dk, dv, inv, 16); break;
+    default: break;
+    }
+}
+
+/* z and the denominator first, then S in column blocks of up to 64 (the
+ * out block in registers); the last dv % 4 columns one at a time. */
+static void linear_update_read_neon(float *S, float *z, const float *phik, const float *v,
+                                    const float *phiq, float *out, size_t dk, size_t dv,
+                                    float eps)
+{
+    float inv = 1.0f / (update_z_den(z, phik, phiq, dk) + eps);
+    size_t full = dv & ~(size_t)3;
+    for (size_t j = 0; j < full; j += 64) {
+        size_t width = full - j < 64 ? full - j : 64;
+        lur_dispatch(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4);
+    }
+    for (size_t j = full; j < dv; j++) {
+        float o = 0.0f;
+        for (size_t i = 0; i < dk; i++) {
+            float s = fmaf(phik[i], v[j], S[i * dv + j]);
+            S[i * dv + j] = s;
+            o = fmaf(phiq[i], s, o);
+        }
+        out[j] = o * inv;
+    }
+}
+
+void linattn_kernels_init_neon(linattn_kernels *k)
+{
+    k->dot = dot_neon;
+    k->max = max_neon;
+    k->sum = sum_neon;
+    k->axpy = axpy_neon;
+    k->scale = scale_neon;
+    k->exp_sub_sum = exp_sub_sum_neon;
+    k->elu1 = elu1_neon;
+    k->relu = relu_neon;
+    k->gelu = gelu_neon;
+    k->layernorm = layernorm_neon;
+    k->rmsnorm = rmsnorm_neon;
+    k->linear_update_read = linear_update_read_neon;
+    k->gemv = linattn_gemv_neon;
+    k->gemm_nt = linattn_gemm_nt_neon;
+    k->gemm_nn = linattn_gemm_nn_neon;
+}

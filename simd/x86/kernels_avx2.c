@@ -1,3 +1,423 @@
-/* kernels_avx2.c: AVX2+FMA kernels (placeholder, being written). */
+/* kernels_avx2.c: AVX2+FMA elementwise, reduction, norm and linear-attention kernels. */
+#include <immintrin.h>
+#include <math.h>
+#include <sleef.h>
+
 #include "../kernels.h"
-void linattn_kernels_init_avx2(linattn_kernels *k) { (void)k; }
+#include "avx2.h"
+
+static float dot_avx2(const float *a, const float *b, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s1);
+    }
+    return avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+/* max(x, acc) keeps acc when x is NaN, as the scalar compare does. */
+static float max_avx2(const float *x, size_t n)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+        m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+        m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+    }
+    for (; i + 8 <= n; i += 8)
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        __m256 t = _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
+        m1 = _mm256_max_ps(t, m1);
+    }
+    __m256 v = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static float sum_avx2(const float *x, size_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_add_ps(_mm256_loadu_ps(x + i), s0);
+        s1 = _mm256_add_ps(_mm256_loadu_ps(x + i + 8), s1);
+        s2 = _mm256_add_ps(_mm256_loadu_ps(x + i + 16), s2);
+        s3 = _mm256_add_ps(_mm256_loadu_ps(x + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8)
+        s0 = _mm256_add_ps(_mm256_loadu_ps(x + i), s0);
+    if (i < n)
+        s1 = _mm256_add_ps(_mm256_maskload_ps(x + i, avx2_tail_mask(n - i)), s1);
+    return avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+static void axpy_avx2(float *y, float a, const float *x, size_t n)
+{
+    const __m256 va = _mm256_set1_ps(a);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 y0 = _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
+        __m256 y1 = _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8));
+        _mm256_storeu_ps(y + i, y0);
+        _mm256_storeu_ps(y + i + 8, y1);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        __m256 t = _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m));
+        _mm256_maskstore_ps(y + i, m, t);
+    }
+}
+
+static void scale_avx2(float *x, float a, size_t n)
+{
+    const __m256 va = _mm256_set1_ps(a);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 x0 = _mm256_mul_ps(va, _mm256_loadu_ps(x + i));
+        __m256 x1 = _mm256_mul_ps(va, _mm256_loadu_ps(x + i + 8));
+        _mm256_storeu_ps(x + i, x0);
+        _mm256_storeu_ps(x + i + 8, x1);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(va, _mm256_loadu_ps(x + i)));
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(va, _mm256_maskload_ps(x + i, m)));
+    }
+}
+
+static float exp_sub_sum_avx2(float *y, const float *x, float m, size_t n)
+{
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 e0 = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        __m256 e1 = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
+        _mm256_storeu_ps(y + i, e0);
+        _mm256_storeu_ps(y + i + 8, e1);
+        s0 = _mm256_add_ps(s0, e0);
+        s1 = _mm256_add_ps(s1, e1);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(y + i, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    if (i < n) {
+        __m256i mk = avx2_tail_mask(n - i);
+        __m256 e = Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_maskload_ps(x + i, mk), vm));
+        e = _mm256_and_ps(e, _mm256_castsi256_ps(mk)); /* the lanes past n do not count */
+        _mm256_maskstore_ps(y + i, mk, e);
+        s1 = _mm256_add_ps(s1, e);
+    }
+    return avx2_hsum(_mm256_add_ps(s0, s1));
+}
+
+LINATTN_INLINE __m256 elu1_8(__m256 x)
+{
+    __m256 pos = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ);
+    __m256 e = Sleef_expf8_u10avx2(x);
+    return _mm256_blendv_ps(e, _mm256_add_ps(x, _mm256_set1_ps(1.0f)), pos);
+}
+
+static void elu1_avx2(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, elu1_8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        _mm256_maskstore_ps(y + i, m, elu1_8(_mm256_maskload_ps(x + i, m)));
+    }
+}
+
+static void relu_avx2(float *y, const float *x, size_t n)
+{
+    const __m256 zero = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = _mm256_max_ps(_mm256_loadu_ps(x + i), zero);
+        __m256 b = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), zero);
+        _mm256_storeu_ps(y + i, a);
+        _mm256_storeu_ps(y + i + 8, b);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_max_ps(_mm256_loadu_ps(x + i), zero));
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        _mm256_maskstore_ps(y + i, m, _mm256_max_ps(_mm256_maskload_ps(x + i, m), zero));
+    }
+}
+
+/* 0.5 x (1 + tanh(c (x + 0.044715 x^3))), in the scalar kernel's order. */
+LINATTN_INLINE __m256 gelu_8(__m256 x)
+{
+    const __m256 c = _mm256_set1_ps(0.7978845608028654f);
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    __m256 u = _mm256_mul_ps(c, _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
+    /* tanh u = expm1(2u) / (expm1(2u) + 2): twice as fast as SLEEF's tanh.
+     * Past |u| = 10 the quotient rounds to exactly +-1, as tanh does, and
+     * clamping there keeps expm1 from overflowing. */
+    __m256 lim = _mm256_set1_ps(10.0f);
+    u = _mm256_max_ps(_mm256_min_ps(u, lim), _mm256_sub_ps(_mm256_setzero_ps(), lim));
+    __m256 e = Sleef_expm1f8_u10avx2(_mm256_add_ps(u, u));
+    __m256 t = _mm256_div_ps(e, _mm256_add_ps(e, _mm256_set1_ps(2.0f)));
+    __m256 hx = _mm256_mul_ps(_mm256_set1_ps(0.5f), x);
+    return _mm256_fmadd_ps(hx, t, hx);
+}
+
+static void gelu_avx2(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, gelu_8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        _mm256_maskstore_ps(y + i, m, gelu_8(_mm256_maskload_ps(x + i, m)));
+    }
+}
+
+/* sum (x[i] - mean)^2; the masked tail lanes load 0 and must not count. */
+static float sum_sq_dev(const float *x, float mean, size_t n)
+{
+    const __m256 vm = _mm256_set1_ps(mean);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm);
+        s0 = _mm256_fmadd_ps(d0, d0, s0);
+        s1 = _mm256_fmadd_ps(d1, d1, s1);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        s0 = _mm256_fmadd_ps(d, d, s0);
+    }
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        __m256 d = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vm),
+                                 _mm256_castsi256_ps(m));
+        s1 = _mm256_fmadd_ps(d, d, s1);
+    }
+    return avx2_hsum(_mm256_add_ps(s0, s1));
+}
+
+static void layernorm_avx2(float *y, const float *x, const float *w, const float *b, size_t n,
+                           float eps)
+{
+    if (n == 0)
+        return;
+    float mean = sum_avx2(x, n) / (float)n;
+    float var = sum_sq_dev(x, mean, n) / (float)n;
+    const __m256 vm = _mm256_set1_ps(mean);
+    const __m256 vinv = _mm256_set1_ps(1.0f / sqrtf(var + eps));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vinv);
+        __m256 bb = b ? _mm256_loadu_ps(b + i) : _mm256_setzero_ps();
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(t, _mm256_loadu_ps(w + i), bb));
+    }
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), vm), vinv);
+        __m256 bb = b ? _mm256_maskload_ps(b + i, m) : _mm256_setzero_ps();
+        _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(t, _mm256_maskload_ps(w + i, m), bb));
+    }
+}
+
+static void rmsnorm_avx2(float *y, const float *x, const float *w, size_t n, float eps)
+{
+    if (n == 0)
+        return;
+    float ss = dot_avx2(x, x, n);
+    const __m256 vinv = _mm256_set1_ps(1.0f / sqrtf(ss / (float)n + eps));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(t, _mm256_loadu_ps(w + i)));
+    }
+    if (i < n) {
+        __m256i m = avx2_tail_mask(n - i);
+        __m256 t = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), vinv);
+        _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(t, _mm256_maskload_ps(w + i, m)));
+    }
+}
+
+/* z += phik; returns phiq . z (the updated z). */
+static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk)
+{
+    __m256 d0 = _mm256_setzero_ps(), d1 = d0;
+    size_t i = 0;
+    for (; i + 16 <= dk; i += 16) {
+        __m256 z0 = _mm256_add_ps(_mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
+        __m256 z1 = _mm256_add_ps(_mm256_loadu_ps(z + i + 8), _mm256_loadu_ps(phik + i + 8));
+        _mm256_storeu_ps(z + i, z0);
+        _mm256_storeu_ps(z + i + 8, z1);
+        d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
+        d1 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i + 8), z1, d1);
+    }
+    for (; i + 8 <= dk; i += 8) {
+        __m256 z0 = _mm256_add_ps(_mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
+        _mm256_storeu_ps(z + i, z0);
+        d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
+    }
+    if (i < dk) {
+        __m256i m = avx2_tail_mask(dk - i);
+        __m256 z0 = _mm256_add_ps(_mm256_maskload_ps(z + i, m), _mm256_maskload_ps(phik + i, m));
+        _mm256_maskstore_ps(z + i, m, z0);
+        d1 = _mm256_fmadd_ps(_mm256_maskload_ps(phiq + i, m), z0, d1);
+    }
+    return avx2_hsum(_mm256_add_ps(d0, d1));
+}
+
+LINATTN_INLINE __m256 load_chunk(const float *p, int masked, __m256i m)
+{
+    return masked ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+LINATTN_INLINE void store_chunk(float *p, __m256 v, int masked, __m256i m)
+{
+    if (masked)
+        _mm256_maskstore_ps(p, m, v);
+    else
+        _mm256_storeu_ps(p, v);
+}
+
+/* Columns [0, 8 nc) of S (row stride dv) and v: S[i] += phik[i] v, the out
+ * block (8 nc floats) in registers, two S rows per iteration so each v chunk
+ * load feeds both. With tail set the last chunk is the masked tail. Each S
+ * element is loaded and stored once, the least traffic there is; per 8 floats
+ * that is one store and two FMAs, so the loop runs at the store and FMA
+ * limits. With nc <= 4 the odd rows get their own accumulators, else the
+ * two dependent FMAs per row pair would leave the FMA units idle. */
+LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
+                              float *out, size_t dk, size_t dv, float inv, int nc, int tail,
+                              __m256i tm)
+{
+    __m256 acc[8] = {0}, odd[4] = {0};
+    size_t i = 0;
+    for (; i + 2 <= dk; i += 2) {
+        float *s0 = S + i * dv, *s1 = s0 + dv;
+        __m256 k0 = _mm256_broadcast_ss(phik + i), k1 = _mm256_broadcast_ss(phik + i + 1);
+        __m256 q0 = _mm256_broadcast_ss(phiq + i), q1 = _mm256_broadcast_ss(phiq + i + 1);
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) {
+            int mk = tail && c == nc - 1;
+            __m256 vc = load_chunk(v + 8 * c, mk, tm);
+            __m256 r0 = _mm256_fmadd_ps(k0, vc, load_chunk(s0 + 8 * c, mk, tm));
+            __m256 r1 = _mm256_fmadd_ps(k1, vc, load_chunk(s1 + 8 * c, mk, tm));
+            store_chunk(s0 + 8 * c, r0, mk, tm);
+            store_chunk(s1 + 8 * c, r1, mk, tm);
+            acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
+            if (nc <= 4)
+                odd[c & 3] = _mm256_fmadd_ps(q1, r1, odd[c & 3]);
+            else
+                acc[c] = _mm256_fmadd_ps(q1, r1, acc[c]);
+        }
+    }
+    if (nc <= 4) {
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++)
+            acc[c] = _mm256_add_ps(acc[c], odd[c & 3]);
+    }
+    if (i < dk) {
+        float *s0 = S + i * dv;
+        __m256 k0 = _mm256_broadcast_ss(phik + i), q0 = _mm256_broadcast_ss(phiq + i);
+#pragma GCC unroll 8
+        for (int c = 0; c < nc; c++) {
+            int mk = tail && c == nc - 1;
+            __m256 r0 = _mm256_fmadd_ps(k0, load_chunk(v + 8 * c, mk, tm),
+                                        load_chunk(s0 + 8 * c, mk, tm));
+            store_chunk(s0 + 8 * c, r0, mk, tm);
+            acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
+        }
+    }
+    const __m256 vinv = _mm256_set1_ps(inv);
+#pragma GCC unroll 8
+    for (int c = 0; c < nc; c++)
+        store_chunk(out + 8 * c, _mm256_mul_ps(acc[c], vinv), tail && c == nc - 1, tm);
+}
+
+/* One call per block width so nc and tail are constants in each copy. */
+static void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
+                         float *out, size_t dk, size_t dv, float inv, size_t width)
+{
+    size_t nc = (width + 7) / 8;
+    int tail = (width & 7) != 0;
+    __m256i tm = avx2_tail_mask(tail ? width & 7 : 8);
+    switch (nc * 2 + (size_t)tail) {
+    case 2: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1, 0, tm); break;
+    case 3: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1, 1, tm); break;
+    case 4: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2, 0, tm); break;
+    case 5: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2, 1, tm); break;
+    case 6: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3, 0, tm); break;
+    case 7: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3, 1, tm); break;
+    case 8: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4, 0, tm); break;
+    case 9: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4, 1, tm); break;
+    case 10: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5, 0, tm); break;
+    case 11: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5, 1, tm); break;
+    case 12: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6, 0, tm); break;
+    case 13: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6, 1, tm); break;
+    case 14: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7, 0, tm); break;
+    case 15: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7, 1, tm); break;
+    case 16: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8, 0, tm); break;
+    case 17: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8, 1, tm); break;
+    default: break;
+    }
+}
+
+/* z and the denominator first (they need only z), then S in column blocks
+ * of up to 64 so each block's out accumulator stays in registers. */
+static void linear_update_read_avx2(float *S, float *z, const float *phik, const float *v,
+                                    const float *phiq, float *out, size_t dk, size_t dv,
+                                    float eps)
+{
+    float den = update_z_den(z, phik, phiq, dk);
+    float inv = 1.0f / (den + eps);
+    for (size_t j = 0; j < dv; j += 64) {
+        size_t width = dv - j < 64 ? dv - j : 64;
+        lur_dispatch(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width);
+    }
+}
+
+/* Only stores function pointers, yet with -mavx2 GCC would pair them into
+ * ymm stores: built without AVX so that filling a table never executes an
+ * AVX instruction, even on a CPU that lacks it. */
+__attribute__((target("no-avx"))) void linattn_kernels_init_avx2(linattn_kernels *k)
+{
+    k->dot = dot_avx2;
+    k->max = max_avx2;
+    k->sum = sum_avx2;
+    k->axpy = axpy_avx2;
+    k->scale = scale_avx2;
+    k->exp_sub_sum = exp_sub_sum_avx2;
+    k->elu1 = elu1_avx2;
+    k->relu = relu_avx2;
+    k->gelu = gelu_avx2;
+    k->layernorm = layernorm_avx2;
+    k->rmsnorm = rmsnorm_avx2;
+    k->linear_update_read = linear_update_read_avx2;
+    k->gemv = linattn_gemv_avx2;
+    k->gemm_nt = linattn_gemm_nt_avx2;
+    k->gemm_nn = linattn_gemm_nn_avx2;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# test-aarch64.sh: cross-builds for aarch64, runs the NEON kernel checker and `linattn info` under qemu.
+# Needs: scripts/install-deps.sh --cross. Extra arguments go to checkasm (e.g. --seed N).
+set -eu
+cd "$(dirname "$0")/.."
+build=build-aarch64
+cross=cross/aarch64-linux-gnu.ini
+
+for tool in aarch64-linux-gnu-gcc aarch64-linux-gnu-pkg-config qemu-aarch64; do
+    command -v "$tool" >/dev/null || {
+        echo "test-aarch64: $tool not found (run scripts/install-deps.sh --cross)" >&2
+        exit 1
+    }
+done
+# qemu-aarch64 runs without -L only when the arm64 loader is where the binaries look for it.
+[ -e /lib/ld-linux-aarch64.so.1 ] || {
+    echo "test-aarch64: /lib/ld-linux-aarch64.so.1 missing (install libc6:arm64)" >&2
+    exit 1
+}
+
+# Reuse a configured cross build; wipe one that is broken or was configured natively.
+if [ -f "$build/build.ninja" ] && grep -q "aarch64-linux-gnu-gcc" "$build/build.ninja"; then
+    meson setup --reconfigure "$build" --cross-file "$cross" -Dwerror=true >/dev/null
+else
+    rm -rf "$build"
+    meson setup "$build" --cross-file "$cross" -Dwerror=true >/dev/null
+fi
+ninja -C "$build"
+
+status=0
+echo "--- checkasm --require neon (qemu-aarch64)"
+qemu-aarch64 "$build/tests/checkasm" --require neon "$@" || status=1
+
+echo "--- linattn info (qemu-aarch64)"
+if info=$(qemu-aarch64 "$build/linattn" info); then
+    echo "$info"
+    echo "$info" | grep -q '^isa: neon' || {
+        echo "test-aarch64: linattn info does not report isa neon" >&2
+        status=1
+    }
+else
+    echo "test-aarch64: linattn info failed under qemu" >&2
+    status=1
+fi
+
+echo "--- meson test (everything that runs without Criterion, under qemu)"
+meson test -C "$build" --print-errorlogs --num-processes 2 || status=1
+
+echo "--- linattn generate on a golden model (qemu-aarch64, NEON kernels)"
+qemu-aarch64 "$build/linattn" generate tests/data/tiny-linear-pre-ln-gelu-sincos.ini \
+    --prompt "Hello" --tokens 16 --temperature 0 --stats || status=1
+
+[ "$status" -eq 0 ] && echo "test-aarch64: ok" || echo "test-aarch64: FAILED" >&2
+exit "$status"
