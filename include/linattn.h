@@ -96,7 +96,10 @@ const char *linattn_sleef_version(void);
 /* Strides, in floats, of a (B, H, L, D) tensor: between batches, heads and
  * rows (L). Elements of a row are contiguous. All zero: dense, i.e.
  * {H*L*D, L*D, D}. A model passes head views of a (L, H*D) buffer as
- * {0, D, H*D} without copying. */
+ * {0, D, H*D} without copying. Inputs may repeat data with a zero batch or
+ * head stride (heads sharing one K/V, as in multi-query attention); a row
+ * stride must hold a row (>= D) when L > 1, and the output's rows must not
+ * overlap. Anything else is LINATTN_ERR_INVALID. */
 typedef struct linattn_layout {
     size_t batch, head, row;
 } linattn_layout;
@@ -118,25 +121,36 @@ typedef struct linattn_attention_desc {
 /* Zeroes d and sets eps = 1e-6. */
 void linattn_attention_desc_init(linattn_attention_desc *d);
 
-/* Workspace bytes a call with this descriptor needs (its threads included). */
+/* Workspace bytes a call with this descriptor needs (its threads included,
+ * alignment slack too: any pointer will do). 0 for a malformed descriptor.
+ * With threads = 0 the size follows the OpenMP default at the time of the
+ * query; a call that finds workspace_bytes too small fails (INVALID). */
 size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d);
 size_t linattn_attention_linear_workspace(const linattn_attention_desc *d);
 
 /* out = softmax(q k^T * scale, masked) v, tiled (flash-style), fp32.
  * q (B,H,Lq,d_k), k (B,H,Lk,d_k), v (B,H,Lk,d_v), out (B,H,Lq,d_v).
- * A query row with no visible key outputs zeros. */
+ * A query row with no visible key outputs zeros. Keys past a sequence's
+ * length are never read, so padding (even NaN) cannot reach real rows.
+ * Results do not depend on the thread count. */
 linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
                                          const float *k, const float *v, float *out);
 
 /* Linear attention with phi(x) = elu(x) + 1:
  * out_t = phi(q_t)^T S / (phi(q_t)^T z + eps); causal: S, z sum the keys
  * visible to t (bottom-right aligned, t's own key included); otherwise all
- * valid keys. Padded keys are removed from both sums; no visible key: 0. */
+ * valid keys. Padded keys are removed from both sums (and never read); no
+ * visible key: 0. eps must be >= 0. With fewer (b, h) pairs than threads a
+ * causal sequence is cut into segments whose starting sums are rebuilt by
+ * prefix sums, so thread counts agree to fp32 rounding, not bit for bit. */
 linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
                                         const float *k, const float *v, float *out);
 
 /* Recurrent linear-attention state of H heads: S (d_k x d_v) and z (d_k)
- * per head, fp32. Its size is fixed at creation. */
+ * per head, fp32. Its size is fixed at creation, which also sizes the
+ * prefill workspace for the OpenMP default thread count: stepping and
+ * prefilling allocate nothing afterwards (a prefill asking for more
+ * threads grows it once). One thread at a time per state. */
 typedef struct linattn_linear_state linattn_linear_state;
 
 linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
@@ -152,11 +166,15 @@ float *linattn_linear_state_S(linattn_linear_state *s, int head);
 float *linattn_linear_state_z(linattn_linear_state *s, int head);
 void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens);
 
-/* Absorbs L tokens and writes their outputs, continuing from the state.
- * q, k (H, L, d_k), v, out (H, L, d_v), dense. */
+/* Absorbs L tokens and writes their outputs, continuing from the state:
+ * the same as stepping them one by one, to fp32 rounding (bit for bit
+ * while the recurrent form is chosen). q, k (H, L, d_k), v, out (H, L, d_v),
+ * dense; len 0 does nothing. Threads: the OpenMP default. */
 linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, const float *k,
                                       const float *v, int len, float *out);
-/* The same with strides (batch strides ignored); layouts[0..3] for q, k, v, out. */
+/* The same with strides (batch strides ignored; a layout whose head and row
+ * strides are 0 is dense, NULL: all dense); layouts[0..3] for q, k, v,
+ * out. threads: 0 for the OpenMP default. */
 linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
                                               const float *k, const float *v, int len,
                                               float *out, const linattn_layout layouts[4],
@@ -166,6 +184,110 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
                                    const float *v, float *out);
 
 /* @@ config section (engine/config.c) @@ */
+
+/* ------------------------------------------------------------------------ */
+/* Config files                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef enum linattn_attention_kind { LINATTN_ATTN_SOFTMAX, LINATTN_ATTN_LINEAR } linattn_attention_kind;
+typedef enum linattn_norm_kind { LINATTN_NORM_LAYERNORM, LINATTN_NORM_RMSNORM } linattn_norm_kind;
+typedef enum linattn_norm_position { LINATTN_NORM_PRE, LINATTN_NORM_POST } linattn_norm_position;
+typedef enum linattn_ffn_kind { LINATTN_FFN_RELU, LINATTN_FFN_GELU } linattn_ffn_kind;
+typedef enum linattn_positions {
+    LINATTN_POS_NONE,
+    LINATTN_POS_SINCOS,
+    LINATTN_POS_LEARNED,
+} linattn_positions;
+
+/* Limits that linattn_config_validate enforces (so that sizes computed
+ * from a valid config never overflow). */
+#define LINATTN_MAX_VOCAB 65536
+#define LINATTN_MAX_D_MODEL 16384
+#define LINATTN_MAX_D_FF 262144
+#define LINATTN_MAX_LAYERS 1024
+#define LINATTN_MAX_SEQ_LEN 1048576
+#define LINATTN_MAX_THREADS 4096
+#define LINATTN_MAX_BATCH 65536
+#define LINATTN_MAX_LENGTHS 64
+
+/* An INI config file, parsed and validated. Sections and keys:
+ *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
+ *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
+ *   [runtime]   threads isa batch
+ *   [generate]  prompt max_new_tokens temperature top_k top_p seed
+ *   [attention] variant causal lengths scale eps q k v out   (`linattn attend`)
+ * Booleans: true/false/yes/no/1/0; enum names are case-insensitive.
+ * Comments: whole lines starting with ';' or '#', and inline comments that
+ * start with ' ;' or ' #' (whitespace before the mark), so a value cannot
+ * contain " ;" or " #". Values are trimmed; there are no quotes or escapes,
+ * and no continuation lines. Unknown sections or keys, duplicate keys and
+ * bad values are errors "FILE:LINE: [section] key 'name': why". */
+typedef struct linattn_config {
+    /* [model]. A [model] section must give weights, d_model, n_heads, n_layers
+     * and d_ff; a config without one leaves them ""/0 (see
+     * linattn_config_has_model). */
+    char weights[4096];   /* .safetensors path resolved from the config's folder, or "random:SEED" */
+    int vocab_size;       /* 1..LINATTN_MAX_VOCAB, default 256 (byte-level tokenizer) */
+    int d_model;          /* 1..LINATTN_MAX_D_MODEL, divisible by n_heads, even for sincos */
+    int n_heads;          /* >= 1; head size d_model / n_heads */
+    int n_layers;         /* 1..LINATTN_MAX_LAYERS */
+    int d_ff;             /* FFN hidden size, 1..LINATTN_MAX_D_FF */
+    linattn_attention_kind attention; /* softmax | linear, default linear */
+    linattn_norm_kind norm;           /* layernorm | rmsnorm, default layernorm */
+    linattn_norm_position norm_position; /* pre | post, default pre */
+    linattn_ffn_kind ffn;             /* relu | gelu, default gelu */
+    linattn_positions positions;      /* none | sincos | learned, default sincos */
+    int max_seq_len;      /* 1..LINATTN_MAX_SEQ_LEN, default 1024; softmax KV cache size,
+                           * learned position table size */
+    float eps;            /* linear attention denominator eps, >= 0, default 1e-6 */
+    float norm_eps;       /* norm eps, >= 0, default 1e-5 */
+    int tie_embeddings;   /* 1: the LM head is tok_emb^T, default 0 */
+
+    /* [runtime] */
+    int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): OpenMP default */
+    int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
+    char isa[16];         /* "" when not set, else auto|scalar|avx2|neon (lower case) */
+
+    /* [generate] */
+    char prompt[4096];    /* default "" */
+    int max_new_tokens;   /* >= 0, default 200 */
+    float temperature;    /* >= 0 (0: greedy), default 0.8 */
+    int top_k;            /* >= 0 (0: off), default 40 */
+    float top_p;          /* 0 < top_p <= 1, default 0.95 */
+    uint64_t seed;        /* default 42 */
+
+    /* [attention], for `linattn attend` */
+    int has_attention;    /* 1: the file has an [attention] section */
+    char variant[16];     /* "softmax" | "linear", default "linear" */
+    int causal;           /* default 1 */
+    int lengths[LINATTN_MAX_LENGTHS]; /* valid keys per sequence, each >= 0 */
+    int n_lengths;        /* 0 (default): no padding */
+    float scale;          /* >= 0, 0 (default): 1/sqrt(d_k) */
+    float attn_eps;       /* key `eps` of [attention], >= 0, default 1e-6 */
+    char q[4096], k[4096], v[4096], out[4096]; /* .npy paths resolved from the
+                                                * config's folder, "" if unset */
+
+    /* where it came from: the path given to linattn_config_load, "" if built by hand */
+    char path[4096];
+} linattn_config;
+
+/* Fills c with the defaults above (no model: weights "", d_model 0, ...). */
+void linattn_config_defaults(linattn_config *c);
+/* 1 if c describes a model: weights, d_model, n_heads, n_layers or d_ff is
+ * set. Validation then checks every [model] field; a config without a model
+ * (only [runtime], [generate] or [attention]) is valid but cannot build one. */
+int linattn_config_has_model(const linattn_config *c);
+/* Defaults, then the file, then linattn_config_validate. A missing or
+ * unreadable file is LINATTN_ERR_IO naming it; a malformed structure (a line
+ * that is not `key = value` or `[section]`, an unknown section or key, a
+ * duplicate key, a missing required key) is LINATTN_ERR_FORMAT; a bad value
+ * (not a number, out of range, inconsistent) is LINATTN_ERR_INVALID. Every
+ * message reads "FILE:LINE: [section] key 'name': why". On failure c is left
+ * unchanged. */
+linattn_status linattn_config_load(const char *path, linattn_config *c);
+/* Range and consistency checks (also for hand-built configs); the same
+ * messages, without line numbers. */
+linattn_status linattn_config_validate(const linattn_config *c);
 
 /* @@ model and session section (engine/model.c, engine/session.c) @@ */
 
@@ -228,6 +350,30 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
  * feeding each alone. OpenMP over streams and heads, and weight rows. */
 linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
                                      float *const *logits);
+
+/* ------------------------------------------------------------------------ */
+/* Byte-level tokenizer and sampling (engine/tokenizer.c, engine/sample.c)   */
+/* ------------------------------------------------------------------------ */
+
+/* Byte-level: token i is byte i (vocab 256), so any UTF-8 text round-trips.
+ * Writes len tokens into tokens[len]; returns len. */
+int linattn_tokenize(const char *text, size_t len, int *tokens);
+/* The byte of a token; -1 if token is not a byte (>= 256 or < 0). */
+int linattn_token_byte(int token);
+
+/* Temperature / top-k / top-p sampling with its own seeded generator. */
+typedef struct linattn_sampler linattn_sampler;
+
+/* temperature 0: greedy (argmax, lowest index on ties); top_k 0: no limit;
+ * top_p 1: no limit. Allocates its scratch here, never per token. */
+linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, float top_p,
+                                   uint64_t seed, linattn_sampler **out);
+void linattn_sampler_free(linattn_sampler *s);
+/* Picks a token from logits[vocab]. Non-finite logits are an error. */
+linattn_status linattn_sample(linattn_sampler *s, const float *logits, int *token);
+/* The generator's state, to save with a session and restore later. */
+uint64_t linattn_sampler_get_state(const linattn_sampler *s);
+void linattn_sampler_set_state(linattn_sampler *s, uint64_t state);
 
 #ifdef __cplusplus
 }

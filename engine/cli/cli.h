@@ -18,6 +18,7 @@ int cli_fail_status(const char *what, linattn_status st);
 int cli_apply_isa(const char *text, linattn_isa_source source);
 
 int cmd_info(int argc, char **argv);
+int cmd_attend(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 
 #endif

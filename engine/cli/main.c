@@ -9,6 +9,7 @@ static const char usage[] =
     "usage: linattn COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
+    "  attend    run an attention operator on .npy tensors (flags or a config)\n"
     "  generate  stream text from a model described by a config file\n"
     "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
     "\n"
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
         printf("linattn %s\n", linattn_version());
         return 0;
     }
+    if (!strcmp(cmd, "attend"))
+        return cmd_attend(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate"))
         return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "info"))

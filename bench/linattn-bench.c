@@ -1,0 +1,434 @@
+/* linattn-bench.c: times named workloads with each ISA (and scalar) and thread count; prints a table. */
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "linattn.h"
+#include "../engine/attention.h"
+
+static const char usage[] =
+    "usage: linattn-bench [--isa ISA] [--threads N[,N...]] [--quick] [--filter NAME]\n"
+    "                     [--peak GFLOPS] [--cpu-time] [--list]\n"
+    "\n"
+    "Runs each workload with each ISA this machine has (and scalar), and\n"
+    "prints the median of repeated runs.\n"
+    "\n"
+    "  --isa ISA         only this ISA (auto|scalar|avx2|neon)\n"
+    "  --threads LIST    thread counts for the prefill workloads (default 1,2;\n"
+    "                    single-thread workloads stay at 1)\n"
+    "  --quick           fewer, shorter runs (for CI)\n"
+    "  --filter NAME     only workloads whose name contains NAME\n"
+    "  --peak GFLOPS     FMA peak of one core, for the %% column (default 125)\n"
+    "  --cpu-time        time with the process's CPU clock instead of the wall\n"
+    "                    clock: steadier on a busy machine, but with N threads\n"
+    "                    it sums them (and their spinning), so read it for 1\n"
+    "  --list            list the workloads and exit\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "Softmax GFLOP/s counts 2*H*L^2*d per call, the full square as ggml does\n"
+    "(for causal that is the work actually done: half of QK^T plus half of PV).\n";
+
+/* ------------------------------------------------------------------------ */
+/* Timing                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(clock_id, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct options {
+    int quick;
+    double peak;
+} options;
+
+/* One measured configuration. */
+typedef struct result {
+    double seconds; /* median of one call */
+    int runs;
+    double rate;      /* in the unit below */
+    const char *unit; /* "GFLOP/s", "tok/s", "us/tok" */
+    double peak_pct;  /* GFLOP/s only; < 0: none */
+    char note[64];
+} result;
+
+static void fill_rand(float *x, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (float)((double)(s >> 40) / (double)(1 << 24) * 2.0 - 1.0);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workloads                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct workload workload;
+typedef int (*bench_fn)(const workload *w, int threads, const options *o, result *r);
+
+struct workload {
+    const char *name;
+    const char *what;
+    bench_fn run;
+    int heads, len, d;
+    long ctx;                 /* decode: tokens already in the state */
+    linattn_linear_mode mode; /* linear prefill algorithm */
+    int threaded;             /* 1: run at each --threads count; 0: one thread */
+};
+
+/* Repeats call() until `reps` runs or the time budget is spent (at least
+ * one run), returns the median seconds. */
+typedef int (*call_fn)(void *ctx);
+static double median_time(call_fn call, void *ctx, const options *o, int *runs)
+{
+    const int reps = o->quick ? 3 : 9;
+    const double budget = o->quick ? 0.5 : 4.0;
+    double t[16];
+    int n = 0;
+    double start = now();
+    call(ctx); /* warm-up: page faults, thread pool, caches */
+    while (n < reps && (n == 0 || now() - start < budget)) {
+        double t0 = now();
+        if (call(ctx) != 0)
+            return -1;
+        t[n++] = now() - t0;
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    *runs = n;
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+typedef struct attn_ctx {
+    linattn_attention_desc desc;
+    float *q, *k, *v, *out;
+    int linear;
+} attn_ctx;
+
+static int attn_call(void *p)
+{
+    attn_ctx *c = p;
+    linattn_status st = c->linear ? linattn_attention_linear(&c->desc, c->q, c->k, c->v, c->out)
+                                  : linattn_attention_softmax(&c->desc, c->q, c->k, c->v, c->out);
+    if (st != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Causal prefill of B=1, H heads, L tokens, d_k = d_v = d. */
+static int run_prefill(const workload *w, int threads, const options *o, result *r, int linear)
+{
+    attn_ctx c;
+    size_t n = (size_t)w->heads * w->len * w->d;
+    linattn_attention_desc_init(&c.desc);
+    c.desc.batch = 1, c.desc.heads = w->heads, c.desc.len_q = c.desc.len_k = w->len;
+    c.desc.d_k = c.desc.d_v = w->d, c.desc.causal = 1, c.desc.threads = threads;
+    c.linear = linear;
+    c.q = malloc(n * sizeof(float));
+    c.k = malloc(n * sizeof(float));
+    c.v = malloc(n * sizeof(float));
+    c.out = malloc(n * sizeof(float));
+    size_t ws = linear ? linattn_attention_linear_workspace(&c.desc)
+                       : linattn_attention_softmax_workspace(&c.desc);
+    c.desc.workspace = malloc(ws);
+    c.desc.workspace_bytes = ws;
+    if (!c.q || !c.k || !c.v || !c.out || !c.desc.workspace) {
+        fprintf(stderr, "linattn-bench: out of memory\n");
+        return -1;
+    }
+    fill_rand(c.q, n, 1);
+    fill_rand(c.k, n, 2);
+    fill_rand(c.v, n, 3);
+    linattn_linear_force_mode(w->mode);
+    r->seconds = median_time(attn_call, &c, o, &r->runs);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    free(c.q), free(c.k), free(c.v), free(c.out), free(c.desc.workspace);
+    if (r->seconds < 0)
+        return -1;
+    if (linear) {
+        r->rate = w->len / r->seconds;
+        r->unit = "tok/s";
+        r->peak_pct = -1;
+    } else {
+        double flops = 2.0 * w->heads * (double)w->len * w->len * w->d;
+        r->rate = flops / r->seconds * 1e-9;
+        r->unit = "GFLOP/s";
+        r->peak_pct = 100.0 * r->rate / (o->peak * threads);
+    }
+    return 0;
+}
+
+static int bench_softmax_prefill(const workload *w, int threads, const options *o, result *r)
+{
+    return run_prefill(w, threads, o, r, 0);
+}
+
+static int bench_linear_prefill(const workload *w, int threads, const options *o, result *r)
+{
+    return run_prefill(w, threads, o, r, 1);
+}
+
+typedef struct step_ctx {
+    linattn_linear_state *s;
+    float *q, *k, *v, *out;
+    int tokens; /* steps per call */
+    int d;
+} step_ctx;
+
+static int step_call(void *p)
+{
+    step_ctx *c = p;
+    for (int t = 0; t < c->tokens; t++) {
+        /* the same token each time: the cost does not depend on values */
+        if (linattn_linear_step(c->s, c->q, c->k, c->v, c->out) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One decode step of all heads against a state that has seen ctx tokens.
+ * The state is filled by stepping (up to 64k tokens; beyond, the token
+ * count is set: the state's size and the step's work do not change). */
+static int bench_linear_step(const workload *w, int threads, const options *o, result *r)
+{
+    (void)threads;
+    step_ctx c;
+    size_t n = (size_t)w->heads * w->d;
+    if (linattn_linear_state_create(w->heads, w->d, w->d, 1e-6f, &c.s) != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        return -1;
+    }
+    c.q = malloc(n * sizeof(float)), c.k = malloc(n * sizeof(float));
+    c.v = malloc(n * sizeof(float)), c.out = malloc(n * sizeof(float));
+    c.d = w->d;
+    fill_rand(c.q, n, 4);
+    fill_rand(c.k, n, 5);
+    fill_rand(c.v, n, 6);
+    long fill = w->ctx < 65536 ? w->ctx : 65536;
+    c.tokens = (int)fill;
+    step_call(&c);
+    if (w->ctx > fill)
+        linattn_linear_state_set_tokens(c.s, (uint64_t)w->ctx);
+    c.tokens = o->quick ? 200 : 2000;
+    r->seconds = median_time(step_call, &c, o, &r->runs) / c.tokens;
+    if (w->ctx > fill)
+        snprintf(r->note, sizeof r->note, "state: %ld steps, tokens set", fill);
+    linattn_linear_state_free(c.s);
+    free(c.q), free(c.k), free(c.v), free(c.out);
+    if (r->seconds < 0)
+        return -1;
+    r->rate = r->seconds * 1e6;
+    r->unit = "us/tok";
+    r->peak_pct = -1;
+    return 0;
+}
+
+#define H8 8
+static const workload workloads[] = {
+    {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", bench_softmax_prefill,
+     H8, 1024, 64, 0, LINATTN_LINEAR_AUTO, 1},
+    {"softmax-causal-4k", "causal softmax prefill, H=8 L=4096 d=64", bench_softmax_prefill,
+     H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+    {"linear-causal-4k", "causal linear prefill, H=8 L=4096 d=64 (size rule)",
+     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+    {"linear-step-ctx1", "linear decode step, 8 heads d=64, context 1", bench_linear_step, H8, 0,
+     64, 1, LINATTN_LINEAR_AUTO, 0},
+    {"linear-step-ctx1k", "linear decode step, 8 heads d=64, context 1k", bench_linear_step, H8,
+     0, 64, 1024, LINATTN_LINEAR_AUTO, 0},
+    {"linear-step-ctx1M", "linear decode step, 8 heads d=64, context 1M", bench_linear_step, H8,
+     0, 64, 1048576, LINATTN_LINEAR_AUTO, 0},
+    /* The chunked-vs-recurrent size rule: both algorithms on one head
+     * (so the split path is what 2 threads measure) and across d. */
+    {"linear-mode-recurrent-d64", "linear prefill H=8 L=4096 d=64, recurrent",
+     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_RECURRENT, 0},
+    {"linear-mode-chunked-d64", "linear prefill H=8 L=4096 d=64, chunked", bench_linear_prefill,
+     H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0},
+    {"linear-mode-recurrent-d32", "linear prefill H=8 L=4096 d=32, recurrent",
+     bench_linear_prefill, H8, 4096, 32, 0, LINATTN_LINEAR_RECURRENT, 0},
+    {"linear-mode-chunked-d32", "linear prefill H=8 L=4096 d=32, chunked", bench_linear_prefill,
+     H8, 4096, 32, 0, LINATTN_LINEAR_CHUNKED, 0},
+    {"linear-mode-recurrent-d128", "linear prefill H=8 L=4096 d=128, recurrent",
+     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0},
+    {"linear-mode-chunked-d128", "linear prefill H=8 L=4096 d=128, chunked",
+     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0},
+    {"linear-mode-recurrent-d256", "linear prefill H=2 L=4096 d=256, recurrent",
+     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_RECURRENT, 0},
+    {"linear-mode-chunked-d256", "linear prefill H=2 L=4096 d=256, chunked",
+     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0},
+    {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)",
+     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+};
+#define N_WORKLOADS (sizeof workloads / sizeof workloads[0])
+
+/* ------------------------------------------------------------------------ */
+/* Driver                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void format_time(char *buf, size_t n, double s)
+{
+    if (s >= 1)
+        snprintf(buf, n, "%.3f s", s);
+    else if (s >= 1e-3)
+        snprintf(buf, n, "%.2f ms", s * 1e3);
+    else
+        snprintf(buf, n, "%.3f us", s * 1e6);
+}
+
+static void format_rate(char *buf, size_t n, const result *r)
+{
+    if (!strcmp(r->unit, "tok/s"))
+        snprintf(buf, n, "%.0fk tok/s", r->rate * 1e-3);
+    else if (!strcmp(r->unit, "GFLOP/s"))
+        snprintf(buf, n, "%.1f GFLOP/s (%.0f%%)", r->rate, r->peak_pct);
+    else
+        snprintf(buf, n, "%.3f %s", r->rate, r->unit);
+}
+
+static int parse_threads(const char *text, int *list, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p && n < max) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1024)
+            return -1;
+        list[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"isa", required_argument, 0, 'i'},   {"threads", required_argument, 0, 't'},
+        {"quick", no_argument, 0, 'q'},       {"filter", required_argument, 0, 'f'},
+        {"peak", required_argument, 0, 'p'},  {"list", no_argument, 0, 'l'},
+        {"cpu-time", no_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+    };
+    options o = {0, 125.0};
+    const char *isa_text = NULL, *filter = NULL;
+    int thread_list[8] = {1, 2}, n_threads = 2, list_only = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i': isa_text = optarg; break;
+        case 't':
+            n_threads = parse_threads(optarg, thread_list, 8);
+            if (n_threads <= 0) {
+                fprintf(stderr, "linattn-bench: --threads: expected N[,N...], got '%s'\n", optarg);
+                return 1;
+            }
+            break;
+        case 'q': o.quick = 1; break;
+        case 'f': filter = optarg; break;
+        case 'p':
+            o.peak = atof(optarg);
+            if (!(o.peak > 0)) {
+                fprintf(stderr, "linattn-bench: --peak: expected a positive number\n");
+                return 1;
+            }
+            break;
+        case 'l': list_only = 1; break;
+        case 'c': clock_id = CLOCK_PROCESS_CPUTIME_ID; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: fputs(usage, stderr); return 1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "linattn-bench: unexpected argument '%s'\n", argv[optind]);
+        return 1;
+    }
+    if (list_only) {
+        for (size_t i = 0; i < N_WORKLOADS; i++)
+            printf("%-28s %s\n", workloads[i].name, workloads[i].what);
+        return 0;
+    }
+
+    linattn_isa isas[3];
+    int n_isas = 0;
+    if (isa_text) {
+        if (linattn_isa_parse(isa_text, &isas[0]) != LINATTN_OK ||
+            linattn_set_isa(isas[0]) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: --isa: %s\n", linattn_last_error());
+            return 1;
+        }
+        linattn_get_isa(&isas[0], NULL);
+        n_isas = 1;
+    } else {
+        isas[n_isas++] = LINATTN_ISA_SCALAR;
+        const linattn_isa ladder[] = {LINATTN_ISA_AVX2, LINATTN_ISA_NEON};
+        for (int i = 0; i < 2; i++)
+            if (linattn_set_isa(ladder[i]) == LINATTN_OK)
+                isas[n_isas++] = ladder[i];
+    }
+
+    printf("linattn %s, cpu: %s, openmp: %s (%d threads), peak %.0f GFLOP/s per core%s%s\n",
+           linattn_version(), linattn_cpu_features_str(), linattn_has_openmp() ? "yes" : "no",
+           linattn_max_threads(), o.peak, o.quick ? ", quick" : "",
+           clock_id == CLOCK_MONOTONIC ? "" : ", process CPU time");
+    printf("%-28s %-7s %3s %11s %26s %7s  %s\n", "workload", "isa", "thr", "median", "rate",
+           "vs 1t", "note");
+    int failed = 0, ran = 0;
+    for (size_t wi = 0; wi < N_WORKLOADS; wi++) {
+        const workload *w = &workloads[wi];
+        if (filter && !strstr(w->name, filter))
+            continue;
+        for (int ii = 0; ii < n_isas; ii++) {
+            linattn_set_isa(isas[ii]);
+            double one_thread = 0;
+            int nt = w->threaded ? n_threads : 1;
+            for (int ti = 0; ti < nt; ti++) {
+                int threads = w->threaded ? thread_list[ti] : 1;
+                if (threads > 1 && !linattn_has_openmp())
+                    continue;
+                result r;
+                memset(&r, 0, sizeof r);
+                if (w->run(w, threads, &o, &r) != 0) {
+                    failed = 1;
+                    continue;
+                }
+                ran++;
+                char t[32], rate[48], speed[16] = "";
+                format_time(t, sizeof t, r.seconds);
+                format_rate(rate, sizeof rate, &r);
+                if (threads == 1)
+                    one_thread = r.seconds;
+                else if (one_thread > 0)
+                    snprintf(speed, sizeof speed, "x%.2f", one_thread / r.seconds);
+                printf("%-28s %-7s %3d %11s %26s %7s  %s\n", w->name,
+                       linattn_isa_name(isas[ii]), threads, t, rate, speed, r.note);
+                fflush(stdout);
+            }
+        }
+    }
+    if (!ran && !failed) {
+        fprintf(stderr, "linattn-bench: no workload matches '%s' (see --list)\n",
+                filter ? filter : "");
+        return 1;
+    }
+    return failed;
+}

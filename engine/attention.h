@@ -1,0 +1,84 @@
+/* attention.h: what the softmax and linear operators share: descriptor checks, strides, threads, workspace. */
+#ifndef LINATTN_ENGINE_ATTENTION_H
+#define LINATTN_ENGINE_ATTENTION_H
+
+#include "internal.h"
+
+/* Workspace buffers start on this many bytes (a cache line). */
+#define ATTN_ALIGN 64
+
+/* A checked descriptor with its strides resolved (never all zero). */
+typedef struct attn_plan {
+    int B, H, Lq, Lk, dk, dv;
+    int causal;
+    const int *lengths; /* NULL: Lk for every sequence */
+    int threads;        /* >= 1; 1 without OpenMP */
+    float scale;        /* softmax, resolved (never 0) */
+    float eps;          /* linear */
+    linattn_layout q, k, v, out;
+} attn_plan;
+
+/* Checks d and the tensors for operator op ("softmax" or "linear") and
+ * fills p. Any bad field is LINATTN_ERR_INVALID naming the op and field. */
+linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, const float *q,
+                              const float *k, const float *v, const float *out, attn_plan *p);
+
+/* Valid keys of sequence b. */
+static inline int attn_len(const attn_plan *p, int b)
+{
+    return p->lengths ? p->lengths[b] : p->Lk;
+}
+
+/* Threads a call asking for `requested` (0: OpenMP default) runs with. */
+int attn_threads(int requested);
+
+/* Threads worth using for about `work` multiply-adds: below a few hundred
+ * thousand, forking costs more than it saves (and with busy cores a
+ * barrier can wait a whole time slice). */
+int attn_threads_for_work(int threads, double work);
+
+/* The calling thread's number in the current parallel region (0 outside). */
+int attn_thread_id(void);
+
+/* Checks a layout of an (L, D) per-head tensor: the rows must hold D floats.
+ * Inputs may broadcast over heads and batches (stride 0). */
+linattn_status attn_check_input_layout(const linattn_layout *l, int L, int D, const char *op,
+                                       const char *name);
+/* The same for an output, whose (B, H, L) rows must also not overlap. */
+linattn_status attn_check_output_layout(const linattn_layout *l, int B, int H, int L, int D,
+                                        const char *op, const char *name);
+
+/* Floats rounded up to a whole number of ATTN_ALIGN bytes. */
+static inline size_t attn_round(size_t floats)
+{
+    const size_t per = ATTN_ALIGN / sizeof(float);
+    return (floats + per - 1) / per * per;
+}
+
+/* a*b, or SIZE_MAX if it overflows (sizes saturate, then fail to allocate). */
+size_t attn_mul(size_t a, size_t b);
+size_t attn_add(size_t a, size_t b);
+
+/* Bytes of a workspace of `threads` blocks of `per_thread` floats after
+ * `shared` floats (each already attn_round-ed), with alignment slack. */
+size_t attn_workspace_bytes(size_t shared, size_t per_thread, int threads);
+
+/* The workspace of a call: the descriptor's (checked against `bytes`) or
+ * a new one, which the caller frees with free(*owned). Aligned. */
+linattn_status attn_workspace_get(const linattn_attention_desc *d, size_t bytes, const char *op,
+                                  float **ws, void **owned);
+
+/* How causal linear attention absorbs paired query/key rows. AUTO follows
+ * the size rule in attention_linear.c; the others force one algorithm
+ * (tests check they agree, the benchmark times both). Set it before
+ * calls start on other threads. */
+typedef enum linattn_linear_mode {
+    LINATTN_LINEAR_AUTO = 0,
+    LINATTN_LINEAR_RECURRENT,
+    LINATTN_LINEAR_CHUNKED,
+} linattn_linear_mode;
+void linattn_linear_force_mode(linattn_linear_mode mode);
+/* The algorithm AUTO picks for n paired rows of one head. */
+linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v);
+
+#endif

@@ -1,0 +1,738 @@
+/* attention_linear.c: linear attention (phi = elu + 1): the operator, recurrent and chunked prefill, the decode state. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+
+#ifdef LINATTN_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* Rows per chunk of the chunked prefill (its intra-chunk product is
+ * C x C). Small chunks keep the masked product cheap (2C(dk+dv) per row
+ * against 4 dk dv for the state); measured with the AVX2 kernels at
+ * d = 64..256, C = 16 beat 32, 48, 64 and 128 by 5-30%. */
+#ifndef LIN_C
+#define LIN_C 16
+#endif
+/* Rows per block of the passes with no intra-block dependency (phi,
+ * absorb, read, and the recurrent prefill's phi batches). */
+#define LIN_RC 64
+
+/* A head is split over threads only when each gets at least this many
+ * rows; below it the fork and the extra absorb pass cost more than they save. */
+enum { LIN_SPLIT_MIN = 256 };
+
+/* Absorbing a key (phi(K)^T V by gemm) costs about this fraction of
+ * processing a paired row; it sizes the parallel split's segments.
+ * Measured (AVX2, d = 64, H = 8, L = 4096): absorbing every key and
+ * reading every query (non-causal) 15 ms, the recurrent causal pass
+ * 14.3 ms, so absorbing alone is about half a paired row. */
+static const double lin_absorb_ratio = 0.5;
+
+static _Atomic int forced_mode = LINATTN_LINEAR_AUTO;
+
+void linattn_linear_force_mode(linattn_linear_mode mode)
+{
+    atomic_store(&forced_mode, (int)mode);
+}
+
+/* The size rule. The recurrent kernel reads and writes S once per token;
+ * the chunked form touches S once per C tokens but does the same 4 dk dv
+ * flops per token through small gemms, plus the masked C x C product.
+ * Measured (AVX2 kernels, one thread, CPU time, tokens/s, L = 2048,
+ * H = 512/d, C = 16):
+ *   d        32    64    96   112   128   256
+ *   recur   445k  315k  241k  216k  145k   77k
+ *   chunk   276k  240k  219k  215k  175k  101k
+ * so the recurrent form wins while S (4 dk dv bytes) fits in L1 (48 KiB
+ * here: d <= 110) and the chunked one once S spills to L2. With the
+ * scalar kernels (no register-blocked gemm) the recurrent form wins at
+ * every d (d = 64: 86k against 48k; d = 256: 31k against 23k). */
+linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v)
+{
+    linattn_isa isa = LINATTN_ISA_SCALAR;
+    linattn_get_isa(&isa, NULL);
+    if (isa == LINATTN_ISA_SCALAR || n < 2 * LIN_C || (long long)d_k * d_v <= 12288)
+        return LINATTN_LINEAR_RECURRENT;
+    return LINATTN_LINEAR_CHUNKED;
+}
+
+static linattn_linear_mode lin_mode(int n, int dk, int dv)
+{
+    int f = atomic_load(&forced_mode);
+    return f != LINATTN_LINEAR_AUTO ? (linattn_linear_mode)f : linattn_linear_auto_mode(n, dk, dv);
+}
+
+/* One thread's buffers, carved from the workspace. */
+typedef struct lin_buffers {
+    float *S, *z;   /* [dk][dv], [dk]  working state */
+    float *LS, *Lz; /* [dk][dv], [dk]  a segment's own sums (parallel split) */
+    float *pq;      /* [RC][dk]  phi(q) rows */
+    float *pk;      /* [RC][dk]  phi(k) rows */
+    float *pkt;     /* [dk][RC]  phi(k) transposed */
+    float *a;       /* [C][C]    masked phi(Q) phi(K)^T */
+    float *den;     /* [RC]      denominators */
+} lin_buffers;
+
+static size_t lin_state_floats(size_t dk, size_t dv)
+{
+    return attn_add(attn_round(attn_mul(dk, dv)), attn_round(dk));
+}
+
+static size_t lin_thread_floats(size_t dk, size_t dv)
+{
+    size_t f = attn_mul(2, lin_state_floats(dk, dv));
+    f = attn_add(f, attn_mul(3, attn_round(attn_mul(LIN_RC, dk))));
+    f = attn_add(f, attn_round((size_t)LIN_C * LIN_C));
+    return attn_add(f, attn_round(LIN_RC));
+}
+
+static lin_buffers lin_carve(float *base, size_t dk, size_t dv)
+{
+    lin_buffers b;
+    b.S = base;
+    b.z = b.S + attn_round(dk * dv);
+    b.LS = b.z + attn_round(dk);
+    b.Lz = b.LS + attn_round(dk * dv);
+    b.pq = b.Lz + attn_round(dk);
+    b.pk = b.pq + attn_round(LIN_RC * dk);
+    b.pkt = b.pk + attn_round(LIN_RC * dk);
+    b.a = b.pkt + attn_round(LIN_RC * dk);
+    b.den = b.a + attn_round((size_t)LIN_C * LIN_C);
+    return b;
+}
+
+size_t linattn_attention_linear_workspace(const linattn_attention_desc *d)
+{
+    if (!d || d->d_k <= 0 || d->d_v <= 0 || d->threads < 0)
+        return 0;
+    size_t dk = (size_t)d->d_k, dv = (size_t)d->d_v;
+    return attn_workspace_bytes(lin_state_floats(dk, dv), lin_thread_floats(dk, dv),
+                                attn_threads(d->threads));
+}
+
+/* One head's sequence: its tensors and which rows do what. */
+typedef struct lin_seq {
+    const linattn_kernels *kt;
+    const float *q, *k, *v;
+    float *out;
+    size_t qr, kr, vr, orow; /* row strides */
+    int Lq, Lk, len, causal, dk, dv;
+    float eps;
+    /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
+     * before any row; rows [0, zero_end) see no key and output 0; rows
+     * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
+     * absorb then read; rows [pair_end, Lq) read the final state. */
+    int absorb_end, zero_end, pair_end;
+} lin_seq;
+
+/* empty: the state starts with no key (the operator, not a stream). */
+static void lin_seq_ranges(lin_seq *s, int empty)
+{
+    if (!s->causal) {
+        s->absorb_end = s->len;
+        s->zero_end = s->pair_end = empty && s->len == 0 ? s->Lq : 0;
+        return;
+    }
+    const int off = s->Lk - s->Lq;
+    s->absorb_end = off > 0 ? (off < s->len ? off : s->len) : 0;
+    if (empty && s->len == 0)
+        s->zero_end = s->Lq;
+    else
+        s->zero_end = empty && off < 0 ? (-off < s->Lq ? -off : s->Lq) : 0;
+    int pe = s->len - off;
+    s->pair_end = pe < s->zero_end ? s->zero_end : pe > s->Lq ? s->Lq : pe;
+}
+
+/* phi of n rows of width d (row stride ld) into dst (n x d, dense). */
+static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src, size_t ld,
+                         int n, size_t d)
+{
+    if (ld == d) {
+        kt->elu1(dst, src, (size_t)n * d);
+        return;
+    }
+    for (int r = 0; r < n; r++)
+        kt->elu1(dst + (size_t)r * d, src + (size_t)r * ld, d);
+}
+
+/* dst[c][r] = src[r][c] for m rows of width d; dst has row stride ld. */
+static void transpose(float *dst, size_t ld, const float *src, size_t m, size_t d)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < d; c++)
+            dst[c * ld + r] = src[r * d + c];
+}
+
+/* S += phi(K)^T V, z += sum phi(K) over keys [j0, j1). */
+static void lin_absorb(const lin_seq *s, lin_buffers *b, float *S, float *z, int j0, int j1)
+{
+    const linattn_kernels *kt = s->kt;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    for (int c0 = j0; c0 < j1; c0 += LIN_RC) {
+        int m = j1 - c0 < LIN_RC ? j1 - c0 : LIN_RC;
+        lin_phi_rows(kt, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, dk);
+        transpose(b->pkt, LIN_RC, b->pk, (size_t)m, dk);
+        kt->gemm_nn(S, dv, b->pkt, LIN_RC, s->v + (size_t)c0 * s->vr, s->vr, dk, dv, (size_t)m);
+        for (size_t c = 0; c < dk; c++)
+            z[c] += kt->sum(b->pkt + c * LIN_RC, (size_t)m);
+    }
+}
+
+/* Rows [i0, i1) read the state: out = phi(q)^T S / (phi(q)^T z + eps). */
+static void lin_read(const lin_seq *s, lin_buffers *b, const float *S, const float *z, int i0,
+                     int i1)
+{
+    const linattn_kernels *kt = s->kt;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    for (int c0 = i0; c0 < i1; c0 += LIN_RC) {
+        int m = i1 - c0 < LIN_RC ? i1 - c0 : LIN_RC;
+        float *o = s->out + (size_t)c0 * s->orow;
+        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
+        for (int r = 0; r < m; r++)
+            memset(o + (size_t)r * s->orow, 0, dv * sizeof(float));
+        kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, (size_t)m, dv, dk);
+        for (int r = 0; r < m; r++) {
+            float den = kt->dot(b->pq + (size_t)r * dk, z, dk) + s->eps;
+            kt->scale(o + (size_t)r * s->orow, den > 0.0f ? 1.0f / den : 0.0f, dv);
+        }
+    }
+}
+
+/* Paired rows [i0, i1), token by token with the fused kernel: the same
+ * arithmetic as linattn_linear_step. */
+static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0,
+                                int i1)
+{
+    const linattn_kernels *kt = s->kt;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    const int off = s->Lk - s->Lq;
+    for (int c0 = i0; c0 < i1; c0 += LIN_RC) {
+        int m = i1 - c0 < LIN_RC ? i1 - c0 : LIN_RC;
+        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
+        lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
+        const float *v = s->v + (size_t)(c0 + off) * s->vr;
+        float *o = s->out + (size_t)c0 * s->orow;
+        for (int r = 0; r < m; r++)
+            kt->linear_update_read(S, z, b->pk + (size_t)r * dk, v + (size_t)r * s->vr,
+                                   b->pq + (size_t)r * dk, o + (size_t)r * s->orow, dk, dv,
+                                   s->eps);
+    }
+}
+
+/* Paired rows [i0, i1), C at a time, all by gemm:
+ *   out = (phiQ S + mask(phiQ phiK^T) V) / (phiQ z + rowsum mask(phiQ phiK^T) + eps)
+ *   S += phiK^T V,  z += colsum phiK
+ * where mask keeps the lower triangle (row r sees the chunk's keys 0..r). */
+static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0,
+                              int i1)
+{
+    const linattn_kernels *kt = s->kt;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    const int off = s->Lk - s->Lq;
+    for (int c0 = i0; c0 < i1; c0 += LIN_C) {
+        const size_t m = (size_t)(i1 - c0 < LIN_C ? i1 - c0 : LIN_C);
+        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, (int)m, dk);
+        lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, (int)m, dk);
+        const float *v = s->v + (size_t)(c0 + off) * s->vr;
+        float *o = s->out + (size_t)c0 * s->orow;
+
+        /* Earlier chunks, through the state. */
+        for (size_t r = 0; r < m; r++)
+            memset(o + r * s->orow, 0, dv * sizeof(float));
+        kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, m, dv, dk);
+        for (size_t r = 0; r < m; r++)
+            b->den[r] = kt->dot(b->pq + r * dk, z, dk);
+
+        /* This chunk, through the masked scores. */
+        for (size_t r = 0; r < m; r++)
+            memset(b->a + r * LIN_C, 0, m * sizeof(float));
+        kt->gemm_nt(b->a, LIN_C, b->pq, dk, b->pk, dk, m, m, dk);
+        for (size_t r = 0; r < m; r++) {
+            float *row = b->a + r * LIN_C;
+            memset(row + r + 1, 0, (m - r - 1) * sizeof(float));
+            b->den[r] += kt->sum(row, r + 1);
+        }
+        kt->gemm_nn(o, s->orow, b->a, LIN_C, v, s->vr, m, dv, m);
+        for (size_t r = 0; r < m; r++) {
+            float den = b->den[r] + s->eps;
+            kt->scale(o + r * s->orow, den > 0.0f ? 1.0f / den : 0.0f, dv);
+        }
+
+        /* Then the chunk joins the state. */
+        transpose(b->pkt, LIN_RC, b->pk, m, dk);
+        kt->gemm_nn(S, dv, b->pkt, LIN_RC, v, s->vr, dk, dv, m);
+        for (size_t c = 0; c < dk; c++)
+            z[c] += kt->sum(b->pkt + c * LIN_RC, m);
+    }
+}
+
+static void lin_pairs(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0, int i1)
+{
+    if (i1 <= i0)
+        return;
+    if (lin_mode(i1 - i0, s->dk, s->dv) == LINATTN_LINEAR_CHUNKED)
+        lin_pairs_chunked(s, b, S, z, i0, i1);
+    else
+        lin_pairs_recurrent(s, b, S, z, i0, i1);
+}
+
+static void lin_zero_rows(const lin_seq *s, int i0, int i1)
+{
+    for (int i = i0; i < i1; i++)
+        memset(s->out + (size_t)i * s->orow, 0, (size_t)s->dv * sizeof(float));
+}
+
+/* One head on one thread; S, z hold the state before and after. */
+static void lin_head_seq(const lin_seq *s, lin_buffers *b, float *S, float *z)
+{
+    lin_absorb(s, b, S, z, 0, s->absorb_end);
+    lin_zero_rows(s, 0, s->zero_end);
+    lin_pairs(s, b, S, z, s->zero_end, s->pair_end);
+    lin_read(s, b, S, z, s->pair_end, s->Lq);
+}
+
+static void add_into(float *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* Start, within n paired rows, of thread t's segment of T. Thread 0 spends
+ * the others' absorb phase already processing, so its segment is longer:
+ * x0 = n / (1 + (T-1)(1-ratio)), the rest share n - x0 evenly. */
+static int seg_start(int n, int T, int t)
+{
+    if (t <= 0)
+        return 0;
+    if (t >= T)
+        return n;
+    int x0 = (int)((double)n / (1.0 + (T - 1) * (1.0 - lin_absorb_ratio)));
+    return x0 + (int)((long long)(n - x0) * (t - 1) / (T - 1));
+}
+
+/* One head spread over nt threads (when there are fewer heads than
+ * threads). The state after keys [0, j) is the state before plus the sum
+ * of their phi(k) v^T, so: keys before the first query are absorbed in
+ * parallel and reduced; the paired rows are cut into segments, thread t
+ * absorbs segment t-1 while thread 0 starts segment 0, then thread t
+ * rebuilds its starting state as a prefix sum and processes segment t.
+ * HS, Hz: the head's state before and after. ws: nt thread blocks. */
+static void lin_head_split(const lin_seq *s, float *ws, size_t per_thread, float *HS, float *Hz,
+                           int nt)
+{
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv, nS = dk * dv;
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        const int t = attn_thread_id();
+#ifdef LINATTN_HAVE_OPENMP
+        const int T = omp_get_num_threads();
+#else
+        const int T = 1;
+#endif
+        (void)nt;
+        lin_buffers b = lin_carve(ws + (size_t)t * per_thread, dk, dv);
+
+        /* Keys every row sees. */
+        if (s->absorb_end >= T * LIN_SPLIT_MIN) {
+            int n = s->absorb_end;
+            memset(b.LS, 0, nS * sizeof(float));
+            memset(b.Lz, 0, dk * sizeof(float));
+            lin_absorb(s, &b, b.LS, b.Lz, (int)((long long)n * t / T),
+                       (int)((long long)n * (t + 1) / T));
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp barrier
+#pragma omp for schedule(static)
+#endif
+            for (long c = 0; c < (long)dk; c++)
+                for (int u = 0; u < T; u++) {
+                    lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
+                    add_into(HS + (size_t)c * dv, bu.LS + (size_t)c * dv, dv);
+                    Hz[c] += bu.Lz[c];
+                }
+        } else {
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp single
+#endif
+            lin_absorb(s, &b, HS, Hz, 0, s->absorb_end);
+        }
+
+        if (t == 0)
+            lin_zero_rows(s, 0, s->zero_end);
+
+        const int npair = s->pair_end - s->zero_end;
+        if (T > 1 && npair >= T * LIN_SPLIT_MIN) {
+            const int base = s->zero_end, off = s->Lk - s->Lq;
+            const int a0 = base + seg_start(npair, T, t), a1 = base + seg_start(npair, T, t + 1);
+            const int y = a0 + (int)(lin_absorb_ratio * (a1 - a0));
+            if (t == 0) {
+                memcpy(b.S, HS, nS * sizeof(float));
+                memcpy(b.z, Hz, dk * sizeof(float));
+                lin_pairs(s, &b, b.S, b.z, a0, y);
+            } else {
+                const int p0 = base + seg_start(npair, T, t - 1);
+                memset(b.LS, 0, nS * sizeof(float));
+                memset(b.Lz, 0, dk * sizeof(float));
+                lin_absorb(s, &b, b.LS, b.Lz, p0 + off, a0 + off);
+            }
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp barrier
+#endif
+            if (t == 0) {
+                lin_pairs(s, &b, b.S, b.z, y, a1);
+            } else {
+                memcpy(b.S, HS, nS * sizeof(float));
+                memcpy(b.z, Hz, dk * sizeof(float));
+                for (int u = 1; u <= t; u++) {
+                    lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
+                    add_into(b.S, bu.LS, nS);
+                    add_into(b.z, bu.Lz, dk);
+                }
+                lin_pairs(s, &b, b.S, b.z, a0, a1);
+            }
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp barrier
+#endif
+            if (t == T - 1) {
+                memcpy(HS, b.S, nS * sizeof(float));
+                memcpy(Hz, b.z, dk * sizeof(float));
+            }
+        } else if (t == 0) {
+            lin_pairs(s, &b, HS, Hz, s->zero_end, s->pair_end);
+        }
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp barrier
+#endif
+
+        /* Rows reading the final state, in chunks. */
+        const long first = s->pair_end, nchunks = (s->Lq - first + LIN_RC - 1) / LIN_RC;
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (long c = 0; c < nchunks; c++) {
+            int i0 = (int)(first + c * LIN_RC);
+            lin_read(s, &b, HS, Hz, i0, i0 + LIN_RC < s->Lq ? i0 + LIN_RC : s->Lq);
+        }
+    }
+}
+
+static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const float *q,
+                          const float *k, const float *v, float *out, size_t bh)
+{
+    size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
+    lin_seq s;
+    s.kt = kt;
+    s.q = q + b * p->q.batch + h * p->q.head;
+    s.k = k + b * p->k.batch + h * p->k.head;
+    s.v = v + b * p->v.batch + h * p->v.head;
+    s.out = out + b * p->out.batch + h * p->out.head;
+    s.qr = p->q.row;
+    s.kr = p->k.row;
+    s.vr = p->v.row;
+    s.orow = p->out.row;
+    s.Lq = p->Lq;
+    s.Lk = p->Lk;
+    s.len = attn_len(p, (int)b);
+    s.causal = p->causal;
+    s.dk = p->dk;
+    s.dv = p->dv;
+    s.eps = p->eps;
+    lin_seq_ranges(&s, 1);
+    return s;
+}
+
+linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
+                                        const float *k, const float *v, float *out)
+{
+    attn_plan p;
+    linattn_status st = attn_plan_make(d, "linear", q, k, v, out, &p);
+    if (st != LINATTN_OK)
+        return st;
+    const linattn_kernels *kt;
+    if ((st = linattn_kernels_current(&kt)) != LINATTN_OK)
+        return st;
+
+    const size_t dk = (size_t)p.dk, dv = (size_t)p.dv;
+    const size_t shared = lin_state_floats(dk, dv), per_thread = lin_thread_floats(dk, dv);
+    float *ws = NULL;
+    void *owned;
+    st = attn_workspace_get(d, attn_workspace_bytes(shared, per_thread, p.threads), "linear", &ws,
+                            &owned);
+    if (st != LINATTN_OK)
+        return st;
+    float *threads_ws = ws + shared;
+
+    const long heads = (long)p.B * p.H;
+    const int nt = attn_threads_for_work(p.threads, (double)heads * (p.Lq + p.Lk) * p.dk * p.dv);
+    if (heads >= nt) {
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+#endif
+        for (long bh = 0; bh < heads; bh++) {
+            lin_buffers b = lin_carve(threads_ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh);
+            memset(b.S, 0, dk * dv * sizeof(float));
+            memset(b.z, 0, dk * sizeof(float));
+            lin_head_seq(&s, &b, b.S, b.z);
+        }
+    } else {
+        float *HS = ws, *Hz = ws + attn_round(dk * dv);
+        for (long bh = 0; bh < heads; bh++) {
+            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh);
+            memset(HS, 0, dk * dv * sizeof(float));
+            memset(Hz, 0, dk * sizeof(float));
+            lin_head_split(&s, threads_ws, per_thread, HS, Hz, nt);
+        }
+    }
+    free(owned);
+    return LINATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The decode state                                                          */
+/* ------------------------------------------------------------------------ */
+
+struct linattn_linear_state {
+    int heads, dk, dv;
+    float eps;
+    uint64_t tokens;
+    float *S;   /* [heads][dk][dv] */
+    float *z;   /* [heads][dk] */
+    float *phi; /* [2][heads][dk] step scratch: phi(q), phi(k) */
+    /* Prefill workspace: ws_threads blocks of lin_thread_floats, sized at
+     * creation for the OpenMP default so that feeding tokens allocates
+     * nothing; a call asking for more threads grows it once. */
+    void *ws;
+    int ws_threads;
+};
+
+static linattn_status state_workspace(linattn_linear_state *s, int threads, float **ws)
+{
+    size_t per_thread = lin_thread_floats((size_t)s->dk, (size_t)s->dv);
+    if (threads > s->ws_threads || !s->ws) {
+        size_t bytes = attn_workspace_bytes(0, per_thread, threads);
+        void *p = bytes == SIZE_MAX ? NULL : realloc(s->ws, bytes);
+        if (!p)
+            return linattn_err(LINATTN_ERR_NOMEM,
+                               "linear state: cannot allocate a prefill workspace for %d threads",
+                               threads);
+        s->ws = p;
+        s->ws_threads = threads;
+    }
+    uintptr_t a = ((uintptr_t)s->ws + ATTN_ALIGN - 1) & ~(uintptr_t)(ATTN_ALIGN - 1);
+    *ws = (float *)a;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
+                                           linattn_linear_state **out)
+{
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "linear state: out is NULL");
+    *out = NULL;
+    if (heads <= 0 || d_k <= 0 || d_v <= 0)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "linear state: heads, d_k, d_v must be positive, got %d, %d, %d",
+                           heads, d_k, d_v);
+    if (!isfinite(eps) || eps < 0.0f)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "linear state: eps must be finite and >= 0, got %g", (double)eps);
+    size_t nS = attn_mul(attn_mul((size_t)heads, (size_t)d_k), (size_t)d_v);
+    if (attn_mul(nS, sizeof(float)) == SIZE_MAX)
+        return linattn_err(LINATTN_ERR_NOMEM, "linear state: size overflows");
+    linattn_linear_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
+    s->heads = heads;
+    s->dk = d_k;
+    s->dv = d_v;
+    s->eps = eps;
+    s->S = calloc(nS, sizeof(float));
+    s->z = calloc((size_t)heads * (size_t)d_k, sizeof(float));
+    s->phi = calloc(2 * (size_t)heads * (size_t)d_k, sizeof(float));
+    float *ws = NULL;
+    if (!s->S || !s->z || !s->phi || state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
+        linattn_linear_state_free(s);
+        return linattn_err(LINATTN_ERR_NOMEM, "linear state: cannot allocate %zu bytes",
+                           nS * sizeof(float));
+    }
+    *out = s;
+    return LINATTN_OK;
+}
+
+void linattn_linear_state_free(linattn_linear_state *s)
+{
+    if (!s)
+        return;
+    free(s->S);
+    free(s->z);
+    free(s->phi);
+    free(s->ws);
+    free(s);
+}
+
+void linattn_linear_state_reset(linattn_linear_state *s)
+{
+    if (!s)
+        return;
+    memset(s->S, 0, (size_t)s->heads * (size_t)s->dk * (size_t)s->dv * sizeof(float));
+    memset(s->z, 0, (size_t)s->heads * (size_t)s->dk * sizeof(float));
+    s->tokens = 0;
+}
+
+size_t linattn_linear_state_bytes(const linattn_linear_state *s)
+{
+    if (!s)
+        return 0;
+    return (size_t)s->heads * ((size_t)s->dk * (size_t)s->dv + (size_t)s->dk) * sizeof(float);
+}
+
+uint64_t linattn_linear_state_tokens(const linattn_linear_state *s)
+{
+    return s ? s->tokens : 0;
+}
+
+float *linattn_linear_state_S(linattn_linear_state *s, int head)
+{
+    if (!s || head < 0 || head >= s->heads)
+        return NULL;
+    return s->S + (size_t)head * (size_t)s->dk * (size_t)s->dv;
+}
+
+float *linattn_linear_state_z(linattn_linear_state *s, int head)
+{
+    if (!s || head < 0 || head >= s->heads)
+        return NULL;
+    return s->z + (size_t)head * (size_t)s->dk;
+}
+
+void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens)
+{
+    if (s)
+        s->tokens = tokens;
+}
+
+linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
+                                              const float *k, const float *v, int len,
+                                              float *out, const linattn_layout layouts[4],
+                                              int threads)
+{
+    static const char op[] = "linear prefill";
+    if (!s)
+        return linattn_err(LINATTN_ERR_INVALID, "%s: state is NULL", op);
+    if (len < 0)
+        return linattn_err(LINATTN_ERR_INVALID, "%s: len must be >= 0, got %d", op, len);
+    if (threads < 0)
+        return linattn_err(LINATTN_ERR_INVALID, "%s: threads must be >= 0, got %d", op, threads);
+    if (!q || !k || !v || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "%s: tensor %s is NULL", op,
+                           !q ? "q" : !k ? "k" : !v ? "v" : "out");
+    if (len == 0)
+        return LINATTN_OK;
+    const linattn_kernels *kt;
+    linattn_status st = linattn_kernels_current(&kt);
+    if (st != LINATTN_OK)
+        return st;
+
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    const size_t width[4] = {dk, dk, dv, dv};
+    linattn_layout l[4];
+    for (int i = 0; i < 4; i++) {
+        l[i] = layouts ? layouts[i] : (linattn_layout){0, 0, 0};
+        if (l[i].head == 0 && l[i].row == 0) { /* dense (H, len, D); batch ignored */
+            l[i].row = width[i];
+            l[i].head = (size_t)len * width[i];
+        }
+    }
+    static const char *const names[4] = {"q", "k", "v", "out"};
+    for (int i = 0; i < 3; i++)
+        if ((st = attn_check_input_layout(&l[i], len, (int)width[i], op, names[i])) != LINATTN_OK)
+            return st;
+    if ((st = attn_check_output_layout(&l[3], 1, s->heads, len, s->dv, op, names[3])) !=
+        LINATTN_OK)
+        return st;
+
+    const int nt = attn_threads_for_work(attn_threads(threads),
+                                         (double)s->heads * 2 * len * s->dk * s->dv);
+    const size_t per_thread = lin_thread_floats(dk, dv);
+    float *ws = NULL;
+    if ((st = state_workspace(s, nt, &ws)) != LINATTN_OK)
+        return st;
+
+    lin_seq proto;
+    memset(&proto, 0, sizeof proto);
+    proto.kt = kt;
+    proto.qr = l[0].row;
+    proto.kr = l[1].row;
+    proto.vr = l[2].row;
+    proto.orow = l[3].row;
+    proto.Lq = proto.Lk = proto.len = len;
+    proto.causal = 1;
+    proto.dk = s->dk;
+    proto.dv = s->dv;
+    proto.eps = s->eps;
+    lin_seq_ranges(&proto, 0);
+
+    const int H = s->heads;
+    if (H >= nt) {
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+#endif
+        for (int h = 0; h < H; h++) {
+            lin_buffers b = lin_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+            lin_seq sq = proto;
+            sq.q = q + (size_t)h * l[0].head;
+            sq.k = k + (size_t)h * l[1].head;
+            sq.v = v + (size_t)h * l[2].head;
+            sq.out = out + (size_t)h * l[3].head;
+            lin_head_seq(&sq, &b, linattn_linear_state_S(s, h), linattn_linear_state_z(s, h));
+        }
+    } else {
+        for (int h = 0; h < H; h++) {
+            lin_seq sq = proto;
+            sq.q = q + (size_t)h * l[0].head;
+            sq.k = k + (size_t)h * l[1].head;
+            sq.v = v + (size_t)h * l[2].head;
+            sq.out = out + (size_t)h * l[3].head;
+            lin_head_split(&sq, ws, per_thread, linattn_linear_state_S(s, h),
+                           linattn_linear_state_z(s, h), nt);
+        }
+    }
+    s->tokens += (uint64_t)len;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, const float *k,
+                                      const float *v, int len, float *out)
+{
+    return linattn_linear_prefill_strided(s, q, k, v, len, out, NULL, 0);
+}
+
+linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
+                                   const float *v, float *out)
+{
+    if (!s || !q || !k || !v || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "linear step: %s is NULL",
+                           !s ? "state" : !q ? "q" : !k ? "k" : !v ? "v" : "out");
+    const linattn_kernels *kt;
+    linattn_status st = linattn_kernels_current(&kt);
+    if (st != LINATTN_OK)
+        return st;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    const size_t n = (size_t)s->heads * dk;
+    float *pq = s->phi, *pk = s->phi + n;
+    kt->elu1(pq, q, n);
+    kt->elu1(pk, k, n);
+    for (int h = 0; h < s->heads; h++)
+        kt->linear_update_read(linattn_linear_state_S(s, h), linattn_linear_state_z(s, h),
+                               pk + (size_t)h * dk, v + (size_t)h * dv, pq + (size_t)h * dk,
+                               out + (size_t)h * dv, dk, dv, s->eps);
+    s->tokens++;
+    return LINATTN_OK;
+}

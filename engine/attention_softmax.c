@@ -1,0 +1,215 @@
+/* attention_softmax.c: tiled (flash-style) softmax attention: online softmax over key tiles, no Lq x Lk buffer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+
+#ifdef LINATTN_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* A tile is SM_BQ queries x SM_BK keys: the scores tile is 32 KiB, the
+ * query block and output accumulator 16 KiB each at d = 64. Measured at
+ * L = 1024 and 4096 (AVX2, one thread) 64 x 128 was 2-5% ahead of 64 x 64,
+ * 128 x 64 and 48 x 64, level with 128 x 128 (whose 64 KiB scores tile
+ * overflows L1). */
+#ifndef SM_BQ
+#define SM_BQ 64
+#endif
+#ifndef SM_BK
+#define SM_BK 128
+#endif
+
+/* One thread's buffers, carved from the workspace. */
+typedef struct sm_buffers {
+    float *qs; /* [SM_BQ][dk]     queries of the block, times scale */
+    float *s;  /* [SM_BQ][SM_BK]  scores, then probabilities */
+    float *o;  /* [SM_BQ][dv]     unnormalised output accumulator */
+    float *m;  /* [SM_BQ]         running row max */
+    float *l;  /* [SM_BQ]         running row sum of exp(score - m) */
+} sm_buffers;
+
+static size_t sm_thread_floats(size_t dk, size_t dv)
+{
+    size_t f = attn_round(attn_mul(SM_BQ, dk));
+    f = attn_add(f, attn_round((size_t)SM_BQ * SM_BK));
+    f = attn_add(f, attn_round(attn_mul(SM_BQ, dv)));
+    return attn_add(f, 2 * attn_round(SM_BQ));
+}
+
+static sm_buffers sm_carve(float *base, size_t dk, size_t dv)
+{
+    sm_buffers b;
+    b.qs = base;
+    b.s = b.qs + attn_round(SM_BQ * dk);
+    b.o = b.s + attn_round((size_t)SM_BQ * SM_BK);
+    b.m = b.o + attn_round(SM_BQ * dv);
+    b.l = b.m + attn_round(SM_BQ);
+    return b;
+}
+
+size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
+{
+    if (!d || d->d_k <= 0 || d->d_v <= 0 || d->threads < 0)
+        return 0;
+    return attn_workspace_bytes(0, sm_thread_floats((size_t)d->d_k, (size_t)d->d_v),
+                                attn_threads(d->threads));
+}
+
+/* Pointers to the (b, h) slices of the four tensors. */
+typedef struct sm_head {
+    const float *q, *k, *v;
+    float *out;
+    int len; /* valid keys */
+} sm_head;
+
+static sm_head sm_head_at(const attn_plan *p, const float *q, const float *k, const float *v,
+                          float *out, size_t bh)
+{
+    size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
+    sm_head hd;
+    hd.q = q + b * p->q.batch + h * p->q.head;
+    hd.k = k + b * p->k.batch + h * p->k.head;
+    hd.v = v + b * p->v.batch + h * p->v.head;
+    hd.out = out + b * p->out.batch + h * p->out.head;
+    hd.len = attn_len(p, (int)b);
+    return hd;
+}
+
+/* Queries [i0, i0 + nq) of one head against every key tile they can see.
+ * Query i sees keys j < len, and j <= i + (Lk - Lq) when causal. Key tiles
+ * past the last visible key are never computed. */
+static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i0,
+                     int nq, sm_buffers *b)
+{
+    const size_t dk = (size_t)p->dk, dv = (size_t)p->dv;
+    const int off = p->Lk - p->Lq;
+    int kend = hd->len; /* keys [0, kend) are visible to some row of the block */
+    if (p->causal && i0 + nq + off < kend)
+        kend = i0 + nq + off;
+    if (kend <= 0) {
+        for (int r = 0; r < nq; r++)
+            memset(hd->out + (size_t)(i0 + r) * p->out.row, 0, dv * sizeof(float));
+        return;
+    }
+
+    for (int r = 0; r < nq; r++) {
+        const float *src = hd->q + (size_t)(i0 + r) * p->q.row;
+        float *dst = b->qs + (size_t)r * dk;
+        for (size_t c = 0; c < dk; c++)
+            dst[c] = src[c] * p->scale;
+        b->m[r] = -INFINITY;
+        b->l[r] = 0.0f;
+    }
+    memset(b->o, 0, (size_t)nq * dv * sizeof(float));
+
+    for (int j0 = 0; j0 < kend; j0 += SM_BK) {
+        const int n = kend - j0 < SM_BK ? kend - j0 : SM_BK;
+        for (int r = 0; r < nq; r++)
+            memset(b->s + (size_t)r * SM_BK, 0, (size_t)n * sizeof(float));
+        /* s = qs . k_tile^T  [nq x n] */
+        kt->gemm_nt(b->s, SM_BK, b->qs, dk, hd->k + (size_t)j0 * p->k.row, p->k.row,
+                    (size_t)nq, (size_t)n, dk);
+
+        for (int r = 0; r < nq; r++) {
+            float *row = b->s + (size_t)r * SM_BK;
+            int vis = n; /* columns [0, vis) of this row are visible */
+            if (p->causal) {
+                int last = i0 + r + off - j0; /* last visible column */
+                vis = last < 0 ? 0 : last + 1 < n ? last + 1 : n;
+            }
+            if (vis == 0) {
+                memset(row, 0, (size_t)n * sizeof(float));
+                continue;
+            }
+            float mx = kt->max(row, (size_t)vis);
+            float m_old = b->m[r];
+            float m_new = mx > m_old ? mx : m_old;
+            if (!(m_new > -INFINITY)) { /* scores overflowed to -inf/NaN: drop the tile */
+                memset(row, 0, (size_t)n * sizeof(float));
+                continue;
+            }
+            float sum = kt->exp_sub_sum(row, row, m_new, (size_t)vis);
+            if (vis < n)
+                memset(row + vis, 0, (size_t)(n - vis) * sizeof(float));
+            if (m_new != m_old && b->l[r] != 0.0f) {
+                /* Rescale what earlier tiles accumulated to the new max. */
+                float alpha = expf(m_old - m_new);
+                b->l[r] *= alpha;
+                kt->scale(b->o + (size_t)r * dv, alpha, dv);
+            }
+            b->l[r] += sum;
+            b->m[r] = m_new;
+        }
+        /* o += p . v_tile  [nq x dv] */
+        kt->gemm_nn(b->o, dv, b->s, SM_BK, hd->v + (size_t)j0 * p->v.row, p->v.row,
+                    (size_t)nq, dv, (size_t)n);
+    }
+
+    for (int r = 0; r < nq; r++) {
+        float *dst = hd->out + (size_t)(i0 + r) * p->out.row;
+        const float *acc = b->o + (size_t)r * dv;
+        if (b->l[r] > 0.0f) {
+            float inv = 1.0f / b->l[r];
+            for (size_t c = 0; c < dv; c++)
+                dst[c] = acc[c] * inv;
+        } else { /* no visible key: zeros by contract */
+            memset(dst, 0, dv * sizeof(float));
+        }
+    }
+}
+
+linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
+                                         const float *k, const float *v, float *out)
+{
+    attn_plan p;
+    linattn_status st = attn_plan_make(d, "softmax", q, k, v, out, &p);
+    if (st != LINATTN_OK)
+        return st;
+    const linattn_kernels *kt;
+    if ((st = linattn_kernels_current(&kt)) != LINATTN_OK)
+        return st;
+
+    const size_t dk = (size_t)p.dk, dv = (size_t)p.dv;
+    const size_t per_thread = sm_thread_floats(dk, dv);
+    float *ws = NULL;
+    void *owned;
+    st = attn_workspace_get(d, attn_workspace_bytes(0, per_thread, p.threads), "softmax", &ws,
+                            &owned);
+    if (st != LINATTN_OK)
+        return st;
+
+    const long heads = (long)p.B * p.H;
+    const long nqb = (p.Lq + SM_BQ - 1) / SM_BQ;
+    double work = (double)heads * p.Lq * p.Lk * (p.dk + p.dv);
+    const int nt = attn_threads_for_work(p.threads, p.causal ? work / 2 : work);
+    if (heads >= nt) {
+        /* Enough (b, h) pairs to go round: a thread keeps one head's K, V hot. */
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+#endif
+        for (long bh = 0; bh < heads; bh++) {
+            sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh);
+            for (long qb = 0; qb < nqb; qb++) {
+                int i0 = (int)qb * SM_BQ;
+                sm_block(kt, &p, &hd, i0, p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ, &b);
+            }
+        }
+    } else {
+        /* Fewer heads than threads: split by query blocks too, the last (in
+         * causal, the longest) blocks first so the short ones fill the gaps. */
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#endif
+        for (long it = 0; it < heads * nqb; it++) {
+            sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it % heads));
+            int i0 = (int)(nqb - 1 - it / heads) * SM_BQ;
+            sm_block(kt, &p, &hd, i0, p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ, &b);
+        }
+    }
+    free(owned);
+    return LINATTN_OK;
+}

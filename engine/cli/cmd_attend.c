@@ -1,0 +1,332 @@
+/* cmd_attend.c: `linattn attend`: one attention operator call on .npy tensors, from flags or a config's [attention]. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../npy.h"
+#include "cli.h"
+
+static const char usage[] =
+    "usage: linattn attend [CONFIG] --variant softmax|linear [--causal] [--lengths N,N...]\n"
+    "                      [--scale S] [--eps E] --q Q.npy --k K.npy --v V.npy --out OUT.npy\n"
+    "                      [--isa ISA] [--threads N]\n"
+    "\n"
+    "Runs one attention operator on (B, H, L, D) fp32 tensors stored as .npy\n"
+    "(<f4 or <f8, C order; <f8 is converted) and writes OUT.npy (<f4), shape\n"
+    "(B, H, Lq, d_v). q is (B, H, Lq, d_k), k (B, H, Lk, d_k), v (B, H, Lk, d_v).\n"
+    "\n"
+    "CONFIG is an INI file whose [attention] section sets variant, causal,\n"
+    "lengths, scale, eps, q, k, v, out (paths relative to the file's folder);\n"
+    "its [runtime] section sets isa and threads. Flags override the file.\n"
+    "Without CONFIG, --variant, --q, --k, --v and --out are required.\n"
+    "\n"
+    "  --variant V     softmax or linear (phi = elu + 1)\n"
+    "  --causal        query i sees keys j <= i + Lk - Lq (bottom-right aligned)\n"
+    "  --no-causal     every valid key (overrides a config's causal = true)\n"
+    "  --lengths LIST  valid keys per sequence, one per batch entry (default: all)\n"
+    "  --scale S       softmax score scale (default 1/sqrt(d_k))\n"
+    "  --eps E         linear denominator epsilon (default 1e-6)\n"
+    "  --q, --k, --v, --out FILE   the tensors\n"
+    "  --isa ISA       auto|scalar|avx2|neon (overrides LINATTN_ISA and the config)\n"
+    "  --threads N     OpenMP threads (0: default)\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "A row with no visible key outputs zeros. On any error nothing is written.\n";
+
+/* What the call needs, from the config then the flags. */
+typedef struct attend_args {
+    const char *variant;
+    int causal;
+    int *lengths;
+    int n_lengths;
+    float scale, eps;
+    const char *path[4]; /* q, k, v, out */
+    const char *isa;
+    linattn_isa_source isa_source;
+    int threads;
+} attend_args;
+
+static const char *const tensor_names[4] = {"q", "k", "v", "out"};
+
+/* "5,3" into a new array; the CLI's own copy so that any count works. */
+static int parse_lengths(const char *text, int **out, int *n)
+{
+    int cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ',';
+    int *v = malloc((size_t)cap * sizeof(int));
+    if (!v)
+        return cli_fail("attend", "out of memory");
+    const char *p = text;
+    int count = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
+            free(v);
+            return cli_fail("attend", "--lengths: expected non-negative integers like 5,3, got '%s'",
+                            text);
+        }
+        v[count++] = (int)x;
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *text, float *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(x))
+        return cli_fail("attend", "%s: expected a number, got '%s'", flag, text);
+    *out = (float)x;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *text, int *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(text, &end, 10);
+    if (end == text || *end || errno || x < 0 || x > 4096)
+        return cli_fail("attend", "%s: expected an integer 0..4096, got '%s'", flag, text);
+    *out = (int)x;
+    return 0;
+}
+
+/* The config's [attention] and [runtime] values as defaults. */
+static int from_config(const char *path, linattn_config *cfg, attend_args *a, int **owned)
+{
+    linattn_status st = linattn_config_load(path, cfg);
+    if (st != LINATTN_OK)
+        return cli_fail_status("attend", st);
+    if (!cfg->has_attention)
+        return cli_fail("attend", "%s: no [attention] section", path);
+    a->variant = cfg->variant;
+    a->causal = cfg->causal;
+    if (cfg->n_lengths > 0) {
+        *owned = malloc((size_t)cfg->n_lengths * sizeof(int));
+        if (!*owned)
+            return cli_fail("attend", "out of memory");
+        memcpy(*owned, cfg->lengths, (size_t)cfg->n_lengths * sizeof(int));
+        a->lengths = *owned;
+        a->n_lengths = cfg->n_lengths;
+    }
+    a->scale = cfg->scale;
+    a->eps = cfg->attn_eps;
+    const char *paths[4] = {cfg->q, cfg->k, cfg->v, cfg->out};
+    for (int i = 0; i < 4; i++)
+        a->path[i] = paths[i][0] ? paths[i] : NULL;
+    a->isa = cfg->isa[0] ? cfg->isa : NULL;
+    a->isa_source = LINATTN_ISA_FROM_CONFIG;
+    a->threads = cfg->threads;
+    return 0;
+}
+
+/* Shapes: q (B,H,Lq,dk), k (B,H,Lk,dk), v (B,H,Lk,dv). */
+static int check_shapes(const attend_args *a, const linattn_npy t[3])
+{
+    char s0[128], s1[128];
+    for (int i = 0; i < 3; i++) {
+        if (t[i].ndim != 4)
+            return cli_fail("attend", "%s: expected a 4-D (B, H, L, D) array, got shape %s",
+                            a->path[i], linattn_npy_shape_str(&t[i], s0, sizeof s0));
+        for (int j = 0; j < 4; j++)
+            if (t[i].shape[j] == 0 || t[i].shape[j] > 0x7fffffff)
+                return cli_fail("attend", "%s: shape %s has a dimension that is 0 or too large",
+                                a->path[i], linattn_npy_shape_str(&t[i], s0, sizeof s0));
+    }
+    for (int i = 1; i < 3; i++)
+        if (t[i].shape[0] != t[0].shape[0] || t[i].shape[1] != t[0].shape[1])
+            return cli_fail("attend", "%s has shape %s but %s has %s: batch and heads must match",
+                            a->path[i], linattn_npy_shape_str(&t[i], s0, sizeof s0), a->path[0],
+                            linattn_npy_shape_str(&t[0], s1, sizeof s1));
+    if (t[1].shape[3] != t[0].shape[3])
+        return cli_fail("attend", "%s has d_k = %zu but %s has d_k = %zu", a->path[1],
+                        t[1].shape[3], a->path[0], t[0].shape[3]);
+    if (t[2].shape[2] != t[1].shape[2])
+        return cli_fail("attend", "%s has %zu keys (L) but %s has %zu", a->path[2], t[2].shape[2],
+                        a->path[1], t[1].shape[2]);
+    if (a->lengths) {
+        if ((size_t)a->n_lengths != t[0].shape[0])
+            return cli_fail("attend", "lengths has %d values but the batch is %zu", a->n_lengths,
+                            t[0].shape[0]);
+        for (int b = 0; b < a->n_lengths; b++)
+            if ((size_t)a->lengths[b] > t[1].shape[2])
+                return cli_fail("attend", "lengths[%d] = %d exceeds the %zu keys of %s", b,
+                                a->lengths[b], t[1].shape[2], a->path[1]);
+    }
+    return 0;
+}
+
+static int run(const attend_args *a)
+{
+    int softmax = !strcmp(a->variant, "softmax");
+    if (!softmax && strcmp(a->variant, "linear"))
+        return cli_fail("attend", "variant: expected softmax or linear, got '%s'", a->variant);
+    for (int i = 0; i < 4; i++)
+        if (!a->path[i])
+            return cli_fail("attend", "no --%s given", tensor_names[i]);
+    if (a->eps < 0)
+        return cli_fail("attend", "eps must be >= 0, got %g", (double)a->eps);
+    if (a->isa) {
+        linattn_isa isa;
+        linattn_status st = linattn_isa_parse(a->isa, &isa);
+        if (st == LINATTN_OK)
+            st = linattn_set_isa_from(isa, a->isa_source);
+        if (st != LINATTN_OK)
+            return cli_fail_status("attend", st);
+    }
+
+    linattn_npy t[3];
+    memset(t, 0, sizeof t);
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++) {
+        linattn_status st = linattn_npy_read(a->path[i], &t[i]);
+        if (st != LINATTN_OK)
+            rc = cli_fail_status("attend", st);
+    }
+    if (!rc)
+        rc = check_shapes(a, t);
+    float *out = NULL;
+    if (!rc) {
+        linattn_attention_desc d;
+        linattn_attention_desc_init(&d);
+        d.batch = (int)t[0].shape[0];
+        d.heads = (int)t[0].shape[1];
+        d.len_q = (int)t[0].shape[2];
+        d.len_k = (int)t[1].shape[2];
+        d.d_k = (int)t[0].shape[3];
+        d.d_v = (int)t[2].shape[3];
+        d.scale = a->scale;
+        d.causal = a->causal;
+        d.lengths = a->lengths;
+        d.eps = a->eps;
+        d.threads = a->threads;
+        size_t shape[4] = {t[0].shape[0], t[0].shape[1], t[0].shape[2], t[2].shape[3]};
+        size_t n = shape[0] * shape[1] * shape[2] * shape[3];
+        out = malloc(n * sizeof(float));
+        if (!out) {
+            rc = cli_fail("attend", "cannot allocate the output (%zu floats)", n);
+        } else {
+            linattn_status st = softmax
+                                    ? linattn_attention_softmax(&d, t[0].data, t[1].data,
+                                                                t[2].data, out)
+                                    : linattn_attention_linear(&d, t[0].data, t[1].data,
+                                                               t[2].data, out);
+            if (st == LINATTN_OK)
+                st = linattn_npy_write(a->path[3], out, 4, shape);
+            if (st != LINATTN_OK)
+                rc = cli_fail_status("attend", st);
+        }
+    }
+    free(out);
+    for (int i = 0; i < 3; i++)
+        linattn_npy_free(&t[i]);
+    return rc;
+}
+
+int cmd_attend(int argc, char **argv)
+{
+    enum { O_VARIANT = 256, O_CAUSAL, O_NO_CAUSAL, O_LENGTHS, O_SCALE, O_EPS, O_Q, O_K, O_V,
+           O_OUT, O_ISA, O_THREADS };
+    static const struct option opts[] = {
+        {"variant", required_argument, 0, O_VARIANT},
+        {"causal", no_argument, 0, O_CAUSAL},
+        {"no-causal", no_argument, 0, O_NO_CAUSAL},
+        {"lengths", required_argument, 0, O_LENGTHS},
+        {"scale", required_argument, 0, O_SCALE},
+        {"eps", required_argument, 0, O_EPS},
+        {"q", required_argument, 0, O_Q},
+        {"k", required_argument, 0, O_K},
+        {"v", required_argument, 0, O_V},
+        {"out", required_argument, 0, O_OUT},
+        {"isa", required_argument, 0, O_ISA},
+        {"threads", required_argument, 0, O_THREADS},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    /* Flags first into `flags`, applied over the config's values after. */
+    attend_args flags = {0}, a = {0};
+    int set_causal = 0, set_scale = 0, set_eps = 0, set_threads = 0;
+    int *flag_lengths = NULL, *cfg_lengths = NULL;
+    int rc = 0, c;
+    opterr = 0;
+    optind = 1;
+    while (!rc && (c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_VARIANT: flags.variant = optarg; break;
+        case O_CAUSAL: flags.causal = 1, set_causal = 1; break;
+        case O_NO_CAUSAL: flags.causal = 0, set_causal = 1; break;
+        case O_LENGTHS:
+            free(flag_lengths);
+            flag_lengths = NULL;
+            rc = parse_lengths(optarg, &flag_lengths, &flags.n_lengths);
+            flags.lengths = flag_lengths;
+            break;
+        case O_SCALE: rc = parse_float("--scale", optarg, &flags.scale), set_scale = 1; break;
+        case O_EPS: rc = parse_float("--eps", optarg, &flags.eps), set_eps = 1; break;
+        case O_Q: flags.path[0] = optarg; break;
+        case O_K: flags.path[1] = optarg; break;
+        case O_V: flags.path[2] = optarg; break;
+        case O_OUT: flags.path[3] = optarg; break;
+        case O_ISA: flags.isa = optarg; break;
+        case O_THREADS: rc = parse_int("--threads", optarg, &flags.threads), set_threads = 1; break;
+        case 'h': fputs(usage, stdout); free(flag_lengths); return 0;
+        case ':': rc = cli_fail("attend", "option '%s' needs a value", argv[optind - 1]); break;
+        default:
+            rc = cli_fail("attend", "unknown option '%s' (try 'linattn attend --help')",
+                          argv[optind - 1]);
+        }
+    }
+    if (!rc && argc - optind > 1)
+        rc = cli_fail("attend", "unexpected argument '%s' (at most one CONFIG)", argv[optind + 1]);
+
+    linattn_config *cfg = NULL;
+    a.eps = 1e-6f;
+    if (!rc && optind < argc) {
+        cfg = malloc(sizeof *cfg);
+        rc = cfg ? from_config(argv[optind], cfg, &a, &cfg_lengths)
+                 : cli_fail("attend", "out of memory");
+    }
+    if (!rc) {
+        if (flags.variant)
+            a.variant = flags.variant;
+        if (set_causal)
+            a.causal = flags.causal;
+        if (flags.lengths) {
+            a.lengths = flags.lengths;
+            a.n_lengths = flags.n_lengths;
+        }
+        if (set_scale)
+            a.scale = flags.scale;
+        if (set_eps)
+            a.eps = flags.eps;
+        for (int i = 0; i < 4; i++)
+            if (flags.path[i])
+                a.path[i] = flags.path[i];
+        if (flags.isa) {
+            a.isa = flags.isa;
+            a.isa_source = LINATTN_ISA_FROM_FLAG;
+        }
+        if (set_threads)
+            a.threads = flags.threads;
+        if (!a.variant)
+            rc = cli_fail("attend", "no --variant given (softmax or linear)");
+        else
+            rc = run(&a);
+    }
+    free(cfg);
+    free(cfg_lengths);
+    free(flag_lengths);
+    return rc;
+}

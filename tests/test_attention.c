@@ -1,0 +1,947 @@
+/* test_attention.c: both attention operators and the linear decode state against a double-precision reference. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linattn.h"
+#include "../engine/attention.h"
+
+/* ------------------------------------------------------------------------ */
+/* Data and reference                                                        */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static void seed(uint64_t s)
+{
+    rng_state = s * 0x9e3779b97f4a7c15ull + 1;
+}
+
+static double uniform(void) /* (0, 1) */
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return ((rng_state >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double normal(void)
+{
+    return sqrt(-2.0 * log(uniform())) * cos(6.283185307179586 * uniform());
+}
+
+static float *randn(size_t n)
+{
+    float *x = malloc(n * sizeof(float) + 1);
+    cr_assert(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)normal();
+    return x;
+}
+
+enum variant { SOFTMAX, LINEAR };
+
+/* A problem: shapes, options and dense (B, H, L, D) tensors. */
+typedef struct problem {
+    int B, H, Lq, Lk, dk, dv, causal;
+    int *lengths; /* NULL: all valid */
+    float scale, eps;
+    int threads;
+    float *q, *k, *v;
+} problem;
+
+static problem make(int B, int H, int Lq, int Lk, int dk, int dv, int causal, uint64_t s)
+{
+    problem p = {B, H, Lq, Lk, dk, dv, causal, NULL, 0.0f, 1e-6f, 1, NULL, NULL, NULL};
+    seed(s);
+    p.q = randn((size_t)B * H * Lq * dk);
+    p.k = randn((size_t)B * H * Lk * dk);
+    p.v = randn((size_t)B * H * Lk * dv);
+    return p;
+}
+
+static void drop(problem *p)
+{
+    free(p->q);
+    free(p->k);
+    free(p->v);
+    free(p->lengths);
+}
+
+static size_t out_size(const problem *p)
+{
+    return (size_t)p->B * p->H * p->Lq * p->dv;
+}
+
+static linattn_attention_desc desc_of(const problem *p)
+{
+    linattn_attention_desc d;
+    linattn_attention_desc_init(&d);
+    d.batch = p->B;
+    d.heads = p->H;
+    d.len_q = p->Lq;
+    d.len_k = p->Lk;
+    d.d_k = p->dk;
+    d.d_v = p->dv;
+    d.causal = p->causal;
+    d.lengths = p->lengths;
+    d.scale = p->scale;
+    d.eps = p->eps;
+    d.threads = p->threads;
+    return d;
+}
+
+static linattn_status run(enum variant var, const problem *p, float *out)
+{
+    linattn_attention_desc d = desc_of(p);
+    return var == SOFTMAX ? linattn_attention_softmax(&d, p->q, p->k, p->v, out)
+                          : linattn_attention_linear(&d, p->q, p->k, p->v, out);
+}
+
+static float *run_new(enum variant var, const problem *p)
+{
+    float *out = malloc(out_size(p) * sizeof(float));
+    cr_assert(out);
+    linattn_status st = run(var, p, out);
+    cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+    return out;
+}
+
+static double phi(double x)
+{
+    return x > 0 ? x + 1 : exp(x);
+}
+
+/* The reference: one query row at a time, in double. */
+static double *reference(enum variant var, const problem *p)
+{
+    const int off = p->Lk - p->Lq;
+    const double scale = p->scale != 0.0f ? p->scale : 1.0 / sqrt((double)p->dk);
+    double *out = calloc(out_size(p), sizeof(double));
+    double *w = malloc((size_t)p->Lk * sizeof(double));
+    /* linear: phi of every key and of the query row, once */
+    double *pk = malloc((size_t)p->Lk * p->dk * sizeof(double) + 1);
+    double *pq = malloc((size_t)p->dk * sizeof(double));
+    cr_assert(out && w && pk && pq);
+    for (int b = 0; b < p->B; b++)
+        for (int h = 0; h < p->H; h++) {
+            size_t bh = (size_t)b * p->H + h;
+            const float *K = p->k + bh * p->Lk * p->dk, *V = p->v + bh * p->Lk * p->dv;
+            int len = p->lengths ? p->lengths[b] : p->Lk;
+            for (size_t j = 0; j < (size_t)len * p->dk; j++)
+                pk[j] = var == SOFTMAX ? K[j] : phi(K[j]);
+            for (int i = 0; i < p->Lq; i++) {
+                const float *qi = p->q + (bh * p->Lq + i) * p->dk;
+                for (int c = 0; c < p->dk; c++)
+                    pq[c] = var == SOFTMAX ? qi[c] : phi(qi[c]);
+                double *o = out + (bh * p->Lq + i) * p->dv;
+                int end = len; /* visible keys [0, end) */
+                if (p->causal && i + off + 1 < end)
+                    end = i + off + 1;
+                if (end <= 0)
+                    continue;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < end; j++) {
+                    double s = 0;
+                    for (int c = 0; c < p->dk; c++)
+                        s += pq[c] * pk[(size_t)j * p->dk + c];
+                    w[j] = var == SOFTMAX ? s * scale : s;
+                    mx = w[j] > mx ? w[j] : mx;
+                }
+                for (int j = 0; j < end; j++) {
+                    if (var == SOFTMAX)
+                        w[j] = exp(w[j] - mx);
+                    sum += w[j];
+                }
+                if (var == LINEAR)
+                    sum += p->eps;
+                for (int j = 0; j < end; j++)
+                    for (int c = 0; c < p->dv; c++)
+                        o[c] += w[j] / sum * V[(size_t)j * p->dv + c];
+            }
+        }
+    free(w);
+    free(pk);
+    free(pq);
+    return out;
+}
+
+/* max |a - b| over the rows of real queries (all rows unless skip_pad). */
+static double max_err_ref(const problem *p, const float *a, const double *ref)
+{
+    double e = 0;
+    for (size_t i = 0; i < out_size(p); i++) {
+        double d = fabs((double)a[i] - ref[i]);
+        if (!(d <= e)) /* catches NaN */
+            e = isnan(d) ? INFINITY : d;
+    }
+    return e;
+}
+
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double e = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= e))
+            e = isnan(d) ? INFINITY : d;
+    }
+    return e;
+}
+
+static void check_against_reference(enum variant var, const problem *p, double tol)
+{
+    float *out = run_new(var, p);
+    double *ref = reference(var, p);
+    double e = max_err_ref(p, out, ref);
+    cr_expect(e <= tol,
+              "%s B=%d H=%d Lq=%d Lk=%d dk=%d dv=%d causal=%d threads=%d: max error %g > %g",
+              var == SOFTMAX ? "softmax" : "linear", p->B, p->H, p->Lq, p->Lk, p->dk, p->dv,
+              p->causal, p->threads, e, tol);
+    free(out);
+    free(ref);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Worked examples                                                           */
+/* ------------------------------------------------------------------------ */
+
+Test(softmax, worked_two_keys)
+{
+    float q[] = {1}, k[] = {1, 0}, v[] = {2, 0, 0, 4}, out[2];
+    problem p = {1, 1, 1, 2, 1, 2, 0, NULL, 1.0f, 0, 1, q, k, v};
+    cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
+    /* weights e/(e+1) = 0.731059, 1/(e+1) = 0.268941 */
+    cr_expect_float_eq(out[0], 1.462117f, 1e-5);
+    cr_expect_float_eq(out[1], 1.075766f, 1e-5);
+}
+
+Test(softmax, worked_weights_from_logs)
+{
+    float q[] = {1}, k[] = {logf(0.5f), logf(0.3f), logf(0.2f)}, v[] = {2, 4, 10}, out[1];
+    problem p = {1, 1, 1, 3, 1, 1, 0, NULL, 1.0f, 0, 1, q, k, v};
+    cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
+    cr_expect_float_eq(out[0], 4.2f, 1e-5);
+}
+
+Test(softmax, identical_keys_give_the_mean)
+{
+    problem p = make(1, 1, 5, 7, 4, 3, 0, 11);
+    for (int j = 1; j < p.Lk; j++)
+        memcpy(p.k + j * p.dk, p.k, (size_t)p.dk * sizeof(float));
+    float *out = run_new(SOFTMAX, &p);
+    for (int c = 0; c < p.dv; c++) {
+        double mean = 0;
+        for (int j = 0; j < p.Lk; j++)
+            mean += p.v[j * p.dv + c] / p.Lk;
+        for (int i = 0; i < p.Lq; i++)
+            cr_expect_float_eq(out[i * p.dv + c], (float)mean, 1e-5, "query %d col %d", i, c);
+    }
+    free(out);
+    drop(&p);
+}
+
+Test(softmax, padded_key_gets_no_weight)
+{
+    /* scores 1, 2, 3, the third key padded: weights (0.269, 0.731, 0) */
+    float q[] = {1}, k[] = {1, 2, 3}, v[] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, out[3];
+    int len[] = {2};
+    problem p = {1, 1, 1, 3, 1, 3, 0, len, 1.0f, 0, 1, q, k, v};
+    cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
+    cr_expect_float_eq(out[0], 0.268941f, 1e-5);
+    cr_expect_float_eq(out[1], 0.731059f, 1e-5);
+    cr_expect_eq(out[2], 0.0f);
+}
+
+Test(linear, worked_example)
+{
+    /* phi(1) = 2, phi(0) = 1: weights 2*2 = 4 and 2*1 = 2 over 6 */
+    float q[] = {1}, k[] = {1, 0}, v[] = {3, 9}, out[1];
+    problem p = {1, 1, 1, 2, 1, 1, 0, NULL, 0, 0.0f, 1, q, k, v};
+    cr_assert_eq(run(LINEAR, &p, out), LINATTN_OK);
+    cr_expect_float_eq(out[0], (4 * 3 + 2 * 9) / 6.0f, 1e-5);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scale statistics                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Each head has one query and two keys, k and 0, so the weights are
+ * sigmoid(score) and its complement and log(w0 / w1) recovers the scaled
+ * score the operator used. */
+Test(softmax, scale_keeps_score_std_near_one)
+{
+    const int dks[] = {4, 64, 1024};
+    const int N = 2000;
+    for (size_t t = 0; t < 3; t++) {
+        int dk = dks[t];
+        problem p = make(1, N, 1, 2, dk, 2, 0, 100 + t);
+        for (int h = 0; h < N; h++)
+            memset(p.k + ((size_t)h * 2 + 1) * dk, 0, (size_t)dk * sizeof(float));
+        for (int h = 0; h < N; h++) { /* V = identity */
+            float *v = p.v + (size_t)h * 4;
+            v[0] = 1, v[1] = 0, v[2] = 0, v[3] = 1;
+        }
+        float *out = run_new(SOFTMAX, &p);
+        double raw = 0, raw2 = 0, sc = 0, sc2 = 0;
+        for (int h = 0; h < N; h++) {
+            double s = 0;
+            for (int c = 0; c < dk; c++)
+                s += (double)p.q[(size_t)h * dk + c] * p.k[(size_t)h * 2 * dk + c];
+            double y = log((double)out[h * 2] / out[h * 2 + 1]);
+            raw += s, raw2 += s * s, sc += y, sc2 += y * y;
+        }
+        double raw_std = sqrt(raw2 / N - (raw / N) * (raw / N));
+        double sc_std = sqrt(sc2 / N - (sc / N) * (sc / N));
+        cr_expect(raw_std > 0.9 * sqrt(dk) && raw_std < 1.1 * sqrt(dk),
+                  "d_k=%d raw std %g, expected about %g", dk, raw_std, sqrt(dk));
+        cr_expect(sc_std > 0.9 && sc_std < 1.1, "d_k=%d scaled std %g", dk, sc_std);
+        free(out);
+        drop(&p);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Properties                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void perturb_row(float *x, int row, int d)
+{
+    for (int c = 0; c < d; c++)
+        x[(size_t)row * d + c] += 0.5f + 0.25f * (float)c;
+}
+
+/* Changing token t's q, k and v leaves every output before t bit for bit
+ * and changes output t. */
+static void check_causality(enum variant var)
+{
+    const int L = 150, dk = 8, dv = 5;
+    const int ts[] = {0, 1, 37, 63, 64, 65, 128, 149};
+    problem p = make(1, 2, L, L, dk, dv, 1, 7);
+    float *base = run_new(var, &p);
+    for (size_t n = 0; n < sizeof ts / sizeof ts[0]; n++) {
+        int t = ts[n];
+        problem x = make(1, 2, L, L, dk, dv, 1, 7);
+        for (int h = 0; h < 2; h++) {
+            perturb_row(x.q, h * L + t, dk);
+            perturb_row(x.k, h * L + t, dk);
+            perturb_row(x.v, h * L + t, dv);
+        }
+        float *out = run_new(var, &x);
+        for (int h = 0; h < 2; h++) {
+            size_t before = (size_t)(h * L + t) * dv;
+            cr_expect(!memcmp(out + (size_t)h * L * dv, base + (size_t)h * L * dv,
+                              (size_t)t * dv * sizeof(float)),
+                      "t=%d head %d: an output before t changed", t, h);
+            cr_expect(max_diff(out + before, base + before, (size_t)dv) > 1e-4,
+                      "t=%d head %d: output t did not change (control)", t, h);
+        }
+        free(out);
+        drop(&x);
+    }
+    free(base);
+    drop(&p);
+}
+
+Test(softmax, causality_by_perturbation)
+{
+    check_causality(SOFTMAX);
+}
+
+Test(linear, causality_by_perturbation)
+{
+    linattn_linear_force_mode(LINATTN_LINEAR_RECURRENT);
+    check_causality(LINEAR);
+    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    check_causality(LINEAR);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* Real tokens padded with NaN to a longer length give the same outputs as
+ * the unpadded sequence. Batch 0 is the padded copy, batch 1 all real. */
+static void check_padding(enum variant var, int causal)
+{
+    const int L = 70, pad = 30, dk = 6, dv = 4, H = 2, LP = L + pad;
+    problem small = make(1, H, L, L, dk, dv, causal, 21);
+    problem big = make(2, H, LP, LP, dk, dv, causal, 22);
+    int lengths[2] = {L, LP};
+    big.lengths = lengths;
+    big.threads = small.threads = 2;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < LP; i++) {
+            size_t at = (size_t)h * LP + i;
+            for (int c = 0; c < dk; c++) {
+                big.q[at * dk + c] = i < L ? small.q[((size_t)h * L + i) * dk + c] : NAN;
+                big.k[at * dk + c] = i < L ? small.k[((size_t)h * L + i) * dk + c] : NAN;
+            }
+            for (int c = 0; c < dv; c++)
+                big.v[at * dv + c] = i < L ? small.v[((size_t)h * L + i) * dv + c] : NAN;
+        }
+    float *a = run_new(var, &small), *b = run_new(var, &big);
+    for (int h = 0; h < H; h++)
+        cr_expect(max_diff(a + (size_t)h * L * dv, b + (size_t)h * LP * dv, (size_t)L * dv) <=
+                      1e-6,
+                  "%s causal=%d head %d: padding changed real outputs",
+                  var == SOFTMAX ? "softmax" : "linear", causal, h);
+    for (size_t i = (size_t)H * LP * dv; i < out_size(&big); i++)
+        cr_expect(isfinite(b[i]), "batch 1 (no padding) output %zu is %g", i, (double)b[i]);
+    free(a);
+    free(b);
+    big.lengths = NULL;
+    drop(&small);
+    drop(&big);
+}
+
+Test(softmax, padding_invariance)
+{
+    check_padding(SOFTMAX, 0);
+    check_padding(SOFTMAX, 1);
+}
+
+Test(linear, padding_invariance)
+{
+    check_padding(LINEAR, 0);
+    check_padding(LINEAR, 1);
+    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    check_padding(LINEAR, 1);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* Non-causal and unmasked: permuting the keys (with their values) changes
+ * nothing; permuting the queries permutes the outputs. */
+static void check_permutation(enum variant var)
+{
+    const int Lq = 40, Lk = 90, dk = 7, dv = 9;
+    problem p = make(1, 1, Lq, Lk, dk, dv, 0, 31);
+    problem x = make(1, 1, Lq, Lk, dk, dv, 0, 31);
+    int qperm[40], kperm[90];
+    for (int i = 0; i < Lq; i++)
+        qperm[i] = (i * 17 + 5) % Lq;
+    for (int j = 0; j < Lk; j++)
+        kperm[j] = (j * 31 + 2) % Lk;
+    for (int i = 0; i < Lq; i++)
+        memcpy(x.q + i * dk, p.q + qperm[i] * dk, dk * sizeof(float));
+    for (int j = 0; j < Lk; j++) {
+        memcpy(x.k + j * dk, p.k + kperm[j] * dk, dk * sizeof(float));
+        memcpy(x.v + j * dv, p.v + kperm[j] * dv, dv * sizeof(float));
+    }
+    float *a = run_new(var, &p), *b = run_new(var, &x);
+    for (int i = 0; i < Lq; i++)
+        cr_expect(max_diff(b + i * dv, a + qperm[i] * dv, dv) <= 1e-5, "query %d", i);
+    free(a);
+    free(b);
+    drop(&p);
+    drop(&x);
+}
+
+Test(softmax, permutation_equivariance)
+{
+    check_permutation(SOFTMAX);
+}
+
+Test(linear, permutation_equivariance)
+{
+    check_permutation(LINEAR);
+}
+
+/* Rows with no visible key output exact zeros, never NaN: every key padded,
+ * and causal with more queries than keys (the first Lq - Lk see nothing). */
+static void check_all_masked(enum variant var, float eps)
+{
+    problem p = make(2, 3, 20, 20, 5, 4, 1, 41);
+    p.eps = eps;
+    int lengths[2] = {0, 20};
+    p.lengths = lengths;
+    float *out = run_new(var, &p);
+    for (size_t i = 0; i < 3 * 20 * 4; i++)
+        cr_expect(out[i] == 0.0f, "batch 0 (length 0) element %zu is %g", i, (double)out[i]);
+    for (size_t i = 3 * 20 * 4; i < out_size(&p); i++)
+        cr_expect(isfinite(out[i]));
+    p.lengths = NULL;
+    free(out);
+    drop(&p);
+
+    problem c = make(1, 2, 30, 12, 5, 4, 1, 43); /* off = -18 */
+    c.eps = eps;
+    out = run_new(var, &c);
+    double *ref = reference(var, &c);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 30; i++)
+            for (int j = 0; j < 4; j++) {
+                float o = out[(h * 30 + i) * 4 + j];
+                if (i < 18)
+                    cr_expect(o == 0.0f, "row %d sees no key but outputs %g", i, (double)o);
+                else
+                    cr_expect(fabs(o - ref[(h * 30 + i) * 4 + j]) < 1e-5);
+            }
+    free(out);
+    free(ref);
+    drop(&c);
+}
+
+Test(softmax, rows_with_no_key_are_zero)
+{
+    check_all_masked(SOFTMAX, 1e-6f);
+}
+
+Test(linear, rows_with_no_key_are_zero)
+{
+    check_all_masked(LINEAR, 1e-6f);
+    check_all_masked(LINEAR, 0.0f);
+    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    check_all_masked(LINEAR, 0.0f);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+Test(linear, outputs_bounded_by_values)
+{
+    problem p = make(2, 2, 130, 130, 16, 8, 1, 51);
+    for (size_t i = 0; i < (size_t)2 * 2 * 130 * 16; i++) { /* wide range of phi */
+        p.q[i] *= 4;
+        p.k[i] *= 4;
+    }
+    double vmax = 0;
+    for (size_t i = 0; i < (size_t)2 * 2 * 130 * 8; i++)
+        vmax = fabs(p.v[i]) > vmax ? fabs(p.v[i]) : vmax;
+    for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+        linattn_linear_force_mode((linattn_linear_mode)mode);
+        for (int causal = 0; causal < 2; causal++) {
+            p.causal = causal;
+            float *out = run_new(LINEAR, &p);
+            for (size_t i = 0; i < out_size(&p); i++)
+                cr_expect(fabs(out[i]) <= vmax * (1 + 1e-5), "|out| %g > max|v| %g",
+                          (double)out[i], vmax);
+            free(out);
+        }
+    }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    drop(&p);
+}
+
+Test(softmax, weights_sum_to_one)
+{
+    const int L = 100;
+    problem p = make(1, 2, L, L, 8, L, 1, 61);
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < L; j++)
+            for (int c = 0; c < L; c++)
+                p.v[((size_t)h * L + j) * L + c] = j == c ? 1.0f : 0.0f;
+    for (int causal = 0; causal < 2; causal++) {
+        p.causal = causal;
+        float *out = run_new(SOFTMAX, &p);
+        for (int r = 0; r < 2 * L; r++) {
+            double s = 0;
+            for (int c = 0; c < L; c++) {
+                s += out[(size_t)r * L + c];
+                if (causal && c > r % L)
+                    cr_expect(out[(size_t)r * L + c] == 0.0f, "row %d col %d is masked", r, c);
+            }
+            cr_expect(fabs(s - 1) < 1e-5, "row %d sums to %g", r, s);
+        }
+        free(out);
+    }
+    drop(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prefill then decode                                                       */
+/* ------------------------------------------------------------------------ */
+
+static double rel_err(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        num = d > num || isnan(d) ? d : num;
+        den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
+    }
+    return num / (den > 0 ? den : 1);
+}
+
+/* The state: prefill P tokens then step the rest, against stepping every
+ * token from an empty state, and against the operator. */
+static void check_linear_stream(linattn_linear_mode mode, int threads)
+{
+    const int H = 3, L = 300, P = 200, dk = 16, dv = 12;
+    linattn_linear_force_mode(mode);
+    problem p = make(1, H, L, L, dk, dv, 1, 71);
+    p.threads = threads;
+    float *op = run_new(LINEAR, &p);
+
+    /* (H, L, D) tensors: token t of head h at h*L + t */
+    float *out_a = malloc((size_t)H * L * dv * sizeof(float));
+    float *out_b = malloc((size_t)H * L * dv * sizeof(float));
+    float qt[3 * 16], kt[3 * 16], vt[3 * 12], ot[3 * 12];
+    linattn_linear_state *a, *b;
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, &a), LINATTN_OK);
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, &b), LINATTN_OK);
+    linattn_layout lay[4] = {{0, (size_t)L * dk, dk}, {0, (size_t)L * dk, dk},
+                             {0, (size_t)L * dv, dv}, {0, (size_t)L * dv, dv}};
+    cr_assert_eq(linattn_linear_prefill_strided(a, p.q, p.k, p.v, P, out_a, lay, threads),
+                 LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(linattn_linear_state_tokens(a), (uint64_t)P);
+    for (int t = 0; t < L; t++) {
+        for (int h = 0; h < H; h++) {
+            memcpy(qt + h * dk, p.q + ((size_t)h * L + t) * dk, dk * sizeof(float));
+            memcpy(kt + h * dk, p.k + ((size_t)h * L + t) * dk, dk * sizeof(float));
+            memcpy(vt + h * dv, p.v + ((size_t)h * L + t) * dv, dv * sizeof(float));
+        }
+        cr_assert_eq(linattn_linear_step(b, qt, kt, vt, ot), LINATTN_OK);
+        for (int h = 0; h < H; h++)
+            memcpy(out_b + ((size_t)h * L + t) * dv, ot + h * dv, dv * sizeof(float));
+        if (t >= P) {
+            cr_assert_eq(linattn_linear_step(a, qt, kt, vt, ot), LINATTN_OK);
+            for (int h = 0; h < H; h++)
+                memcpy(out_a + ((size_t)h * L + t) * dv, ot + h * dv, dv * sizeof(float));
+        }
+    }
+    cr_expect_eq(linattn_linear_state_tokens(a), (uint64_t)L);
+    cr_expect_eq(linattn_linear_state_tokens(b), (uint64_t)L);
+    double e1 = rel_err(out_a, out_b, (size_t)H * L * dv);
+    double e2 = rel_err(op, out_b, (size_t)H * L * dv);
+    double e3 = rel_err(linattn_linear_state_S(a, 2), linattn_linear_state_S(b, 2),
+                        (size_t)dk * dv);
+    cr_expect(e1 <= 1e-5, "mode %d threads %d: prefill+step vs steps: %g", mode, threads, e1);
+    cr_expect(e2 <= 1e-5, "mode %d threads %d: operator vs steps: %g", mode, threads, e2);
+    cr_expect(e3 <= 1e-5, "mode %d threads %d: final S: %g", mode, threads, e3);
+    if (mode == LINATTN_LINEAR_RECURRENT && threads == 1)
+        cr_expect(e1 == 0, "the recurrent prefill is the step, bit for bit (%g)", e1);
+    linattn_linear_state_free(a);
+    linattn_linear_state_free(b);
+    free(out_a);
+    free(out_b);
+    free(op);
+    drop(&p);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+Test(linear, prefill_then_step_equals_steps)
+{
+    check_linear_stream(LINATTN_LINEAR_AUTO, 1);
+    check_linear_stream(LINATTN_LINEAR_RECURRENT, 1);
+    check_linear_stream(LINATTN_LINEAR_CHUNKED, 1);
+    check_linear_stream(LINATTN_LINEAR_RECURRENT, 2);
+    check_linear_stream(LINATTN_LINEAR_CHUNKED, 2);
+}
+
+/* Softmax decode: the cache is a K/V prefix; one query against the first
+ * t+1 keys (strided views into the same buffers) equals row t of the full
+ * causal call. */
+Test(softmax, prefill_then_step_equals_steps)
+{
+    const int H = 2, L = 150, dk = 16, dv = 12;
+    problem p = make(1, H, L, L, dk, dv, 1, 81);
+    float *full = run_new(SOFTMAX, &p);
+    float out[2 * 12];
+    for (int t = 0; t < L; t++) {
+        linattn_attention_desc d;
+        linattn_attention_desc_init(&d);
+        d.batch = 1, d.heads = H, d.len_q = 1, d.len_k = t + 1, d.d_k = dk, d.d_v = dv;
+        d.causal = 1;
+        d.q = (linattn_layout){0, (size_t)L * dk, dk};
+        d.k = (linattn_layout){0, (size_t)L * dk, dk};
+        d.v = (linattn_layout){0, (size_t)L * dv, dv};
+        d.out = (linattn_layout){0, dv, dv};
+        d.threads = 1;
+        cr_assert_eq(linattn_attention_softmax(&d, p.q + (size_t)t * dk, p.k, p.v, out),
+                     LINATTN_OK, "%s", linattn_last_error());
+        for (int h = 0; h < H; h++)
+            cr_expect(rel_err(out + h * dv, full + ((size_t)h * L + t) * dv, dv) <= 1e-5,
+                      "t=%d head %d", t, h);
+    }
+    free(full);
+    drop(&p);
+}
+
+Test(linear, chunked_equals_recurrent)
+{
+    const int shapes[][6] = {
+        /* B, H, Lq, Lk, dk, dv */
+        {1, 1, 1, 1, 1, 1},     {1, 2, 63, 63, 3, 5},    {2, 3, 64, 64, 8, 8},
+        {1, 1, 65, 65, 64, 64}, {1, 2, 200, 300, 17, 9}, {1, 2, 300, 200, 9, 17},
+        {1, 1, 1000, 1000, 32, 32},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int *x = shapes[s];
+        problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], 1, 90 + s);
+        linattn_linear_force_mode(LINATTN_LINEAR_RECURRENT);
+        float *a = run_new(LINEAR, &p);
+        linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+        float *b = run_new(LINEAR, &p);
+        double e = rel_err(b, a, out_size(&p));
+        cr_expect(e <= 1e-5, "shape %zu: chunked vs recurrent %g", s, e);
+        free(a);
+        free(b);
+        drop(&p);
+    }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ISAs, threads, shapes                                                     */
+/* ------------------------------------------------------------------------ */
+
+Test(attention, every_isa_agrees)
+{
+    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
+    int n = 1;
+    unsigned f = linattn_cpu_features();
+    if (f & LINATTN_CPU_AVX2)
+        isas[n++] = LINATTN_ISA_AVX2;
+    if (f & LINATTN_CPU_NEON)
+        isas[n++] = LINATTN_ISA_NEON;
+    problem p = make(2, 3, 130, 150, 33, 20, 1, 101);
+    int lengths[2] = {150, 97};
+    p.lengths = lengths;
+    for (int var = SOFTMAX; var <= LINEAR; var++) {
+        double *ref = reference((enum variant)var, &p);
+        for (int i = 0; i < n; i++) {
+            if (linattn_set_isa(isas[i]) != LINATTN_OK)
+                continue; /* the CPU has it but this build does not */
+            for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+                linattn_linear_force_mode((linattn_linear_mode)mode);
+                float *out = run_new((enum variant)var, &p);
+                double e = max_err_ref(&p, out, ref);
+                cr_expect(e <= 1e-5, "%s isa %s mode %d: max error %g",
+                          var == SOFTMAX ? "softmax" : "linear", linattn_isa_name(isas[i]), mode,
+                          e);
+                free(out);
+            }
+        }
+        free(ref);
+    }
+    p.lengths = NULL;
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    drop(&p);
+}
+
+/* 1 and 2 threads, with fewer heads than threads (split by query blocks,
+ * and for linear by segments) and with more. */
+Test(attention, one_and_two_threads_agree)
+{
+    const int shapes[][5] = {{1, 1, 1500, 1500, 32}, {1, 3, 700, 700, 16}, {2, 1, 600, 900, 24}};
+    for (size_t s = 0; s < 3; s++)
+        for (int var = SOFTMAX; var <= LINEAR; var++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int *x = shapes[s];
+                problem p = make(x[0], x[1], x[2], x[3], x[4], x[4], causal, 111 + s);
+                p.threads = 1;
+                float *a = run_new((enum variant)var, &p);
+                p.threads = 2;
+                float *b = run_new((enum variant)var, &p);
+                double e = rel_err(b, a, out_size(&p));
+                if (var == SOFTMAX)
+                    cr_expect(e == 0, "softmax shape %zu causal %d: 1 vs 2 threads %g", s,
+                              causal, e);
+                else
+                    cr_expect(e <= 1e-6, "linear shape %zu causal %d: 1 vs 2 threads %g", s,
+                              causal, e);
+                free(a);
+                free(b);
+                drop(&p);
+            }
+}
+
+Test(attention, tail_shapes_against_reference)
+{
+    const int ds[] = {1, 3, 8, 63, 64, 65, 128};
+    const int Ls[] = {1, 2, 63, 64, 65};
+    for (size_t a = 0; a < sizeof ds / sizeof ds[0]; a++)
+        for (size_t b = 0; b < sizeof Ls / sizeof Ls[0]; b++)
+            for (int var = SOFTMAX; var <= LINEAR; var++) {
+                int d = ds[a], L = Ls[b];
+                problem p = make(1, 2, L, L, d, d, (int)(a + b) % 2, 200 + a * 10 + b);
+                check_against_reference((enum variant)var, &p, 2e-5);
+                drop(&p);
+            }
+    /* long sequences, Lq != Lk both ways, d_v != d_k, B*H < threads */
+    const int big[][7] = {
+        /* B, H, Lq, Lk, dk, dv, threads */
+        {1, 1, 1000, 1000, 64, 64, 2}, {1, 1, 1000, 1000, 3, 65, 2}, {1, 2, 65, 1000, 63, 8, 2},
+        {2, 1, 1000, 63, 8, 128, 2},   {1, 1, 1, 1000, 128, 1, 1},   {3, 1, 100, 130, 1, 3, 4},
+    };
+    for (size_t s = 0; s < sizeof big / sizeof big[0]; s++)
+        for (int var = SOFTMAX; var <= LINEAR; var++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int *x = big[s];
+                problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], causal, 300 + s);
+                p.threads = x[6];
+                int lengths[3] = {x[3], x[3] * 2 / 3, 1};
+                if (x[0] > 1)
+                    p.lengths = lengths;
+                check_against_reference((enum variant)var, &p, 2e-5);
+                p.lengths = NULL;
+                drop(&p);
+            }
+}
+
+/* Head views of an (L, H*D) buffer, a caller's workspace, and keys shared
+ * by every head (stride 0) give the dense results. */
+Test(attention, strided_views_and_workspace)
+{
+    const int H = 3, L = 70, D = 8;
+    problem p = make(1, H, L, L, D, D, 1, 401);
+    float *q2 = malloc((size_t)H * L * D * sizeof(float)), *k2 = malloc((size_t)H * L * D * 4),
+          *v2 = malloc((size_t)H * L * D * 4), *o2 = malloc((size_t)H * L * D * 4);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < L; i++)
+            for (int c = 0; c < D; c++) {
+                size_t dense = ((size_t)h * L + i) * D + c, view = ((size_t)i * H + h) * D + c;
+                q2[view] = p.q[dense];
+                k2[view] = p.k[dense];
+                v2[view] = p.v[dense];
+            }
+    for (int var = SOFTMAX; var <= LINEAR; var++) {
+        float *dense = run_new((enum variant)var, &p);
+        linattn_attention_desc d = desc_of(&p);
+        linattn_layout view = {0, D, (size_t)H * D};
+        d.q = d.k = d.v = d.out = view;
+        size_t bytes = var == SOFTMAX ? linattn_attention_softmax_workspace(&d)
+                                      : linattn_attention_linear_workspace(&d);
+        cr_assert(bytes > 0);
+        d.workspace = malloc(bytes);
+        d.workspace_bytes = bytes;
+        linattn_status st = var == SOFTMAX ? linattn_attention_softmax(&d, q2, k2, v2, o2)
+                                           : linattn_attention_linear(&d, q2, k2, v2, o2);
+        cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < L; i++)
+                cr_expect(max_diff(o2 + ((size_t)i * H + h) * D, dense + ((size_t)h * L + i) * D,
+                                   D) == 0);
+        d.workspace_bytes = bytes - 1;
+        st = var == SOFTMAX ? linattn_attention_softmax(&d, q2, k2, v2, o2)
+                            : linattn_attention_linear(&d, q2, k2, v2, o2);
+        cr_expect_eq(st, LINATTN_ERR_INVALID, "a workspace too small is refused");
+        free(d.workspace);
+
+        /* every head reads head 0's keys and values */
+        linattn_attention_desc g = desc_of(&p);
+        g.k = g.v = (linattn_layout){0, 0, D};
+        problem x = p;
+        x.k = malloc((size_t)H * L * D * 4);
+        x.v = malloc((size_t)H * L * D * 4);
+        for (int h = 0; h < H; h++) {
+            memcpy(x.k + (size_t)h * L * D, p.k, (size_t)L * D * 4);
+            memcpy(x.v + (size_t)h * L * D, p.v, (size_t)L * D * 4);
+        }
+        float *want = run_new((enum variant)var, &x);
+        st = var == SOFTMAX ? linattn_attention_softmax(&g, p.q, p.k, p.v, o2)
+                            : linattn_attention_linear(&g, p.q, p.k, p.v, o2);
+        cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+        cr_expect(max_diff(o2, want, (size_t)H * L * D) == 0);
+        free(want);
+        free(x.k);
+        free(x.v);
+        free(dense);
+    }
+    free(q2);
+    free(k2);
+    free(v2);
+    free(o2);
+    drop(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void expect_invalid(const linattn_attention_desc *d, const float *q, const float *k,
+                           const float *v, float *out, const char *what)
+{
+    for (int var = SOFTMAX; var <= LINEAR; var++) {
+        linattn_status st = var == SOFTMAX ? linattn_attention_softmax(d, q, k, v, out)
+                                           : linattn_attention_linear(d, q, k, v, out);
+        cr_expect_eq(st, LINATTN_ERR_INVALID, "%s: %s gave %d", what,
+                     var == SOFTMAX ? "softmax" : "linear", st);
+        cr_expect(linattn_last_error()[0] != '\0', "%s: no message", what);
+    }
+}
+
+Test(attention, bad_descriptors)
+{
+    float buf[4096] = {0};
+    int lengths[2] = {4, 4};
+    linattn_attention_desc good;
+    linattn_attention_desc_init(&good);
+    good.batch = 2, good.heads = 2, good.len_q = 4, good.len_k = 4, good.d_k = 8, good.d_v = 8;
+    good.lengths = lengths;
+    cr_assert_eq(linattn_attention_softmax(&good, buf, buf, buf, buf + 2048), LINATTN_OK);
+    cr_assert_eq(linattn_attention_linear(&good, buf, buf, buf, buf + 2048), LINATTN_OK);
+
+    expect_invalid(NULL, buf, buf, buf, buf + 2048, "NULL desc");
+    int *fields[] = {&good.batch, &good.heads, &good.len_q, &good.len_k, &good.d_k, &good.d_v};
+    for (size_t i = 0; i < 6; i++)
+        for (int bad = -1; bad <= 0; bad++) {
+            linattn_attention_desc d = good;
+            int *f = (int *)((char *)&d + ((char *)fields[i] - (char *)&good));
+            *f = bad;
+            expect_invalid(&d, buf, buf, buf, buf + 2048, "non-positive dim");
+        }
+    expect_invalid(&good, NULL, buf, buf, buf, "NULL q");
+    expect_invalid(&good, buf, NULL, buf, buf, "NULL k");
+    expect_invalid(&good, buf, buf, NULL, buf, "NULL v");
+    expect_invalid(&good, buf, buf, buf, NULL, "NULL out");
+    int badlen[2][2] = {{4, 5}, {-1, 4}};
+    for (int i = 0; i < 2; i++) {
+        linattn_attention_desc d = good;
+        d.lengths = badlen[i];
+        expect_invalid(&d, buf, buf, buf, buf + 2048, "length out of range");
+    }
+    linattn_attention_desc d = good;
+    d.threads = -1;
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "negative threads");
+    d = good;
+    d.scale = NAN;
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "NaN scale");
+    d = good;
+    d.eps = -1;
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "negative eps");
+    d = good;
+    d.k = (linattn_layout){64, 32, 7};
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "k row stride < d_k");
+    d = good;
+    d.out = (linattn_layout){64, 8, 8};
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "overlapping out heads");
+    d = good;
+    d.out = (linattn_layout){0, 32, 8};
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "out batches alias");
+    d = good;
+    d.workspace = buf;
+    d.workspace_bytes = 16;
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "workspace too small");
+}
+
+Test(linear, state_errors_and_accessors)
+{
+    linattn_linear_state *s = NULL;
+    cr_expect_eq(linattn_linear_state_create(0, 4, 4, 1e-6f, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, -1, 1e-6f, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, -1.0f, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, NAN, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, NULL), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_linear_state_create(2, 4, 3, 1e-6f, &s), LINATTN_OK);
+    cr_expect_eq(linattn_linear_state_bytes(s), 2 * (4 * 3 + 4) * sizeof(float));
+    cr_expect_null(linattn_linear_state_S(s, 2));
+    cr_expect_null(linattn_linear_state_z(s, -1));
+    float x[64] = {0};
+    cr_expect_eq(linattn_linear_step(s, NULL, x, x, x), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_prefill(s, x, x, x, -1, x), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_prefill(NULL, x, x, x, 1, x), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_prefill(s, x, x, x, 0, x), LINATTN_OK);
+    linattn_layout bad[4] = {{0, 0, 4}, {0, 0, 2}, {0, 0, 3}, {0, 0, 3}};
+    cr_expect_eq(linattn_linear_prefill_strided(s, x, x, x, 2, x, bad, 1), LINATTN_ERR_INVALID);
+    cr_expect(linattn_last_error()[0] != '\0');
+    cr_expect_eq(linattn_linear_step(s, x, x, x, x), LINATTN_OK);
+    cr_expect_eq(linattn_linear_state_tokens(s), 1);
+    cr_expect_gt(linattn_linear_state_z(s, 1)[0], 0.0f);
+    linattn_linear_state_set_tokens(s, 77);
+    cr_expect_eq(linattn_linear_state_tokens(s), 77);
+    linattn_linear_state_reset(s);
+    cr_expect_eq(linattn_linear_state_tokens(s), 0);
+    cr_expect_eq(linattn_linear_state_z(s, 1)[0], 0.0f);
+    linattn_linear_state_free(s);
+    linattn_linear_state_free(NULL);
+}

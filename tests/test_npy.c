@@ -1,0 +1,225 @@
+/* test_npy.c: .npy round trips, v1/v2 and <f8 input, and every malformed header refused with a message. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "linattn.h"
+#include "../engine/npy.h"
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    strcpy(dir, "/tmp/linattn-npy-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int count_files(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+TestSuite(npy, .init = make_dir, .fini = remove_dir);
+
+/* A file built by hand: magic, version, header (padded to 64 with '\n'),
+ * then data bytes. */
+static size_t build(unsigned char *buf, int major, const char *dict, const void *data,
+                    size_t data_bytes)
+{
+    size_t pre = major == 1 ? 10 : 12, n = strlen(dict);
+    size_t total = (pre + n + 1 + 63) / 64 * 64, hlen = total - pre;
+    memcpy(buf, "\x93NUMPY", 6);
+    buf[6] = (unsigned char)major;
+    buf[7] = 0;
+    buf[8] = (unsigned char)hlen;
+    buf[9] = (unsigned char)(hlen >> 8);
+    if (major == 2)
+        buf[10] = buf[11] = 0;
+    memcpy(buf + pre, dict, n);
+    memset(buf + pre + n, ' ', total - pre - n - 1);
+    buf[total - 1] = '\n';
+    memcpy(buf + total, data, data_bytes);
+    return total + data_bytes;
+}
+
+Test(npy, round_trip)
+{
+    const size_t shapes[][4] = {{2, 3, 4, 5}, {1, 1, 1, 1}, {7, 0, 0, 0}};
+    const int ndims[] = {4, 4, 1};
+    for (int s = 0; s < 3; s++) {
+        size_t n = 1;
+        for (int i = 0; i < ndims[s]; i++)
+            n *= shapes[s][i];
+        float *x = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)i * 0.37f - 5.0f;
+        char path[256];
+        snprintf(path, sizeof path, "%s/a%d.npy", dir, s);
+        cr_assert_eq(linattn_npy_write(path, x, ndims[s], shapes[s]), LINATTN_OK, "%s",
+                     linattn_last_error());
+        linattn_npy a;
+        cr_assert_eq(linattn_npy_read(path, &a), LINATTN_OK, "%s", linattn_last_error());
+        cr_expect_eq(a.ndim, ndims[s]);
+        for (int i = 0; i < ndims[s]; i++)
+            cr_expect_eq(a.shape[i], shapes[s][i]);
+        cr_expect_eq(a.count, n);
+        cr_expect(!memcmp(a.data, x, n * sizeof(float)));
+        linattn_npy_free(&a);
+        free(x);
+    }
+    cr_expect_eq(count_files(), 3, "no temporary files are left behind");
+}
+
+Test(npy, header_is_numpy_v1)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/h.npy", dir);
+    size_t shape[1] = {3};
+    float x[3] = {1, 2, 3};
+    cr_assert_eq(linattn_npy_write(path, x, 1, shape), LINATTN_OK);
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[256];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    /* 10 + 58 + '\n' bytes, padded with spaces to 128 */
+    cr_assert_eq(n, 128 + 12);
+    cr_expect(!memcmp(buf, "\x93NUMPY\x01\x00", 8));
+    cr_expect_eq(buf[8] | buf[9] << 8, 128 - 10);
+    cr_expect_eq(buf[127], '\n');
+    cr_expect_eq(buf[126], ' ');
+    const char *want = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+    cr_expect(!memcmp(buf + 10, want, strlen(want)));
+    cr_expect(!memcmp(buf + 128, x, 12));
+}
+
+Test(npy, reads_v2_and_f8)
+{
+    unsigned char buf[512];
+    double d[6] = {1.5, -2.25, 3, 4, 1e-3, 1e30};
+    size_t n = build(buf, 2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", d,
+                     sizeof d);
+    linattn_npy a;
+    cr_assert_eq(linattn_npy_parse(buf, n, "mem", &a), LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(a.ndim, 2);
+    cr_expect_eq(a.shape[0], 2);
+    cr_expect_eq(a.shape[1], 3);
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(a.data[i], (float)d[i]);
+    linattn_npy_free(&a);
+
+    /* key order and spacing as other writers produce them; 0-d */
+    float one = 7;
+    n = build(buf, 1, "{\"shape\":(),\"fortran_order\":False,\"descr\":\"<f4\"}", &one, 4);
+    cr_assert_eq(linattn_npy_parse(buf, n, "mem", &a), LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(a.ndim, 0);
+    cr_expect_eq(a.count, 1);
+    cr_expect_eq(a.data[0], 7);
+    linattn_npy_free(&a);
+}
+
+static void expect_bad(const unsigned char *buf, size_t n, const char *what, const char *needle)
+{
+    linattn_npy a;
+    linattn_status st = linattn_npy_parse(buf, n, "bad.npy", &a);
+    cr_expect_eq(st, LINATTN_ERR_FORMAT, "%s: status %d", what, st);
+    cr_expect_null(a.data, "%s", what);
+    const char *msg = linattn_last_error();
+    cr_expect(strstr(msg, "bad.npy") != NULL, "%s: message '%s' names the file", what, msg);
+    if (needle)
+        cr_expect(strstr(msg, needle) != NULL, "%s: message '%s' lacks '%s'", what, msg, needle);
+}
+
+Test(npy, malformed_headers)
+{
+    unsigned char buf[512];
+    float x[4] = {0};
+    size_t n;
+    static const char good[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+    n = build(buf, 1, good, x, sizeof x);
+    linattn_npy a;
+    cr_assert_eq(linattn_npy_parse(buf, n, "ok", &a), LINATTN_OK);
+    linattn_npy_free(&a);
+
+    expect_bad(buf, 5, "too short", "magic");
+    buf[0] = 'X';
+    expect_bad(buf, n, "bad magic", "magic");
+    n = build(buf, 3, good, x, sizeof x);
+    expect_bad(buf, n, "version 3", "version");
+    n = build(buf, 1, good, x, sizeof x);
+    expect_bad(buf, 40, "truncated header", "truncated");
+    expect_bad(buf, n - 1, "data too short", "data");
+    n = build(buf, 1, good, x, sizeof x + 0);
+    buf[n] = 0;
+    expect_bad(buf, n + 1, "data too long", "data");
+
+    static const struct { const char *dict, *needle, *what; } cases[] = {
+        {"{'descr': '<f4', 'fortran_order': True, 'shape': (4,), }", "fortran", "fortran order"},
+        {"{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", "<i4", "int dtype"},
+        {"{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", ">f4", "big-endian"},
+        {"{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", "<f2", "half"},
+        {"{'fortran_order': False, 'shape': (4,), }", "descr", "no descr"},
+        {"{'descr': '<f4', 'shape': (4,), }", "fortran_order", "no order"},
+        {"{'descr': '<f4', 'fortran_order': False, }", "shape", "no shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'x': 1}", "'x'", "extra key"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, x), }", "shape", "bad shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", "shape", "negative dim"},
+        {"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (4,), }", "fortran", "bad bool"},
+        {"['descr', '<f4']", "dict", "not a dict"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,)", NULL, "unclosed"},
+        {"{'descr': '<f4' 'fortran_order': False, 'shape': (4,)}", NULL, "no comma"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }",
+         "shape", "huge dim"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }",
+         NULL, "overflowing count"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        n = build(buf, 1, cases[i].dict, x, sizeof x);
+        expect_bad(buf, n, cases[i].what, cases[i].needle);
+    }
+}
+
+Test(npy, file_errors)
+{
+    char path[256];
+    linattn_npy a;
+    snprintf(path, sizeof path, "%s/missing.npy", dir);
+    cr_expect_eq(linattn_npy_read(path, &a), LINATTN_ERR_IO);
+    cr_expect(strstr(linattn_last_error(), "missing.npy") != NULL);
+
+    snprintf(path, sizeof path, "%s/empty.npy", dir);
+    FILE *f = fopen(path, "wb");
+    fclose(f);
+    cr_expect_eq(linattn_npy_read(path, &a), LINATTN_ERR_FORMAT);
+
+    snprintf(path, sizeof path, "%s/no/such/dir/out.npy", dir);
+    size_t shape[1] = {1};
+    float x = 1;
+    cr_expect_eq(linattn_npy_write(path, &x, 1, shape), LINATTN_ERR_IO);
+    cr_expect(linattn_last_error()[0] != '\0');
+    cr_expect_eq(count_files(), 1, "only empty.npy: a failed write leaves nothing");
+}
