@@ -242,6 +242,117 @@ static int bench_linear_step(const workload *w, int threads, const options *o, r
     return 0;
 }
 
+/* ---- whole models: the issue-4 shape with random weights ----------------- */
+
+/* d_model 512, 8 layers, 8 heads, d_ff 2048, vocab 256 (configs/bench-*.ini),
+ * made once per variant; max_seq_len leaves room for decoding after 16k. */
+static linattn_model *bench_model(int linear)
+{
+    static linattn_model *cache[2];
+    if (cache[linear])
+        return cache[linear];
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:1");
+    c.vocab_size = 256, c.d_model = 512, c.n_heads = 8, c.n_layers = 8, c.d_ff = 2048;
+    c.max_seq_len = 16384 + 256;
+    c.attention = linear ? LINATTN_ATTN_LINEAR : LINATTN_ATTN_SOFTMAX;
+    if (linattn_model_from_config(&c, &cache[linear]) != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        return NULL;
+    }
+    return cache[linear];
+}
+
+/* Prefill w->ctx tokens from empty (timed once: long runs vary little),
+ * then for decode rows time single-token steps and take the median. */
+static int run_model(const workload *w, int threads, const options *o, result *r, int linear,
+                     int decode)
+{
+    linattn_model *m = bench_model(linear);
+    linattn_session *s;
+    if (!m || linattn_session_new(m, &s) != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        return -1;
+    }
+    linattn_session_set_threads(s, threads);
+    int n = (int)w->ctx;
+    int *tokens = malloc((size_t)n * sizeof *tokens);
+    float *logits = malloc(256 * sizeof *logits);
+    int rc = -1;
+    if (!tokens || !logits)
+        goto out;
+    for (int i = 0; i < n; i++)
+        tokens[i] = (i * 7919 + 13) & 255;
+    /* warm-up: thread pool, page faults of the weights */
+    if (linattn_session_feed(s, tokens, 8, logits) != LINATTN_OK)
+        goto out;
+    linattn_session_reset(s);
+    double t0 = now();
+    if (linattn_session_feed(s, tokens, n, logits) != LINATTN_OK)
+        goto out;
+    double prefill = now() - t0;
+    if (!decode) {
+        r->seconds = prefill;
+        r->runs = 1;
+        r->rate = n / prefill;
+        r->unit = "tok/s";
+    } else {
+        double t[64];
+        int steps = o->quick ? 8 : 32;
+        for (int i = 0; i < steps; i++) {
+            int tok = tokens[i % n];
+            double a = now();
+            if (linattn_session_feed(s, &tok, 1, logits) != LINATTN_OK)
+                goto out;
+            t[i] = now() - a;
+        }
+        qsort(t, (size_t)steps, sizeof t[0], cmp_double);
+        r->seconds = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
+        r->runs = steps;
+        r->rate = 1.0 / r->seconds;
+        r->unit = "tok/s";
+    }
+    r->peak_pct = -1;
+    snprintf(r->note, sizeof r->note, "%s %zu B/stream", linear ? "state" : "kv-cache",
+             linattn_session_state_bytes(s));
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+    linattn_session_free(s);
+    free(tokens);
+    free(logits);
+    return rc;
+}
+
+static int bench_model_linear_prefill(const workload *w, int t, const options *o, result *r)
+{
+    return run_model(w, t, o, r, 1, 0);
+}
+static int bench_model_linear_decode(const workload *w, int t, const options *o, result *r)
+{
+    return run_model(w, t, o, r, 1, 1);
+}
+static int bench_model_softmax_prefill(const workload *w, int t, const options *o, result *r)
+{
+    return run_model(w, t, o, r, 0, 0);
+}
+static int bench_model_softmax_decode(const workload *w, int t, const options *o, result *r)
+{
+    return run_model(w, t, o, r, 0, 1);
+}
+
+#define MODEL_ROWS(ctx, label)                                                                  \
+    {"model-linear-prefill-" label, "d512 L8 H8 ff2048 model, linear, prefill " label " tokens", \
+     bench_model_linear_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                      \
+    {"model-linear-decode-" label, "same, linear, decode after " label " tokens",                \
+     bench_model_linear_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                       \
+    {"model-softmax-prefill-" label, "same, softmax, prefill " label " tokens",                  \
+     bench_model_softmax_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                     \
+    {"model-softmax-decode-" label, "same, softmax, decode after " label " tokens",              \
+     bench_model_softmax_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1}
+
 #define H8 8
 static const workload workloads[] = {
     {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", bench_softmax_prefill,
@@ -276,6 +387,9 @@ static const workload workloads[] = {
      bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0},
     {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)",
      bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+    MODEL_ROWS(1024, "1k"),
+    MODEL_ROWS(4096, "4k"),
+    MODEL_ROWS(16384, "16k"),
 };
 #define N_WORKLOADS (sizeof workloads / sizeof workloads[0])
 
@@ -295,8 +409,10 @@ static void format_time(char *buf, size_t n, double s)
 
 static void format_rate(char *buf, size_t n, const result *r)
 {
-    if (!strcmp(r->unit, "tok/s"))
+    if (!strcmp(r->unit, "tok/s") && r->rate >= 1e4)
         snprintf(buf, n, "%.0fk tok/s", r->rate * 1e-3);
+    else if (!strcmp(r->unit, "tok/s"))
+        snprintf(buf, n, "%.1f tok/s", r->rate);
     else if (!strcmp(r->unit, "GFLOP/s"))
         snprintf(buf, n, "%.1f GFLOP/s (%.0f%%)", r->rate, r->peak_pct);
     else

@@ -272,6 +272,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
 {
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
+    (void)threads; /* used by the pragmas only */
     if (n == 1) {
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && out >= 256)
         for (int j = 0; j < blocks; j++) {
@@ -374,6 +375,7 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
     const linattn_model *m = w->m;
     int d = m->d, dh = m->dh, H = m->h, T = w->threads;
     int failed = 0;
+    (void)T; /* used by the pragmas only */
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         float eps = m->cfg.eps;
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n * H > 1)

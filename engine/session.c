@@ -216,6 +216,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         if (st != LINATTN_OK || !logits)
             continue;
         int T = w->threads;
+        (void)T; /* used by the pragma only */
 #pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && c > 1)
         for (int i = 0; i < c; i++)
             if (logits[g + i])
