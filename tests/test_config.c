@@ -1,6 +1,5 @@
 /* test_config.c: INI configs: every field, path resolution, comments, and each kind of error. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,43 +7,15 @@
 #include <unistd.h>
 
 #include "linattn.h"
+#include "testutil.h"
 
-static char dir[256];
+TestSuite(config, .init = tu_make_dir, .fini = tu_remove_dir);
 
-static void make_dir(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/linattn-config-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            remove(path);
-        }
-    closedir(d);
-    rmdir(dir);
-}
-
-TestSuite(config, .init = make_dir, .fini = remove_dir);
-
-/* Writes text to dir/name and returns the path (static buffer). */
+/* Writes text to name in the test's folder and returns the path. */
 static const char *write_config(const char *name, const char *text)
 {
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    const char *path = tu_path(name);
+    tu_write_text(path, text);
     return path;
 }
 
@@ -118,7 +89,7 @@ Test(config, every_field)
     char want[600];
     cr_assert_str_eq(cfg.path, path);
     cr_assert(linattn_config_has_model(&cfg));
-    snprintf(want, sizeof want, "%s/models/tiny.safetensors", dir);
+    snprintf(want, sizeof want, "%s/models/tiny.safetensors", tu_dir());
     cr_assert_str_eq(cfg.weights, want);
     cr_assert_eq(cfg.vocab_size, 300);
     cr_assert_eq(cfg.d_model, 64);
@@ -152,12 +123,12 @@ Test(config, every_field)
     cr_assert_eq(cfg.lengths[2], 7);
     cr_assert_eq(cfg.scale, 0.125f);
     cr_assert_eq(cfg.attn_eps, 0.5f);
-    snprintf(want, sizeof want, "%s/q.npy", dir);
+    snprintf(want, sizeof want, "%s/q.npy", tu_dir());
     cr_assert_str_eq(cfg.q, want);
     cr_assert_str_eq(cfg.k, "/abs/k.npy");
-    snprintf(want, sizeof want, "%s/sub/v.npy", dir);
+    snprintf(want, sizeof want, "%s/sub/v.npy", tu_dir());
     cr_assert_str_eq(cfg.v, want);
-    snprintf(want, sizeof want, "%s/out.npy", dir);
+    snprintf(want, sizeof want, "%s/out.npy", tu_dir());
     cr_assert_str_eq(cfg.out, want);
     cr_assert_eq(linattn_config_validate(&cfg), LINATTN_OK);
 }
@@ -277,7 +248,7 @@ Test(config, long_values)
     rel[sizeof rel - 1] = '\0';
     snprintf(text, sizeof text, "[attention]\nq = %s\n", rel);
     cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
-    cr_assert_eq(strlen(cfg.q), strlen(dir) + 1 + strlen(rel));
+    cr_assert_eq(strlen(cfg.q), strlen(tu_dir()) + 1 + strlen(rel));
     cr_assert(strstr(cfg.q, rel));
 }
 
@@ -285,7 +256,7 @@ Test(config, relative_to_cwd)
 {
     write_config("here.ini", "[model]\nweights = w.safetensors\nd_model = 8\nn_heads = 2\n"
                              "n_layers = 1\nd_ff = 8\n");
-    cr_assert_eq(chdir(dir), 0);
+    cr_assert_eq(chdir(tu_dir()), 0);
     cr_assert_eq(linattn_config_load("here.ini", &cfg), LINATTN_OK, "%s", linattn_last_error());
     cr_assert_str_eq(cfg.weights, "w.safetensors");
     cr_assert_str_eq(cfg.path, "here.ini");
@@ -407,20 +378,18 @@ Test(config, missing_required_key)
 
 Test(config, missing_file)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/nope.ini", dir);
+    const char *path = tu_path("nope.ini");
     cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_IO);
     cr_assert(strstr(linattn_last_error(), path), "%s", linattn_last_error());
-    cr_assert_eq(linattn_config_load(dir, &cfg), LINATTN_ERR_IO, "a folder: %s",
+    cr_assert_eq(linattn_config_load(tu_dir(), &cfg), LINATTN_ERR_IO, "a folder: %s",
                  linattn_last_error());
 }
 
 Test(config, not_text)
 {
-    const char *path = write_config("bin.ini", "[runtime]\nthreads = 1\n");
-    FILE *f = fopen(path, "ab");
-    fputc(0, f);
-    fclose(f);
+    static const char text[] = "[runtime]\nthreads = 1\n"; /* its NUL ends the file */
+    const char *path = tu_path("bin.ini");
+    tu_write_file(path, text, sizeof text);
     cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_FORMAT);
     cr_assert(strstr(linattn_last_error(), "bin.ini:3:"), "%s", linattn_last_error());
 }
@@ -487,56 +456,36 @@ Test(config, validate_by_hand)
               linattn_last_error());
 }
 
+static void check_golden_config(const char *path)
+{
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert(linattn_config_has_model(&cfg));
+    cr_assert_eq(access(cfg.weights, R_OK), 0, "%s", cfg.weights);
+}
+
 /* The shipped golden configs load, and their weights exist. */
 Test(config, golden_configs)
 {
-    const char *data = getenv("LINATTN_DATA");
-    if (!data)
-        cr_skip_test("LINATTN_DATA not set");
-    DIR *d = opendir(data);
-    cr_assert_not_null(d);
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 4, ".ini") != 0)
-            continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
-        cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
-        cr_assert(linattn_config_has_model(&cfg));
-        cr_assert_eq(access(cfg.weights, R_OK), 0, "%s", cfg.weights);
-        n++;
-    }
-    closedir(d);
-    cr_assert_gt(n, 0);
-}
-
-static uint32_t rng_state;
-static uint32_t rng(void)
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return rng_state >> 8;
+    tu_each_data_file(".ini", check_golden_config);
 }
 
 /* Mangled configs load or fail with a message; never crash. */
 Test(config, fuzz)
 {
-    const char *iters_env = getenv("LINATTN_FUZZ_ITERS");
-    int iters = iters_env ? atoi(iters_env) : 200;
+    int iters = tu_fuzz_iters();
     static const char specials[] = "[]=:;# \t\n\r,.-+e0123456789xX";
     size_t len = strlen(full_config);
     static char text[8192];
-    rng_state = 777;
+    tu_rng_seed(777);
     int ok = 0;
     for (int iter = 0; iter < iters; iter++) {
         memcpy(text, full_config, len + 1);
         size_t n = len;
-        for (int k = 1 + (int)(rng() % 4); k > 0; k--) {
-            size_t at = rng() % n;
-            switch (rng() % 4) {
-            case 0: text[at] = specials[rng() % (sizeof specials - 1)]; break;
-            case 1: text[at] = (char)(1 + rng() % 255); break;
+        for (int k = 1 + (int)(tu_rng() % 4); k > 0; k--) {
+            size_t at = tu_rng() % n;
+            switch (tu_rng() % 4) {
+            case 0: text[at] = specials[tu_rng() % (sizeof specials - 1)]; break;
+            case 1: text[at] = (char)(1 + tu_rng() % 255); break;
             case 2: n = at; text[n] = '\0'; break;
             case 3: memmove(text + at, text + at + 1, n - at); n--; break;
             }

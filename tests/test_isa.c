@@ -2,12 +2,11 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <string.h>
 
 #include "linattn.h"
 #include "../simd/kernels.h"
+#include "testutil.h"
 
 Test(isa, parse_names_any_case)
 {
@@ -125,79 +124,55 @@ Test(isa, kernel_tables_filled_and_distinct)
     }
 }
 
-/* Runs the CLI; returns its exit status, stdout and stderr in buffers. */
-static int run_cli(const char *env, const char *args, char *out, size_t n_out, char *err,
-                   size_t n_err)
-{
-    const char *exe = getenv("LINATTN_EXE");
-    cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
-    char errpath[] = "/tmp/linattn-test-XXXXXX";
-    int fd = mkstemp(errpath);
-    cr_assert(fd >= 0);
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "env %s '%s' %s 2>'%s'", env, exe, args, errpath);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t got = fread(out, 1, n_out - 1, p);
-    out[got] = '\0';
-    int status = pclose(p);
-    FILE *e = fopen(errpath, "r");
-    got = fread(err, 1, n_err - 1, e);
-    err[got] = '\0';
-    fclose(e);
-    remove(errpath);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
 Test(cli_info, env_scalar_reports_scalar)
 {
-    char out[4096], err[4096];
-    cr_assert_eq(run_cli("LINATTN_ISA=scalar", "info", out, sizeof out, err, sizeof err), 0, "%s", err);
-    cr_assert(strstr(out, "isa: scalar (env LINATTN_ISA)"), "%s", out);
-    cr_assert(strstr(out, "sleef: "), "%s", out);
-    cr_assert(strstr(out, "cpu features: "), "%s", out);
+    setenv("LINATTN_ISA", "scalar", 1);
+    tu_run_result r = tu_run("info", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "isa: scalar (env LINATTN_ISA)"), "%s", r.out);
+    cr_assert(strstr(r.out, "sleef: "), "%s", r.out);
+    cr_assert(strstr(r.out, "cpu features: "), "%s", r.out);
+    tu_run_free(&r);
 }
 
 Test(cli_info, flag_beats_env)
 {
-    char out[4096], err[4096];
-    cr_assert_eq(run_cli("LINATTN_ISA=auto", "info --isa scalar", out, sizeof out, err, sizeof err), 0);
-    cr_assert(strstr(out, "isa: scalar (flag --isa)"), "%s", out);
+    setenv("LINATTN_ISA", "auto", 1);
+    tu_run_result r = tu_run("info", "--isa", "scalar", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "isa: scalar (flag --isa)"), "%s", r.out);
+    tu_run_free(&r);
 }
 
 Test(cli_info, foreign_isa_is_one_error_line)
 {
 #if defined(__x86_64__)
-    const char *env = "LINATTN_ISA=neon";
+    setenv("LINATTN_ISA", "neon", 1);
 #else
-    const char *env = "LINATTN_ISA=avx2";
+    setenv("LINATTN_ISA", "avx2", 1);
 #endif
-    char out[4096], err[4096];
-    int rc = run_cli(env, "info", out, sizeof out, err, sizeof err);
-    cr_assert_neq(rc, 0);
-    cr_assert_eq(count_lines(err), 1, "one line: %s", err);
-    cr_assert(!strncmp(err, "linattn: ", 9), "%s", err);
-    cr_assert(strstr(err, "cannot run here"), "%s", err);
-    cr_assert_eq(out[0], '\0', "nothing on stdout: %s", out);
+    tu_run_result r = tu_run("info", NULL);
+    cr_assert_neq(r.status, 0);
+    cr_assert_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+    cr_assert(!strncmp(r.err, "linattn: ", 9), "%s", r.err);
+    cr_assert(strstr(r.err, "cannot run here"), "%s", r.err);
+    cr_assert_eq(r.out[0], '\0', "nothing on stdout: %s", r.out);
+    tu_run_free(&r);
 }
 
 Test(cli_info, bad_flag_is_one_error_line)
 {
-    char out[4096], err[4096];
-    cr_assert_neq(run_cli("", "info --bogus", out, sizeof out, err, sizeof err), 0);
-    cr_assert_eq(count_lines(err), 1, "%s", err);
-    cr_assert(strstr(err, "--bogus"), "%s", err);
-    cr_assert_neq(run_cli("", "info --isa sse", out, sizeof out, err, sizeof err), 0);
-    cr_assert(strstr(err, "unknown ISA 'sse'"), "%s", err);
-    cr_assert_neq(run_cli("", "frobnicate", out, sizeof out, err, sizeof err), 0);
-    cr_assert(strstr(err, "unknown command 'frobnicate'"), "%s", err);
+    tu_run_result r = tu_run("info", "--bogus", NULL);
+    cr_assert_neq(r.status, 0);
+    cr_assert_eq(tu_count_lines(r.err, r.err_len), 1, "%s", r.err);
+    cr_assert(strstr(r.err, "--bogus"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("info", "--isa", "sse", NULL);
+    cr_assert_neq(r.status, 0);
+    cr_assert(strstr(r.err, "unknown ISA 'sse'"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("frobnicate", NULL);
+    cr_assert_neq(r.status, 0);
+    cr_assert(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+    tu_run_free(&r);
 }

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "linattn.h"
 #include "../engine/npy.h"
+#include "testutil.h"
 
 /* Heap activity: ASan's allocated-bytes counter in sanitizer builds;
  * otherwise every malloc/calloc/realloc of the process is counted here
@@ -40,21 +40,14 @@ void *realloc(void *p, size_t n)
 static size_t heap_in_use(void) { return atomic_load(&allocations); }
 #endif
 
-static const char *data_dir(void)
-{
-    const char *d = getenv("LINATTN_DATA");
-    cr_assert_not_null(d, "LINATTN_DATA must name tests/data");
-    return d;
-}
-
 /* tests/data/NAME.ini, or configs/NAME.ini for the shipped demo models */
 static linattn_model *load(const char *name)
 {
     char path[1024];
     if (!strncmp(name, "kjv-", 4))
-        snprintf(path, sizeof path, "%s/../../configs/%s.ini", data_dir(), name);
+        snprintf(path, sizeof path, "%s/../../configs/%s.ini", tu_data_dir(), name);
     else
-        snprintf(path, sizeof path, "%s/%s.ini", data_dir(), name);
+        snprintf(path, sizeof path, "%s/%s.ini", tu_data_dir(), name);
     linattn_model *m = NULL;
     linattn_status st = linattn_model_load(path, &m);
     cr_assert_eq(st, LINATTN_OK, "%s: %s", path, linattn_last_error());
@@ -65,7 +58,7 @@ static linattn_model *load(const char *name)
 static double *golden(const char *name, const char *suffix, size_t *count, size_t dims[2])
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s.%s.npy", data_dir(), name, suffix);
+    snprintf(path, sizeof path, "%s/%s.%s.npy", tu_data_dir(), name, suffix);
     linattn_npy arr;
     linattn_status st = linattn_npy_read(path, &arr);
     cr_assert_eq(st, LINATTN_OK, "%s: %s", path, linattn_last_error());
@@ -80,6 +73,14 @@ static double *golden(const char *name, const char *suffix, size_t *count, size_
     *count = n;
     linattn_npy_free(&arr);
     return out;
+}
+
+/* A new session on m. */
+static linattn_session *new_session(const linattn_model *m)
+{
+    linattn_session *s;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    return s;
 }
 
 static double max_abs_diff(const float *a, const double *b, size_t n)
@@ -119,8 +120,7 @@ static void check_golden(const char *name, const char *tok_suffix, const char *l
     for (size_t i = 0; i < nt; i++)
         tokens[i] = (int)toks[i];
     float *logits = malloc((size_t)V * sizeof *logits);
-    linattn_session *s;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session *s = new_session(m);
     /* token by token: every row */
     for (size_t t = 0; t < nt; t++) {
         cr_assert_eq(linattn_session_feed(s, &tokens[t], 1, logits), LINATTN_OK, "%s",
@@ -166,6 +166,10 @@ Test(golden, shipped_demo_models_match_pytorch)
 
 /* ---- sessions on random models -------------------------------------------- */
 
+/* State files go to a temporary folder per test. */
+TestSuite(session, .init = tu_make_dir, .fini = tu_remove_dir);
+TestSuite(model, .init = tu_make_dir, .fini = tu_remove_dir);
+
 static linattn_model *random_model(linattn_attention_kind kind, int max_seq_len, int positions)
 {
     linattn_config c;
@@ -209,9 +213,7 @@ static void prefill_equals_steps(linattn_attention_kind kind)
     int tokens[N];
     make_tokens(tokens, N, 3);
     float a[256], b[256];
-    linattn_session *s1, *s2;
-    cr_assert_eq(linattn_session_new(m, &s1), LINATTN_OK);
-    cr_assert_eq(linattn_session_new(m, &s2), LINATTN_OK);
+    linattn_session *s1 = new_session(m), *s2 = new_session(m);
     cr_assert_eq(linattn_session_feed(s1, tokens, 200, NULL), LINATTN_OK);
     cr_assert_eq(linattn_session_feed(s1, tokens + 200, N - 200, a), LINATTN_OK);
     for (int i = 0; i < N; i++)
@@ -231,8 +233,7 @@ Test(session, prefill_equals_steps_softmax) { prefill_equals_steps(LINATTN_ATTN_
 Test(session, linear_state_and_heap_never_grow)
 {
     linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
-    linattn_session *s;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session *s = new_session(m);
     int tok = 65;
     float logits[256];
     cr_assert_eq(linattn_session_feed(s, &tok, 1, logits), LINATTN_OK); /* warm up threads */
@@ -264,8 +265,7 @@ Test(session, linear_state_and_heap_never_grow)
 Test(session, softmax_context_full_keeps_the_session)
 {
     linattn_model *m = random_model(LINATTN_ATTN_SOFTMAX, 40, LINATTN_POS_SINCOS);
-    linattn_session *s;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session *s = new_session(m);
     int tokens[41];
     make_tokens(tokens, 41, 5);
     float a[256], b[256];
@@ -278,7 +278,7 @@ Test(session, softmax_context_full_keeps_the_session)
     cr_assert_eq(linattn_session_state_bytes(s), (size_t)40 * 2 * 2 * 48 * 4);
     cr_assert_eq(linattn_session_feed(s, tokens + 40, 1, b), LINATTN_ERR_CONTEXT_FULL);
     linattn_session_free(s);
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    s = new_session(m);
     cr_assert_eq(linattn_session_feed(s, tokens, 40, b), LINATTN_OK);
     cr_assert_leq(rel_diff(a, b, 256), 1e-5, "same logits as a fresh full prefill, to rounding");
     linattn_session_free(s);
@@ -288,8 +288,7 @@ Test(session, softmax_context_full_keeps_the_session)
 Test(session, learned_positions_end_at_the_table)
 {
     linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 16, LINATTN_POS_LEARNED);
-    linattn_session *s;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session *s = new_session(m);
     int tokens[17];
     make_tokens(tokens, 17, 1);
     cr_assert_eq(linattn_session_feed(s, tokens, 16, NULL), LINATTN_OK);
@@ -302,8 +301,7 @@ Test(session, learned_positions_end_at_the_table)
 Test(session, bad_tokens_are_refused)
 {
     linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 16, LINATTN_POS_SINCOS);
-    linattn_session *s;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session *s = new_session(m);
     int bad[2] = {3, 256};
     cr_assert_eq(linattn_session_feed(s, bad, 2, NULL), LINATTN_ERR_INVALID);
     cr_assert(strstr(linattn_last_error(), "256"), "%s", linattn_last_error());
@@ -315,23 +313,15 @@ Test(session, bad_tokens_are_refused)
     linattn_model_free(m);
 }
 
-static void temp_path(char *buf, size_t n, const char *name)
-{
-    snprintf(buf, n, "/tmp/linattn-test-%d-%s", (int)getpid(), name);
-}
-
 static void save_load_continue(linattn_attention_kind kind)
 {
     linattn_model *m = random_model(kind, 256, LINATTN_POS_SINCOS);
     int tokens[120];
     make_tokens(tokens, 120, 11);
     float a[256], b[256];
-    linattn_session *s1, *s2;
-    cr_assert_eq(linattn_session_new(m, &s1), LINATTN_OK);
-    cr_assert_eq(linattn_session_new(m, &s2), LINATTN_OK);
+    linattn_session *s1 = new_session(m), *s2 = new_session(m);
     cr_assert_eq(linattn_session_feed(s1, tokens, 70, NULL), LINATTN_OK);
-    char path[256];
-    temp_path(path, sizeof path, "state.bin");
+    const char *path = tu_path("state.bin");
     uint64_t extra = 0x1234567890abcdefull, back = 0;
     size_t got = 0;
     cr_assert_eq(linattn_session_save(s1, path, &extra, sizeof extra), LINATTN_OK, "%s",
@@ -346,7 +336,6 @@ static void save_load_continue(linattn_attention_kind kind)
         cr_assert_eq(linattn_session_feed(s2, &tokens[i], 1, b), LINATTN_OK);
         cr_assert_eq(memcmp(a, b, sizeof a), 0, "bit-identical logits at token %d", i);
     }
-    remove(path);
     linattn_session_free(s1);
     linattn_session_free(s2);
     linattn_model_free(m);
@@ -355,45 +344,19 @@ static void save_load_continue(linattn_attention_kind kind)
 Test(session, save_load_continue_is_bit_identical_linear) { save_load_continue(LINATTN_ATTN_LINEAR); }
 Test(session, save_load_continue_is_bit_identical_softmax) { save_load_continue(LINATTN_ATTN_SOFTMAX); }
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(*n);
-    cr_assert_eq(fread(buf, 1, *n, f), *n);
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const unsigned char *buf, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(buf, 1, n, f), n);
-    fclose(f);
-}
-
 Test(session, bad_state_files_are_refused_whole)
 {
     linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 256, LINATTN_POS_SINCOS);
     linattn_model *other = random_model(LINATTN_ATTN_SOFTMAX, 256, LINATTN_POS_SINCOS);
     int tokens[30];
     make_tokens(tokens, 30, 2);
-    linattn_session *s, *victim, *o;
-    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
-    cr_assert_eq(linattn_session_new(m, &victim), LINATTN_OK);
-    cr_assert_eq(linattn_session_new(other, &o), LINATTN_OK);
+    linattn_session *s = new_session(m), *victim = new_session(m), *o = new_session(other);
     cr_assert_eq(linattn_session_feed(s, tokens, 20, NULL), LINATTN_OK);
     cr_assert_eq(linattn_session_feed(victim, tokens, 5, NULL), LINATTN_OK);
-    char path[256], bad[256];
-    temp_path(path, sizeof path, "good.bin");
-    temp_path(bad, sizeof bad, "bad.bin");
+    const char *path = tu_path("good.bin"), *bad = tu_path("bad.bin");
     cr_assert_eq(linattn_session_save(s, path, NULL, 0), LINATTN_OK);
     size_t n;
-    unsigned char *buf = slurp(path, &n);
+    unsigned char *buf = (unsigned char *)tu_read_file(path, &n);
 
     /* another model's file */
     cr_assert_eq(linattn_session_load(o, path, NULL, 0, NULL), LINATTN_ERR_FORMAT);
@@ -401,14 +364,14 @@ Test(session, bad_state_files_are_refused_whole)
     /* truncated at several places, and one byte flipped at several places */
     size_t cuts[] = {0, 7, 47, 48, n / 2, n - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        spit(bad, buf, cuts[i]);
+        tu_write_file(bad, buf, cuts[i]);
         cr_assert_eq(linattn_session_load(victim, bad, NULL, 0, NULL), LINATTN_ERR_FORMAT,
                      "cut at %zu", cuts[i]);
     }
     size_t flips[] = {0, 9, 20, 30, 60, n / 2, n - 2};
     for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
         buf[flips[i]] ^= 0x10;
-        spit(bad, buf, n);
+        tu_write_file(bad, buf, n);
         buf[flips[i]] ^= 0x10;
         cr_assert_eq(linattn_session_load(victim, bad, NULL, 0, NULL), LINATTN_ERR_FORMAT,
                      "flip at %zu", flips[i]);
@@ -416,8 +379,7 @@ Test(session, bad_state_files_are_refused_whole)
     cr_assert_eq(linattn_session_load(victim, "/nonexistent/x.bin", NULL, 0, NULL), LINATTN_ERR_IO);
     /* the victim is unchanged: it continues exactly like an untouched twin */
     cr_assert_eq(linattn_session_tokens(victim), 5u);
-    linattn_session *twin;
-    cr_assert_eq(linattn_session_new(m, &twin), LINATTN_OK);
+    linattn_session *twin = new_session(m);
     cr_assert_eq(linattn_session_feed(twin, tokens, 5, NULL), LINATTN_OK);
     float a[256], b[256];
     cr_assert_eq(linattn_session_feed(victim, tokens + 5, 3, a), LINATTN_OK);
@@ -427,11 +389,9 @@ Test(session, bad_state_files_are_refused_whole)
     /* a failed save leaves the previous file intact and no temporary behind */
     cr_assert_eq(linattn_session_save(s, "/nonexistent-dir/state.bin", NULL, 0), LINATTN_ERR_IO);
     size_t n2;
-    unsigned char *again = slurp(path, &n2);
+    char *again = tu_read_file(path, &n2);
     cr_assert_eq(n2, n);
     cr_assert_eq(memcmp(again, buf, n), 0);
-    remove(path);
-    remove(bad);
     free(buf);
     free(again);
     linattn_session_free(twin);
@@ -452,8 +412,8 @@ static void batch_equals_alone(linattn_attention_kind kind)
     int tokens[60];
     make_tokens(tokens, 60, 4);
     for (int i = 0; i < S; i++) {
-        cr_assert_eq(linattn_session_new(m, &batch[i]), LINATTN_OK);
-        cr_assert_eq(linattn_session_new(m, &alone[i]), LINATTN_OK);
+        batch[i] = new_session(m);
+        alone[i] = new_session(m);
         /* different histories */
         cr_assert_eq(linattn_session_feed(batch[i], tokens, 3 + 7 * i, NULL), LINATTN_OK);
         cr_assert_eq(linattn_session_feed(alone[i], tokens, 3 + 7 * i, NULL), LINATTN_OK);
@@ -572,9 +532,7 @@ Test(model, random_weights_are_deterministic)
 {
     linattn_model *a = random_model(LINATTN_ATTN_LINEAR, 32, LINATTN_POS_SINCOS);
     linattn_model *b = random_model(LINATTN_ATTN_LINEAR, 32, LINATTN_POS_SINCOS);
-    linattn_session *sa, *sb;
-    cr_assert_eq(linattn_session_new(a, &sa), LINATTN_OK);
-    cr_assert_eq(linattn_session_new(b, &sb), LINATTN_OK);
+    linattn_session *sa = new_session(a), *sb = new_session(b);
     int t[3] = {1, 2, 3};
     float la[256], lb[256];
     cr_assert_eq(linattn_session_feed(sa, t, 3, la), LINATTN_OK);
@@ -592,17 +550,15 @@ Test(model, random_weights_are_deterministic)
 
 Test(model, weights_that_do_not_match_the_config_are_named)
 {
-    char src[1024], ini[1024];
-    snprintf(src, sizeof src, "%s/tiny-linear-pre-ln-gelu-sincos.safetensors", data_dir());
-    temp_path(ini, sizeof ini, "mismatch.ini");
-    FILE *f = fopen(ini, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "[model]\nweights = %s\nvocab_size = 256\nd_model = 32\nn_heads = 4\n"
-               "n_layers = 2\nd_ff = 128\nmax_seq_len = 64\n", src);
-    fclose(f);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[model]\nweights = %s\nvocab_size = 256\nd_model = 32\nn_heads = 4\n"
+             "n_layers = 2\nd_ff = 128\nmax_seq_len = 64\n",
+             tu_data("tiny-linear-pre-ln-gelu-sincos.safetensors"));
+    const char *ini = tu_path("mismatch.ini");
+    tu_write_text(ini, text);
     linattn_model *m = NULL;
     cr_assert_eq(linattn_model_load(ini, &m), LINATTN_ERR_FORMAT);
     cr_assert_null(m);
     cr_assert(strstr(linattn_last_error(), "layers.0.ffn.up.weight"), "%s", linattn_last_error());
-    remove(ini);
 }

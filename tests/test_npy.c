@@ -1,50 +1,14 @@
 /* test_npy.c: .npy round trips, v1/v2 and <f8 input, and every malformed header refused with a message. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "linattn.h"
 #include "../engine/npy.h"
+#include "testutil.h"
 
-static char dir[64];
-
-static void make_dir(void)
-{
-    strcpy(dir, "/tmp/linattn-npy-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-    rmdir(dir);
-}
-
-static int count_files(void)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
-
-TestSuite(npy, .init = make_dir, .fini = remove_dir);
+TestSuite(npy, .init = tu_make_dir, .fini = tu_remove_dir);
 
 /* A file built by hand: magic, version, header (padded to 64 with '\n'),
  * then data bytes. */
@@ -78,8 +42,9 @@ Test(npy, round_trip)
         float *x = malloc(n * sizeof(float));
         for (size_t i = 0; i < n; i++)
             x[i] = (float)i * 0.37f - 5.0f;
-        char path[256];
-        snprintf(path, sizeof path, "%s/a%d.npy", dir, s);
+        char name[16];
+        snprintf(name, sizeof name, "a%d.npy", s);
+        const char *path = tu_path(name);
         cr_assert_eq(linattn_npy_write(path, x, ndims[s], shapes[s]), LINATTN_OK, "%s",
                      linattn_last_error());
         linattn_npy a;
@@ -92,20 +57,17 @@ Test(npy, round_trip)
         linattn_npy_free(&a);
         free(x);
     }
-    cr_expect_eq(count_files(), 3, "no temporary files are left behind");
+    cr_expect_eq(tu_count_files(), 3, "no temporary files are left behind");
 }
 
 Test(npy, header_is_numpy_v1)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/h.npy", dir);
+    const char *path = tu_path("h.npy");
     size_t shape[1] = {3};
     float x[3] = {1, 2, 3};
     cr_assert_eq(linattn_npy_write(path, x, 1, shape), LINATTN_OK);
-    FILE *f = fopen(path, "rb");
-    unsigned char buf[256];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
+    size_t n;
+    unsigned char *buf = (unsigned char *)tu_read_file(path, &n);
     /* 10 + 58 + '\n' bytes, padded with spaces to 128 */
     cr_assert_eq(n, 128 + 12);
     cr_expect(!memcmp(buf, "\x93NUMPY\x01\x00", 8));
@@ -115,6 +77,7 @@ Test(npy, header_is_numpy_v1)
     const char *want = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
     cr_expect(!memcmp(buf + 10, want, strlen(want)));
     cr_expect(!memcmp(buf + 128, x, 12));
+    free(buf);
 }
 
 Test(npy, reads_v2_and_f8)
@@ -205,21 +168,17 @@ Test(npy, malformed_headers)
 
 Test(npy, file_errors)
 {
-    char path[256];
     linattn_npy a;
-    snprintf(path, sizeof path, "%s/missing.npy", dir);
-    cr_expect_eq(linattn_npy_read(path, &a), LINATTN_ERR_IO);
+    cr_expect_eq(linattn_npy_read(tu_path("missing.npy"), &a), LINATTN_ERR_IO);
     cr_expect(strstr(linattn_last_error(), "missing.npy") != NULL);
 
-    snprintf(path, sizeof path, "%s/empty.npy", dir);
-    FILE *f = fopen(path, "wb");
-    fclose(f);
-    cr_expect_eq(linattn_npy_read(path, &a), LINATTN_ERR_FORMAT);
+    const char *empty = tu_path("empty.npy");
+    tu_write_file(empty, "", 0);
+    cr_expect_eq(linattn_npy_read(empty, &a), LINATTN_ERR_FORMAT);
 
-    snprintf(path, sizeof path, "%s/no/such/dir/out.npy", dir);
     size_t shape[1] = {1};
     float x = 1;
-    cr_expect_eq(linattn_npy_write(path, &x, 1, shape), LINATTN_ERR_IO);
+    cr_expect_eq(linattn_npy_write(tu_path("no/such/dir/out.npy"), &x, 1, shape), LINATTN_ERR_IO);
     cr_expect(linattn_last_error()[0] != '\0');
-    cr_expect_eq(count_files(), 1, "only empty.npy: a failed write leaves nothing");
+    cr_expect_eq(tu_count_files(), 1, "only empty.npy: a failed write leaves nothing");
 }

@@ -1,6 +1,5 @@
 /* test_weights.c: safetensors loading: F32/F16/BF16 values, shape checks, malformed files, fuzzing. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,48 +9,9 @@
 #include "../engine/f16.h"
 #include "../engine/weights.h"
 #include "linattn.h"
+#include "testutil.h"
 
-static char dir[256];
-
-static void make_dir(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/linattn-weights-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            remove(path);
-        }
-    closedir(d);
-    rmdir(dir);
-}
-
-TestSuite(weights, .init = make_dir, .fini = remove_dir);
-
-static const char *path_of(const char *name)
-{
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return path;
-}
-
-static void write_bytes(const char *path, const void *bytes, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    cr_assert_eq(fwrite(bytes, 1, n, f), n);
-    fclose(f);
-}
+TestSuite(weights, .init = tu_make_dir, .fini = tu_remove_dir);
 
 /* Builds "<u64 N><header padded with spaces><data>" in buf; the data starts
  * at an offset that is misalign (mod 4). Returns the size. */
@@ -76,8 +36,8 @@ static const char *write_st(const char *name, const char *header, const void *da
 {
     static uint8_t buf[1 << 16];
     size_t size = build(buf, sizeof buf, header, data, n, misalign);
-    const char *path = path_of(name);
-    write_bytes(path, buf, size);
+    const char *path = tu_path(name);
+    tu_write_file(path, buf, size);
     return path;
 }
 
@@ -300,39 +260,38 @@ Test(weights, wrong_shape_missing_and_unused)
     linattn_weights_close(NULL);
 }
 
+/* Tensor 't.w' with this JSON entry fails to open with a message naming it
+ * and holding what. */
+static void expect_bad_entry(const char *entry, const char *what)
+{
+    EXPECT_OPEN_ERROR(one_tensor("t.w", entry), LINATTN_ERR_FORMAT, "tensor 't.w'", what);
+}
+
 Test(weights, bad_entries_name_the_tensor)
 {
     EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [0, 16]}"),
                       LINATTN_ERR_FORMAT, "bad.safetensors: tensor 't.w'", "dtype 'F64'");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"shape\": [2], \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "dtype");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": 3, \"shape\": [2], \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "dtype");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "shape");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "shape");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [1.5], \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "shape");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [\"2\"], \"data_offsets\": [0, 8]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "shape");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [1,1,1,1,1,1,1,1,1], "
-                                        "\"data_offsets\": [0, 4]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "dimensions");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [2]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "data_offsets");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "data_offsets");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "begin 8 > end 0");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [6], \"data_offsets\": [0, 24]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "end 24 is past the end of the data (16 bytes)");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 16]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "span 16 bytes, but F32 [3] needs 12");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "{\"dtype\": \"BF16\", \"shape\": [4294967296, 4294967296], "
-                                        "\"data_offsets\": [0, 16]}"),
-                      LINATTN_ERR_FORMAT, "tensor 't.w'", "too many elements");
-    EXPECT_OPEN_ERROR(one_tensor("t.w", "[1, 2]"), LINATTN_ERR_FORMAT, "tensor 't.w'", "not an object");
+    expect_bad_entry("{\"shape\": [2], \"data_offsets\": [0, 8]}", "dtype");
+    expect_bad_entry("{\"dtype\": 3, \"shape\": [2], \"data_offsets\": [0, 8]}", "dtype");
+    expect_bad_entry("{\"dtype\": \"F32\", \"data_offsets\": [0, 8]}", "shape");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}", "shape");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [1.5], \"data_offsets\": [0, 8]}", "shape");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [\"2\"], \"data_offsets\": [0, 8]}", "shape");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [1,1,1,1,1,1,1,1,1], "
+                     "\"data_offsets\": [0, 4]}",
+                     "dimensions");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [2]}", "data_offsets");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}", "data_offsets");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}",
+                     "begin 8 > end 0");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [6], \"data_offsets\": [0, 24]}",
+                     "end 24 is past the end of the data (16 bytes)");
+    expect_bad_entry("{\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 16]}",
+                     "span 16 bytes, but F32 [3] needs 12");
+    expect_bad_entry("{\"dtype\": \"BF16\", \"shape\": [4294967296, 4294967296], "
+                     "\"data_offsets\": [0, 16]}",
+                     "too many elements");
+    expect_bad_entry("[1, 2]", "not an object");
     EXPECT_OPEN_ERROR(one_tensor("__metadata__", "{\"a\": 1}"), LINATTN_ERR_FORMAT, "metadata 'a'");
     EXPECT_OPEN_ERROR(one_tensor("__metadata__", "[]"), LINATTN_ERR_FORMAT, "__metadata__");
 }
@@ -355,32 +314,32 @@ Test(weights, layout_errors)
 
 Test(weights, broken_files)
 {
-    EXPECT_OPEN_ERROR(path_of("absent.safetensors"), LINATTN_ERR_IO, "absent.safetensors");
-    EXPECT_OPEN_ERROR(dir, LINATTN_ERR_IO, dir);
+    EXPECT_OPEN_ERROR(tu_path("absent.safetensors"), LINATTN_ERR_IO, "absent.safetensors");
+    EXPECT_OPEN_ERROR(tu_dir(), LINATTN_ERR_IO, tu_dir());
 
-    const char *path = path_of("short.safetensors");
-    write_bytes(path, "\x10\x00\x00", 3);
+    const char *path = tu_path("short.safetensors");
+    tu_write_file(path, "\x10\x00\x00", 3);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "short.safetensors", "too short");
-    write_bytes(path, "", 0);
+    tu_write_file(path, "", 0);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "short.safetensors", "too short");
 
     /* header length past the end */
     uint8_t buf[64] = {0};
     buf[0] = 40;
     memcpy(buf + 8, "{}", 2);
-    write_bytes(path, buf, 20);
+    tu_write_file(path, buf, 20);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "short.safetensors", "header length 40 runs past");
     buf[0] = 0, buf[7] = 0xff;
-    write_bytes(path, buf, 20);
+    tu_write_file(path, buf, 20);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "short.safetensors", "runs past");
 
     /* a valid file cut short: offsets then run past the end */
     const char *ok = "{\"w\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}";
     uint8_t file[256];
     size_t size = build(file, sizeof file, ok, (const uint8_t[16]){0}, 16, 0);
-    write_bytes(path, file, size - 1);
+    tu_write_file(path, file, size - 1);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "tensor 'w'", "past the end");
-    write_bytes(path, file, 30);
+    tu_write_file(path, file, 30);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "short.safetensors", "runs past");
 
     EXPECT_OPEN_ERROR(write_st("json.safetensors", "{\"w\": {\"dtype\": ", NULL, 0, 0),
@@ -404,15 +363,12 @@ Test(weights, broken_files)
 Test(weights, absurd_header_length)
 {
     /* A sparse file larger than the header limit whose header claims it all. */
-    const char *path = path_of("huge.safetensors");
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
+    const char *path = tu_path("huge.safetensors");
     const uint64_t n = 101u << 20;
     uint8_t len[8];
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)(n >> (8 * i));
-    fwrite(len, 1, 8, f);
-    fclose(f);
+    tu_write_file(path, len, 8);
     cr_assert_eq(truncate(path, (off_t)(8 + n)), 0);
     EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "huge.safetensors", "limit");
 }
@@ -444,13 +400,6 @@ static linattn_status open_and_read_all(const char *path)
     return st;
 }
 
-static uint32_t rng_state;
-static uint32_t rng(void)
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return rng_state >> 8;
-}
-
 Test(weights, fuzz_flips_and_truncations)
 {
     const char *header =
@@ -464,39 +413,38 @@ Test(weights, fuzz_flips_and_truncations)
     static uint8_t good[4096], bad[4096];
     size_t size = build(good, sizeof good, header, data, sizeof data, 0);
     size_t header_end = 8 + strlen(header);
-    const char *path = path_of("fuzz.safetensors");
-    write_bytes(path, good, size);
+    const char *path = tu_path("fuzz.safetensors");
+    tu_write_file(path, good, size);
     cr_assert_eq(open_and_read_all(path), LINATTN_OK, "%s", linattn_last_error());
 
-    const char *iters_env = getenv("LINATTN_FUZZ_ITERS");
-    int iters = iters_env ? atoi(iters_env) : 200;
-    rng_state = 12345;
+    int iters = tu_fuzz_iters();
+    tu_rng_seed(12345);
     int opened = 0;
     for (int iter = 0; iter < iters; iter++) {
         memcpy(bad, good, size);
         size_t n = size;
         switch (iter % 4) {
         case 0: /* flip bits in the header */
-            for (int k = 1 + (int)(rng() % 3); k > 0; k--)
-                bad[rng() % header_end] ^= (uint8_t)(1u << (rng() % 8));
+            for (int k = 1 + (int)(tu_rng() % 3); k > 0; k--)
+                bad[tu_rng() % header_end] ^= (uint8_t)(1u << (tu_rng() % 8));
             break;
         case 1: /* a random byte anywhere */
-            bad[rng() % size] = (uint8_t)rng();
+            bad[tu_rng() % size] = (uint8_t)tu_rng();
             break;
         case 2: /* truncate */
-            n = rng() % size;
+            n = tu_rng() % size;
             break;
         case 3: /* replace a digit of the header by another, or a length byte */
             for (int tries = 0; tries < 64; tries++) {
-                size_t at = rng() % header_end;
+                size_t at = tu_rng() % header_end;
                 if ((bad[at] >= '0' && bad[at] <= '9') || at < 8) {
-                    bad[at] = at < 8 ? (uint8_t)rng() : (uint8_t)('0' + rng() % 10);
+                    bad[at] = at < 8 ? (uint8_t)tu_rng() : (uint8_t)('0' + tu_rng() % 10);
                     break;
                 }
             }
             break;
         }
-        write_bytes(path, bad, n);
+        tu_write_file(path, bad, n);
         opened += open_and_read_all(path) == LINATTN_OK;
     }
     /* Some mutations (data bytes, harmless digits) still make valid files. */
@@ -504,25 +452,13 @@ Test(weights, fuzz_flips_and_truncations)
     cr_assert_lt(opened, iters);
 }
 
+static void check_golden_file(const char *path)
+{
+    cr_assert_eq(open_and_read_all(path), LINATTN_OK, "%s", linattn_last_error());
+}
+
 /* The shipped golden models open and every tensor converts. */
 Test(weights, golden_files)
 {
-    const char *data = getenv("LINATTN_DATA");
-    if (!data)
-        cr_skip_test("LINATTN_DATA not set");
-    DIR *d = opendir(data);
-    cr_assert_not_null(d);
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors") != 0)
-            continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
-        cr_assert_eq(open_and_read_all(path), LINATTN_OK, "%s", linattn_last_error());
-        n++;
-    }
-    closedir(d);
-    cr_assert_gt(n, 0);
+    tu_each_data_file(".safetensors", check_golden_file);
 }

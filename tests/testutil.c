@@ -1,0 +1,242 @@
+/* testutil.c: helpers shared by the Criterion suites (see testutil.h). */
+#include "testutil.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- a temporary folder per test ------------------------------------------- */
+
+static char dir[256];
+
+void tu_make_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/linattn-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+void tu_remove_dir(void)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[512];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            remove(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+const char *tu_dir(void)
+{
+    return dir;
+}
+
+const char *tu_path(const char *name)
+{
+    static char ring[8][512];
+    static int next;
+    char *p = ring[next++ % 8];
+    snprintf(p, sizeof ring[0], "%s/%s", dir, name);
+    return p;
+}
+
+int tu_count_files(void)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+void tu_write_file(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n, "%s", path);
+    cr_assert_eq(fclose(f), 0, "%s", path);
+}
+
+void tu_write_text(const char *path, const char *text)
+{
+    tu_write_file(path, text, strlen(text));
+}
+
+/* The rest of an open stream from its start, NUL-terminated. */
+static char *read_stream(FILE *f, size_t *n)
+{
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    cr_assert(size >= 0);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
+    buf[size] = '\0';
+    *n = (size_t)size;
+    return buf;
+}
+
+char *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    char *buf = read_stream(f, n);
+    fclose(f);
+    return buf;
+}
+
+/* ---- tests/data ------------------------------------------------------------ */
+
+const char *tu_data_dir(void)
+{
+    const char *d = getenv("LINATTN_DATA");
+    cr_assert_not_null(d, "LINATTN_DATA must point at tests/data");
+    return d;
+}
+
+const char *tu_data(const char *name)
+{
+    static char ring[8][1024];
+    static int next;
+    const char *d = tu_data_dir();
+    char *p = ring[next++ % 8];
+    snprintf(p, sizeof ring[0], "%s/%s", d, name);
+    return p;
+}
+
+void tu_each_data_file(const char *suffix, void (*check)(const char *path))
+{
+    const char *data = tu_data_dir();
+    DIR *d = opendir(data);
+    cr_assert_not_null(d);
+    size_t slen = strlen(suffix);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < slen || strcmp(e->d_name + len - slen, suffix) != 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", data, e->d_name);
+        check(path);
+        n++;
+    }
+    closedir(d);
+    cr_assert_gt(n, 0);
+}
+
+/* ---- fuzzing --------------------------------------------------------------- */
+
+int tu_fuzz_iters(void)
+{
+    const char *iters = getenv("LINATTN_FUZZ_ITERS");
+    return iters ? atoi(iters) : 200;
+}
+
+static uint32_t rng_state;
+
+void tu_rng_seed(uint32_t seed)
+{
+    rng_state = seed;
+}
+
+uint32_t tu_rng(void)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+/* ---- running the built binaries -------------------------------------------- */
+
+tu_run_result tu_run_argv(const char *exe, char *const argv[])
+{
+    FILE *o = tmpfile(), *e = tmpfile();
+    cr_assert(o && e);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(o), 1) < 0 || dup2(fileno(e), 2) < 0)
+            _exit(126);
+        execv(exe, argv);
+        _exit(127);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    tu_run_result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = read_stream(o, &r.out_len);
+    r.err = read_stream(e, &r.err_len);
+    fclose(o);
+    fclose(e);
+    return r;
+}
+
+tu_run_result tu_run_args(const char *const *args)
+{
+    const char *exe = getenv("LINATTN_EXE");
+    cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)"linattn";
+    for (; *args; args++) {
+        cr_assert(n < 63, "too many arguments");
+        argv[n++] = (char *)*args;
+    }
+    argv[n] = NULL;
+    return tu_run_argv(exe, argv);
+}
+
+tu_run_result tu_run(const char *first, ...)
+{
+    const char *args[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a; a = va_arg(ap, const char *)) {
+        cr_assert(n < 63, "too many arguments");
+        args[n++] = a;
+    }
+    va_end(ap);
+    args[n] = NULL;
+    return tu_run_args(args);
+}
+
+void tu_run_free(tu_run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+void tu_assert_ok(const tu_run_result *r)
+{
+    cr_assert_eq(r->status, 0, "exit %d, stderr: %s", r->status, r->err);
+}
+
+int tu_count_lines(const char *s, size_t n)
+{
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += s[i] == '\n';
+    return lines;
+}

@@ -1,0 +1,85 @@
+/* testutil.h: helpers shared by the Criterion suites: a temporary folder per
+ * test, whole-file writes and reads, tests/data lookups, and runs of the built
+ * `linattn` binary with its output captured.
+ *
+ * The helpers fail the calling test with Criterion asserts when something
+ * they need is missing (a file cannot be opened, an environment variable is
+ * unset), so callers need not check their results. */
+#ifndef LINATTN_TESTUTIL_H
+#define LINATTN_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- a temporary folder per test -------------------------------------------
+ * Criterion runs every test in its own process, so one folder at a time:
+ *     TestSuite(name, .init = tu_make_dir, .fini = tu_remove_dir);
+ * No .timeout on suites: Criterion 2.4 leaks its timer request when a test
+ * beats it (LeakSanitizer then fails the run); meson's test timeout bounds us. */
+
+/* Creates $TMPDIR/linattn-test-XXXXXX (/tmp without TMPDIR). */
+void tu_make_dir(void);
+/* Removes the folder and the files in it (it holds no subfolders). */
+void tu_remove_dir(void);
+/* The folder tu_make_dir created. */
+const char *tu_dir(void);
+/* tu_dir()/name; a ring of 8 buffers, so a few paths can be alive at once. */
+const char *tu_path(const char *name);
+/* The number of entries in tu_dir() (without . and ..). */
+int tu_count_files(void);
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* Writes n bytes to path, replacing it. */
+void tu_write_file(const char *path, const void *bytes, size_t n);
+/* Writes the string text (without its NUL) to path. */
+void tu_write_text(const char *path, const char *text);
+/* The whole file, NUL-terminated, in a malloc'd buffer; its size in *n. */
+char *tu_read_file(const char *path, size_t *n);
+
+/* ---- tests/data ------------------------------------------------------------ */
+
+/* $LINATTN_DATA (tests/data). */
+const char *tu_data_dir(void);
+/* $LINATTN_DATA/name; a ring of 8 buffers like tu_path. */
+const char *tu_data(const char *name);
+/* Calls check(path) on every file of $LINATTN_DATA whose name ends with
+ * suffix, and asserts there was at least one. Skips the test when
+ * LINATTN_DATA is unset. */
+void tu_each_data_file(const char *suffix, void (*check)(const char *path));
+
+/* ---- fuzzing --------------------------------------------------------------- */
+
+/* $LINATTN_FUZZ_ITERS, or 200. */
+int tu_fuzz_iters(void);
+/* A small LCG, reproducible across platforms: seed it, then draw 24-bit values. */
+void tu_rng_seed(uint32_t seed);
+uint32_t tu_rng(void);
+
+/* ---- running the built binaries -------------------------------------------- */
+
+/* What a run printed (binary-safe: a token may be any byte, NUL included);
+ * out and err are NUL-terminated too. */
+typedef struct tu_run_result {
+    int status; /* exit status; 128 + signal if killed */
+    char *out, *err;
+    size_t out_len, err_len;
+} tu_run_result;
+
+/* Runs exe with argv (NULL-terminated, argv[0] included) in the current
+ * environment; stdin is /dev/null, stdout and stderr are files, so stderr
+ * is no terminal. */
+tu_run_result tu_run_argv(const char *exe, char *const argv[]);
+/* $LINATTN_EXE with the arguments (without argv[0]), ending with NULL. */
+tu_run_result tu_run(const char *first, ...);
+/* The same with the arguments in a NULL-terminated array. */
+tu_run_result tu_run_args(const char *const *args);
+/* Frees out and err. */
+void tu_run_free(tu_run_result *r);
+/* Asserts the run exited with status 0, showing its stderr if not. */
+void tu_assert_ok(const tu_run_result *r);
+
+/* The number of '\n' in the n bytes at s. */
+int tu_count_lines(const char *s, size_t n);
+
+#endif
