@@ -19,8 +19,15 @@
 #define LIN_C 16
 #endif
 /* Rows per block of the passes with no intra-block dependency (phi,
- * absorb, read, and the recurrent prefill's phi batches). */
+ * absorb, read). */
 #define LIN_RC 64
+/* Rows per phi batch of the recurrent prefill: phi(q) and phi(k) of 16
+ * rows of d = 64 are 8 KiB, which leaves L1 (48 KiB) room for the 16 KiB S;
+ * 64-row batches take 32 KiB. (At H = 8, d = 64 the two measure within
+ * noise of each other, 4..64 rows.) */
+#ifndef LIN_RB
+#define LIN_RB 16
+#endif
 
 /* A head is split over threads only when each gets at least this many
  * rows; below it the fork and the extra absorb pass cost more than they save. */
@@ -48,9 +55,16 @@ void linattn_linear_force_mode(linattn_linear_mode mode)
  *   d        32    64    96   112   128   256
  *   recur   445k  315k  241k  216k  145k   77k
  *   chunk   276k  240k  219k  215k  175k  101k
+ * and again after the faster AVX2 kernel (64-column block in assembly,
+ * phi in 16-row batches), L = 4096, linattn-bench linear-mode-*
+ * (H = 8, but H = 2 at d = 256):
+ *   d        32    64   128   256
+ *   recur  1030k  348k   72k   65-78k
+ *   chunk   632k  252k   84-87k   94-101k
  * so the recurrent form wins while S (4 dk dv bytes) fits in L1 (48 KiB
- * here: d <= 110) and the chunked one once S spills to L2. With the
- * scalar kernels (no register-blocked gemm) the recurrent form wins at
+ * here: d <= 110) and the chunked one once S spills to L2, where every
+ * token would stream S in and out (about 350 ns per 16 KiB). With
+ * the scalar kernels (no register-blocked gemm) the recurrent form wins at
  * every d (d = 64: 86k against 48k; d = 256: 31k against 23k). */
 linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v)
 {
@@ -211,8 +225,8 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, float *S, floa
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const int off = s->Lk - s->Lq;
-    for (int c0 = i0; c0 < i1; c0 += LIN_RC) {
-        int m = i1 - c0 < LIN_RC ? i1 - c0 : LIN_RC;
+    for (int c0 = i0; c0 < i1; c0 += LIN_RB) {
+        int m = i1 - c0 < LIN_RB ? i1 - c0 : LIN_RB;
         lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
         lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
         const float *v = s->v + (size_t)(c0 + off) * s->vr;
@@ -502,8 +516,13 @@ struct linattn_linear_state {
     int heads, dk, dv;
     float eps;
     uint64_t tokens;
-    float *S;   /* [heads][dk][dv] */
-    float *z;   /* [heads][dk] */
+    /* Each head's S and z start on a cache line (each head's block is
+     * padded to whole lines): the AVX2 kernel's 32-byte accesses then never
+     * split a line, 222 against 333 ns per 64x64 head with calloc's 16-byte
+     * alignment. */
+    size_t S_stride, z_stride; /* floats from one head to the next */
+    float *S;   /* [heads][S_stride], dk x dv used */
+    float *z;   /* [heads][z_stride], dk used */
     float *phi; /* [2][heads][dk] step scratch: phi(q), phi(k) */
     /* Prefill workspace: ws_threads blocks of lin_thread_floats, sized at
      * creation for the OpenMP default so that feeding tokens allocates
@@ -530,6 +549,18 @@ static linattn_status state_workspace(linattn_linear_state *s, int threads, floa
     return LINATTN_OK;
 }
 
+/* floats zeroed, on an ATTN_ALIGN boundary; free with free(). */
+static float *lin_calloc(size_t floats)
+{
+    size_t bytes = attn_mul(attn_round(floats), sizeof(float));
+    if (bytes == SIZE_MAX)
+        return NULL;
+    float *p = aligned_alloc(ATTN_ALIGN, bytes ? bytes : ATTN_ALIGN);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
 linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
                                            linattn_linear_state **out)
 {
@@ -543,7 +574,8 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     if (!isfinite(eps) || eps < 0.0f)
         return linattn_err(LINATTN_ERR_INVALID,
                            "linear state: eps must be finite and >= 0, got %g", (double)eps);
-    size_t nS = attn_mul(attn_mul((size_t)heads, (size_t)d_k), (size_t)d_v);
+    const size_t S_stride = attn_round(attn_mul((size_t)d_k, (size_t)d_v));
+    size_t nS = attn_mul((size_t)heads, S_stride);
     if (attn_mul(nS, sizeof(float)) == SIZE_MAX)
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: size overflows");
     linattn_linear_state *s = calloc(1, sizeof *s);
@@ -553,9 +585,11 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     s->dk = d_k;
     s->dv = d_v;
     s->eps = eps;
-    s->S = calloc(nS, sizeof(float));
-    s->z = calloc((size_t)heads * (size_t)d_k, sizeof(float));
-    s->phi = calloc(2 * (size_t)heads * (size_t)d_k, sizeof(float));
+    s->S_stride = S_stride;
+    s->z_stride = attn_round((size_t)d_k);
+    s->S = lin_calloc(nS);
+    s->z = lin_calloc((size_t)heads * s->z_stride);
+    s->phi = lin_calloc(2 * (size_t)heads * (size_t)d_k);
     float *ws = NULL;
     if (!s->S || !s->z || !s->phi || state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
         linattn_linear_state_free(s);
@@ -581,8 +615,8 @@ void linattn_linear_state_reset(linattn_linear_state *s)
 {
     if (!s)
         return;
-    memset(s->S, 0, (size_t)s->heads * (size_t)s->dk * (size_t)s->dv * sizeof(float));
-    memset(s->z, 0, (size_t)s->heads * (size_t)s->dk * sizeof(float));
+    memset(s->S, 0, (size_t)s->heads * s->S_stride * sizeof(float));
+    memset(s->z, 0, (size_t)s->heads * s->z_stride * sizeof(float));
     s->tokens = 0;
 }
 
@@ -602,14 +636,14 @@ float *linattn_linear_state_S(linattn_linear_state *s, int head)
 {
     if (!s || head < 0 || head >= s->heads)
         return NULL;
-    return s->S + (size_t)head * (size_t)s->dk * (size_t)s->dv;
+    return s->S + (size_t)head * s->S_stride;
 }
 
 float *linattn_linear_state_z(linattn_linear_state *s, int head)
 {
     if (!s || head < 0 || head >= s->heads)
         return NULL;
-    return s->z + (size_t)head * (size_t)s->dk;
+    return s->z + (size_t)head * s->z_stride;
 }
 
 void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens)
@@ -729,10 +763,19 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
     float *pq = s->phi, *pk = s->phi + n;
     kt->elu1(pq, q, n);
     kt->elu1(pk, k, n);
-    for (int h = 0; h < s->heads; h++)
+    /* Each step reads and writes every head's S once. 8 heads of 64 x 64
+     * are 128 KiB, more than L1 (48 KiB here), and a 16 KiB head streamed
+     * in from L2 and written back costs about 350 ns, against 210 ns for
+     * the kernel on a head already in L1. Odd steps walk the heads
+     * backwards, so a step starts with the heads the previous one left in
+     * L1: 3.65 -> 3.35 us per step (AVX2, H = 8, d = 64). */
+    const int backwards = (int)(s->tokens & 1);
+    for (int i = 0; i < s->heads; i++) {
+        const int h = backwards ? s->heads - 1 - i : i;
         kt->linear_update_read(linattn_linear_state_S(s, h), linattn_linear_state_z(s, h),
                                pk + (size_t)h * dk, v + (size_t)h * dv, pq + (size_t)h * dk,
                                out + (size_t)h * dv, dk, dv, s->eps);
+    }
     s->tokens++;
     return LINATTN_OK;
 }
