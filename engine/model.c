@@ -272,9 +272,10 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
 {
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
-    (void)threads; /* used by the pragmas only */
+    int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
+    (void)par; /* used by the pragmas only */
     if (n == 1) {
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && out >= 256)
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
         for (int j = 0; j < blocks; j++) {
             int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
             k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
@@ -282,7 +283,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
         }
         return;
     }
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int j = 0; j < blocks; j++) {
         int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
         for (int r = 0; r < n; r++) {
@@ -375,10 +376,12 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
     const linattn_model *m = w->m;
     int d = m->d, dh = m->dh, H = m->h, T = w->threads;
     int failed = 0;
-    (void)T; /* used by the pragmas only */
+    /* per (stream, head): a d_head x d_head state update and read */
+    int par = T > 1 && (size_t)n * H * dh * dh * 2 >= LINATTN_PARALLEL_MIN_WORK;
+    (void)par; /* used by the pragmas only */
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         float eps = m->cfg.eps;
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n * H > 1)
+#pragma omp parallel for num_threads(T) schedule(static) if (par)
         for (int task = 0; task < n * H; task++) {
             int i = task / H, h = task % H;
             linattn_session *s = streams[i];
@@ -396,7 +399,7 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
         }
         return LINATTN_OK;
     }
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n > 1) reduction(|| : failed)
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n > 1 && par) reduction(|| : failed)
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
         size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;

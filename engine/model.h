@@ -5,6 +5,12 @@
 #include "internal.h"
 #include "weights.h"
 
+/* Multiply-adds (about 20 us of work) below which a parallel region costs
+ * more than it saves:
+ * waking a second thread takes microseconds, milliseconds on a busy
+ * machine (measured: the tiny test models ran 20x slower with 2 threads). */
+#define LINATTN_PARALLEL_MIN_WORK (1u << 20)
+
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
 

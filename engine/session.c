@@ -216,8 +216,9 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         if (st != LINATTN_OK || !logits)
             continue;
         int T = w->threads;
-        (void)T; /* used by the pragma only */
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && c > 1)
+        int par = T > 1 && (size_t)c * m->vocab * m->d >= LINATTN_PARALLEL_MIN_WORK;
+        (void)par; /* used by the pragma only */
+#pragma omp parallel for num_threads(T) schedule(static) if (par)
         for (int i = 0; i < c; i++)
             if (logits[g + i])
                 linattn_model_logits(m, k, w->x + (size_t)i * m->d, logits[g + i], 1);
