@@ -14,26 +14,17 @@
 
 static const char *const isa_names[] = {"auto", "scalar", "avx2", "neon"};
 
-/* One table per ISA, filled once; the table in force is swapped atomically
- * so threads reading it never see a half-written one. */
+/* One table per ISA, filled when first chosen (under choose_lock, so only
+ * for an ISA the CPU runs); the table in force is swapped atomically so
+ * threads reading it never see a half-written one. */
 static linattn_kernels tables[4];
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static int filled[4];
 static _Atomic(const linattn_kernels *) current;
 static _Atomic linattn_isa current_isa;
 static _Atomic linattn_isa_source current_source;
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Tables only for what the CPU has: filling one never runs its ISA's
- * instructions, but there is no reason to touch code the CPU cannot run. */
-static void fill_tables(void)
-{
-    unsigned f = linattn_cpu_features();
-    linattn_kernels_init(&tables[LINATTN_ISA_SCALAR], 0);
-    if (f & LINATTN_CPU_AVX2)
-        linattn_kernels_init(&tables[LINATTN_ISA_AVX2], LINATTN_CPU_AVX2);
-    if (f & LINATTN_CPU_NEON)
-        linattn_kernels_init(&tables[LINATTN_ISA_NEON], LINATTN_CPU_NEON);
-}
+static const unsigned isa_flags[4] = {0, 0, LINATTN_CPU_AVX2, LINATTN_CPU_NEON};
 
 const char *linattn_version(void)
 {
@@ -116,8 +107,11 @@ static linattn_status choose(linattn_isa isa, linattn_isa_source source)
                            "ISA '%s' (from %s) cannot run here: this CPU/build has %s",
                            linattn_isa_name(isa), linattn_isa_source_name(source),
                            linattn_cpu_features_str());
-    pthread_once(&tables_once, fill_tables);
     linattn_isa chosen = isa == LINATTN_ISA_AUTO ? best_isa() : isa;
+    if (!filled[chosen]) {
+        linattn_kernels_init(&tables[chosen], isa_flags[chosen]);
+        filled[chosen] = 1;
+    }
     atomic_store(&current_isa, chosen);
     atomic_store(&current_source, source);
     atomic_store(&current, &tables[chosen]);

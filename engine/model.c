@@ -335,24 +335,26 @@ static void embed(const linattn_model *m, float *x, const int *tokens, int n,
     }
 }
 
-/* a[n, d] = attention of the chunk's q, k, v against everything before. */
-static linattn_status attend(linattn_session *s, int layer, int n)
+/* a[n, d] = attention of n new rows q, k, v [n, d] of stream s against
+ * everything it saw before; advances its linear state or fills its cache. */
+static linattn_status attend_rows(linattn_session *s, int layer, const float *q, const float *k,
+                                  const float *v, float *a, int n, int threads)
 {
     const linattn_model *m = s->m;
     int d = m->d;
+    linattn_layout views = {0, (size_t)m->dh, (size_t)d}; /* head h: columns h*dh.. */
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         linattn_linear_state *st = s->lin[layer];
         if (n == 1)
-            return linattn_linear_step(st, s->q, s->k, s->v, s->a);
-        linattn_layout views = {0, (size_t)m->dh, (size_t)d};
+            return linattn_linear_step(st, q, k, v, a);
         linattn_layout lay[4] = {views, views, views, views};
-        return linattn_linear_prefill_strided(st, s->q, s->k, s->v, n, s->a, lay, s->threads);
+        return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
     }
     /* softmax: append to this layer's cache, attend over all of it */
     size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;
     float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
-    memcpy(kc + (size_t)s->tokens * d, s->k, (size_t)n * d * sizeof(float));
-    memcpy(vc + (size_t)s->tokens * d, s->v, (size_t)n * d * sizeof(float));
+    memcpy(kc + (size_t)s->tokens * d, k, (size_t)n * d * sizeof(float));
+    memcpy(vc + (size_t)s->tokens * d, v, (size_t)n * d * sizeof(float));
     linattn_attention_desc desc;
     linattn_attention_desc_init(&desc);
     desc.batch = 1;
@@ -361,68 +363,32 @@ static linattn_status attend(linattn_session *s, int layer, int n)
     desc.len_k = (int)s->tokens + n;
     desc.d_k = desc.d_v = m->dh;
     desc.causal = 1;
-    desc.threads = s->threads;
-    desc.q = desc.k = desc.v = desc.out = (linattn_layout){0, (size_t)m->dh, (size_t)d};
+    desc.threads = threads;
+    desc.q = desc.k = desc.v = desc.out = views;
     desc.workspace = s->attn_ws;
     desc.workspace_bytes = s->attn_ws_bytes;
-    return linattn_attention_softmax(&desc, s->q, kc, vc, s->a);
+    return linattn_attention_softmax(&desc, q, kc, vc, a);
 }
 
-/* One token of each stream (row i of w's q, k, v, a), OpenMP over
- * (stream, head) for linear, over streams for softmax. */
+/* One token of each stream (row i of w's q, k, v, a), OpenMP over streams;
+ * each stream makes the same call as when it is fed alone. */
 static linattn_status attend_batch(linattn_session *w, linattn_session *const *streams, int layer,
-                                   int n, const linattn_kernels *k)
+                                   int n)
 {
     const linattn_model *m = w->m;
-    int d = m->d, dh = m->dh, H = m->h, T = w->threads;
+    int d = m->d, dh = m->dh, T = w->threads;
     int failed = 0;
-    /* per (stream, head): a d_head x d_head state update and read */
-    int par = T > 1 && (size_t)n * H * dh * dh * 2 >= LINATTN_PARALLEL_MIN_WORK;
-    (void)par; /* used by the pragmas only */
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
-        float eps = m->cfg.eps;
-#pragma omp parallel for num_threads(T) schedule(static) if (par)
-        for (int task = 0; task < n * H; task++) {
-            int i = task / H, h = task % H;
-            linattn_session *s = streams[i];
-            linattn_linear_state *st = s->lin[layer];
-            float *phiq = s->phi + h * dh, *phik = s->phi + d + h * dh;
-            size_t row = (size_t)i * d + (size_t)h * dh;
-            k->elu1(phiq, w->q + row, (size_t)dh);
-            k->elu1(phik, w->k + row, (size_t)dh);
-            k->linear_update_read(linattn_linear_state_S(st, h), linattn_linear_state_z(st, h),
-                                  phik, w->v + row, phiq, w->a + row, (size_t)dh, (size_t)dh, eps);
-        }
-        for (int i = 0; i < n; i++) {
-            linattn_linear_state *st = streams[i]->lin[layer];
-            linattn_linear_state_set_tokens(st, linattn_linear_state_tokens(st) + 1);
-        }
-        return LINATTN_OK;
-    }
-#pragma omp parallel for num_threads(T) schedule(static) if (T > 1 && n > 1 && par) reduction(|| : failed)
+    /* per stream: H heads of a d_head x d_head state update and read (linear),
+     * at least as much for a pass over the KV cache (softmax) */
+    int par = T > 1 && n > 1 && (size_t)n * m->h * dh * dh * 2 >= LINATTN_PARALLEL_MIN_WORK;
+    (void)par; /* used by the pragma only */
+#pragma omp parallel for num_threads(T) schedule(static) if (par) reduction(|| : failed)
     for (int i = 0; i < n; i++) {
-        linattn_session *s = streams[i];
-        size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;
-        float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
-        memcpy(kc + (size_t)s->tokens * d, w->k + (size_t)i * d, (size_t)d * sizeof(float));
-        memcpy(vc + (size_t)s->tokens * d, w->v + (size_t)i * d, (size_t)d * sizeof(float));
-        linattn_attention_desc desc;
-        linattn_attention_desc_init(&desc);
-        desc.batch = 1;
-        desc.heads = H;
-        desc.len_q = 1;
-        desc.len_k = (int)s->tokens + 1;
-        desc.d_k = desc.d_v = dh;
-        desc.causal = 1;
-        desc.threads = 1;
-        desc.q = desc.k = desc.v = desc.out = (linattn_layout){0, (size_t)dh, (size_t)d};
-        desc.workspace = s->attn_ws;
-        desc.workspace_bytes = s->attn_ws_bytes;
-        if (linattn_attention_softmax(&desc, w->q + (size_t)i * d, kc, vc, w->a + (size_t)i * d))
+        size_t row = (size_t)i * d;
+        if (attend_rows(streams[i], layer, w->q + row, w->k + row, w->v + row, w->a + row, 1, 1))
             failed = 1;
     }
-    return failed ? linattn_err(LINATTN_ERR_INVALID, "batched softmax attention failed")
-                  : LINATTN_OK;
+    return failed ? linattn_err(LINATTN_ERR_INVALID, "batched attention failed") : LINATTN_OK;
 }
 
 static void activate(const linattn_model *m, const linattn_kernels *k, float *u, size_t n)
@@ -462,7 +428,8 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
         linattn_project(k, s->q, in, L->wq, L->bq, n, d, d, T);
         linattn_project(k, s->k, in, L->wk, L->bk, n, d, d, T);
         linattn_project(k, s->v, in, L->wv, L->bv, n, d, d, T);
-        st = streams ? attend_batch(s, streams, l, n, k) : attend(s, l, n);
+        st = streams ? attend_batch(s, streams, l, n)
+                     : attend_rows(s, l, s->q, s->k, s->v, s->a, n, s->threads);
         if (st != LINATTN_OK)
             return st;
         linattn_project(k, s->hbuf, s->a, L->wo, L->bo, n, d, d, T);

@@ -49,7 +49,6 @@ struct linattn_session {
     /* activations of up to LINATTN_CHUNK tokens */
     float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
     float *u;                        /* [CHUNK, d_ff] */
-    float *phi;                      /* [2, d]: phi(q), phi(k) for a decode step */
 };
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and

@@ -71,7 +71,6 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->v = alloc_floats(cd, &failed);
     s->a = alloc_floats(cd, &failed);
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
-    s->phi = alloc_floats(2 * (size_t)m->d, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = calloc((size_t)L, sizeof *s->lin);
@@ -111,7 +110,6 @@ void linattn_session_free(linattn_session *s)
     free(s->v);
     free(s->a);
     free(s->u);
-    free(s->phi);
     free(s);
 }
 

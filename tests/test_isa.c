@@ -176,3 +176,19 @@ Test(cli_info, bad_flag_is_one_error_line)
     cr_assert(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
     tu_run_free(&r);
 }
+
+Test(isa, unmasking_later_gives_a_working_table)
+{
+    /* the first choice happens under an empty mask; SIMD must still work after */
+    linattn_cpu_mask(0);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    linattn_cpu_mask(~0u);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    linattn_attention_desc d;
+    linattn_attention_desc_init(&d);
+    d.batch = d.heads = d.len_q = d.len_k = d.d_k = d.d_v = 1;
+    const float q = 1.0f, k = 1.0f, v = 3.0f;
+    float out = 0.0f;
+    cr_assert_eq(linattn_attention_softmax(&d, &q, &k, &v, &out), LINATTN_OK);
+    cr_assert_float_eq(out, 3.0f, 1e-6f, "one key: its value");
+}
