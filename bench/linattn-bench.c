@@ -90,7 +90,18 @@ struct workload {
     long ctx;                 /* decode: tokens already in the state */
     linattn_linear_mode mode; /* linear prefill algorithm */
     int threaded;             /* 1: run at each --threads count; 0: one thread */
+    int decay;                /* linear: 1 for RetNet's per-head decays, 0 for none */
 };
+
+/* RetNet's decays for H heads (g_h = 1 - 2^(-5-h)), or NULL without decay. */
+static const float *workload_decay(const workload *w)
+{
+    static float g[64];
+    if (!w->decay || w->heads > 64)
+        return NULL;
+    linattn_decay d = {LINATTN_DECAY_RETNET, 0, {0}};
+    return linattn_decay_values(&d, w->heads, g, NULL) == LINATTN_OK ? g : NULL;
+}
 
 /* Repeats call() until `reps` runs or the time budget is spent (at least
  * one run), returns the median seconds. */
@@ -140,6 +151,7 @@ static int run_prefill(const workload *w, int threads, const options *o, result 
     linattn_attention_desc_init(&c.desc);
     c.desc.batch = 1, c.desc.heads = w->heads, c.desc.len_q = c.desc.len_k = w->len;
     c.desc.d_k = c.desc.d_v = w->d, c.desc.causal = 1, c.desc.threads = threads;
+    c.desc.decay = linear ? workload_decay(w) : NULL;
     c.linear = linear;
     c.q = malloc(n * sizeof(float));
     c.k = malloc(n * sizeof(float));
@@ -213,7 +225,8 @@ static int bench_linear_step(const workload *w, int threads, const options *o, r
     (void)threads;
     step_ctx c;
     size_t n = (size_t)w->heads * w->d;
-    if (linattn_linear_state_create(w->heads, w->d, w->d, 1e-6f, &c.s) != LINATTN_OK) {
+    if (linattn_linear_state_create(w->heads, w->d, w->d, 1e-6f, workload_decay(w), &c.s) !=
+        LINATTN_OK) {
         fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
         return -1;
     }
@@ -345,48 +358,61 @@ static int bench_model_softmax_decode(const workload *w, int t, const options *o
 
 #define MODEL_ROWS(ctx, label)                                                                  \
     {"model-linear-prefill-" label, "d512 L8 H8 ff2048 model, linear, prefill " label " tokens", \
-     bench_model_linear_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                      \
+     bench_model_linear_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                      \
     {"model-linear-decode-" label, "same, linear, decode after " label " tokens",                \
-     bench_model_linear_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                       \
+     bench_model_linear_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                       \
     {"model-softmax-prefill-" label, "same, softmax, prefill " label " tokens",                  \
-     bench_model_softmax_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1},                     \
+     bench_model_softmax_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                     \
     {"model-softmax-decode-" label, "same, softmax, decode after " label " tokens",              \
-     bench_model_softmax_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1}
+     bench_model_softmax_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0}
 
 #define H8 8
 static const workload workloads[] = {
     {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", bench_softmax_prefill,
-     H8, 1024, 64, 0, LINATTN_LINEAR_AUTO, 1},
+     H8, 1024, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
     {"softmax-causal-4k", "causal softmax prefill, H=8 L=4096 d=64", bench_softmax_prefill,
-     H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+     H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
     {"linear-causal-4k", "causal linear prefill, H=8 L=4096 d=64 (size rule)",
-     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
     {"linear-step-ctx1", "linear decode step, 8 heads d=64, context 1", bench_linear_step, H8, 0,
-     64, 1, LINATTN_LINEAR_AUTO, 0},
+     64, 1, LINATTN_LINEAR_AUTO, 0, 0},
     {"linear-step-ctx1k", "linear decode step, 8 heads d=64, context 1k", bench_linear_step, H8,
-     0, 64, 1024, LINATTN_LINEAR_AUTO, 0},
+     0, 64, 1024, LINATTN_LINEAR_AUTO, 0, 0},
     {"linear-step-ctx1M", "linear decode step, 8 heads d=64, context 1M", bench_linear_step, H8,
-     0, 64, 1048576, LINATTN_LINEAR_AUTO, 0},
+     0, 64, 1048576, LINATTN_LINEAR_AUTO, 0, 0},
     /* The chunked-vs-recurrent size rule: both algorithms on one head
      * (so the split path is what 2 threads measure) and across d. */
     {"linear-mode-recurrent-d64", "linear prefill H=8 L=4096 d=64, recurrent",
-     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_RECURRENT, 0},
+     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
     {"linear-mode-chunked-d64", "linear prefill H=8 L=4096 d=64, chunked", bench_linear_prefill,
-     H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0},
+     H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
     {"linear-mode-recurrent-d32", "linear prefill H=8 L=4096 d=32, recurrent",
-     bench_linear_prefill, H8, 4096, 32, 0, LINATTN_LINEAR_RECURRENT, 0},
+     bench_linear_prefill, H8, 4096, 32, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
     {"linear-mode-chunked-d32", "linear prefill H=8 L=4096 d=32, chunked", bench_linear_prefill,
-     H8, 4096, 32, 0, LINATTN_LINEAR_CHUNKED, 0},
+     H8, 4096, 32, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
     {"linear-mode-recurrent-d128", "linear prefill H=8 L=4096 d=128, recurrent",
-     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0},
+     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
     {"linear-mode-chunked-d128", "linear prefill H=8 L=4096 d=128, chunked",
-     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0},
+     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
     {"linear-mode-recurrent-d256", "linear prefill H=2 L=4096 d=256, recurrent",
-     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_RECURRENT, 0},
+     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
     {"linear-mode-chunked-d256", "linear prefill H=2 L=4096 d=256, chunked",
-     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0},
+     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
     {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)",
-     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1},
+     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
+    /* Decay (RetNet's per-head values) against the rows above: the cost of
+     * the extra multiply per state element, of the chunk powers and of the
+     * segment rebuild. */
+    {"linear-decay-causal-4k", "as linear-causal-4k, RetNet decays", bench_linear_prefill, H8,
+     4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 1},
+    {"linear-decay-step-ctx1k", "as linear-step-ctx1k, RetNet decays", bench_linear_step, H8, 0,
+     64, 1024, LINATTN_LINEAR_AUTO, 0, 1},
+    {"linear-decay-mode-chunked-d64", "as linear-mode-chunked-d64, RetNet decays",
+     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0, 1},
+    {"linear-decay-mode-chunked-d128", "as linear-mode-chunked-d128, RetNet decays",
+     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 1},
+    {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay",
+     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 1},
     MODEL_ROWS(1024, "1k"),
     MODEL_ROWS(4096, "4k"),
     MODEL_ROWS(16384, "16k"),

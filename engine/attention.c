@@ -128,6 +128,15 @@ linattn_status attn_check_output_layout(const linattn_layout *l, int B, int H, i
     return LINATTN_OK;
 }
 
+linattn_status attn_check_decay(const float *decay, int heads, const char *op)
+{
+    for (int h = 0; h < heads; h++)
+        if (!(decay[h] > 0.0f && decay[h] <= 1.0f)) /* also refuses NaN */
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "%s: decay[%d] = %g is outside (0, 1]", op, h, (double)decay[h]);
+    return LINATTN_OK;
+}
+
 static linattn_layout resolve(linattn_layout l, int H, int L, int D)
 {
     if (l.batch == 0 && l.head == 0 && l.row == 0) {
@@ -165,6 +174,18 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         if (!ptrs[i].ptr)
             return linattn_err(LINATTN_ERR_INVALID, "%s: tensor %s is NULL", op, ptrs[i].name);
+    linattn_status st;
+    if (d->decay) {
+        if (strcmp(op, "linear") != 0)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "%s: decay applies to linear attention only; set it to NULL", op);
+        if (!d->causal)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "%s: decay needs causal = 1 (a non-causal sum has no order to "
+                               "decay along)", op);
+        if ((st = attn_check_decay(d->decay, d->heads, op)) != LINATTN_OK)
+            return st;
+    }
     if (d->lengths)
         for (int b = 0; b < d->batch; b++)
             if (d->lengths[b] < 0 || d->lengths[b] > d->len_k)
@@ -183,12 +204,12 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
     p->threads = attn_threads(d->threads);
     p->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)d->d_k);
     p->eps = d->eps;
+    p->decay = d->decay;
     p->q = resolve(d->q, p->H, p->Lq, p->dk);
     p->k = resolve(d->k, p->H, p->Lk, p->dk);
     p->v = resolve(d->v, p->H, p->Lk, p->dv);
     p->out = resolve(d->out, p->H, p->Lq, p->dv);
 
-    linattn_status st;
     if ((st = attn_check_input_layout(&p->q, p->Lq, p->dk, op, "q")) != LINATTN_OK ||
         (st = attn_check_input_layout(&p->k, p->Lk, p->dk, op, "k")) != LINATTN_OK ||
         (st = attn_check_input_layout(&p->v, p->Lk, p->dv, op, "v")) != LINATTN_OK ||

@@ -15,6 +15,7 @@ typedef struct attn_plan {
     int threads;        /* >= 1; 1 without OpenMP */
     float scale;        /* softmax, resolved (never 0) */
     float eps;          /* linear */
+    const float *decay; /* linear, causal: [H] in (0, 1], NULL: none */
     linattn_layout q, k, v, out;
 } attn_plan;
 
@@ -28,6 +29,9 @@ static inline int attn_len(const attn_plan *p, int b)
 {
     return p->lengths ? p->lengths[b] : p->Lk;
 }
+
+/* Every decay[0..heads) in (0, 1]; else LINATTN_ERR_INVALID naming op and head. */
+linattn_status attn_check_decay(const float *decay, int heads, const char *op);
 
 /* Threads a call asking for `requested` (0: OpenMP default) runs with. */
 int attn_threads(int requested);

@@ -137,6 +137,10 @@ typedef struct lin_seq {
     size_t qr, kr, vr, orow; /* row strides */
     int Lq, Lk, len, causal, dk, dv;
     float eps;
+    /* Decay g of this head (1: none, and every path runs its undecayed
+     * arithmetic) and pw[n] = g^n for the block sizes the passes use. */
+    float decay;
+    float pw[LIN_RC + 1];
     /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
      * before any row; rows [0, zero_end) see no key and output 0; rows
      * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
@@ -162,6 +166,20 @@ static void lin_seq_ranges(lin_seq *s, int empty)
     s->pair_end = pe < s->zero_end ? s->zero_end : pe > s->Lq ? s->Lq : pe;
 }
 
+/* g^n, rounded once from double; for any n (underflows to 0). */
+static float decay_pow(float g, double n)
+{
+    return g == 1.0f ? 1.0f : (float)exp(n * log((double)g));
+}
+
+/* Sets the head's decay and its table of powers g^0 .. g^LIN_RC. */
+static void lin_seq_decay(lin_seq *s, float g)
+{
+    s->decay = g;
+    for (int n = 0; n <= LIN_RC; n++)
+        s->pw[n] = decay_pow(g, n);
+}
+
 /* phi of n rows of width d (row stride ld) into dst (n x d, dense). */
 static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src, size_t ld,
                          int n, size_t d)
@@ -182,7 +200,8 @@ static void transpose(float *dst, size_t ld, const float *src, size_t m, size_t 
             dst[c * ld + r] = src[r * d + c];
 }
 
-/* S += phi(K)^T V, z += sum phi(K) over keys [j0, j1). */
+/* S += phi(K)^T V, z += sum phi(K) over keys [j0, j1); decayed, a block
+ * of m keys gives S = g^m S + sum_r g^(m-1-r) phi(k_r) v_r^T. */
 static void lin_absorb(const lin_seq *s, lin_buffers *b, float *S, float *z, int j0, int j1)
 {
     const linattn_kernels *kt = s->kt;
@@ -190,6 +209,12 @@ static void lin_absorb(const lin_seq *s, lin_buffers *b, float *S, float *z, int
     for (int c0 = j0; c0 < j1; c0 += LIN_RC) {
         int m = j1 - c0 < LIN_RC ? j1 - c0 : LIN_RC;
         lin_phi_rows(kt, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, dk);
+        if (s->decay != 1.0f) {
+            kt->scale(S, s->pw[m], dk * dv);
+            kt->scale(z, s->pw[m], dk);
+            for (int r = 0; r < m; r++)
+                kt->scale(b->pk + (size_t)r * dk, s->pw[m - 1 - r], dk);
+        }
         transpose(b->pkt, LIN_RC, b->pk, (size_t)m, dk);
         kt->gemm_nn(S, dv, b->pkt, LIN_RC, s->v + (size_t)c0 * s->vr, s->vr, dk, dv, (size_t)m);
         for (size_t c = 0; c < dk; c++)
@@ -197,7 +222,9 @@ static void lin_absorb(const lin_seq *s, lin_buffers *b, float *S, float *z, int
     }
 }
 
-/* Rows [i0, i1) read the state: out = phi(q)^T S / (phi(q)^T z + eps). */
+/* Rows [i0, i1) read the state: out = phi(q)^T S / (phi(q)^T z + eps).
+ * Decayed (causal), the state holds the keys up to len - 1 and row i reads
+ * it g^(i + Lk - Lq - len + 1) later: numerator and denominator both scale. */
 static void lin_read(const lin_seq *s, lin_buffers *b, const float *S, const float *z, int i0,
                      int i1)
 {
@@ -211,8 +238,11 @@ static void lin_read(const lin_seq *s, lin_buffers *b, const float *S, const flo
             memset(o + (size_t)r * s->orow, 0, dv * sizeof(float));
         kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, (size_t)m, dv, dk);
         for (int r = 0; r < m; r++) {
-            float den = kt->dot(b->pq + (size_t)r * dk, z, dk) + s->eps;
-            kt->scale(o + (size_t)r * s->orow, den > 0.0f ? 1.0f / den : 0.0f, dv);
+            float g = 1.0f;
+            if (s->decay != 1.0f && s->causal)
+                g = decay_pow(s->decay, (double)c0 + r + s->Lk - s->Lq - s->len + 1);
+            float den = g * kt->dot(b->pq + (size_t)r * dk, z, dk) + s->eps;
+            kt->scale(o + (size_t)r * s->orow, den > 0.0f ? g / den : 0.0f, dv);
         }
     }
 }
@@ -234,20 +264,23 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, float *S, floa
         for (int r = 0; r < m; r++)
             kt->linear_update_read(S, z, b->pk + (size_t)r * dk, v + (size_t)r * s->vr,
                                    b->pq + (size_t)r * dk, o + (size_t)r * s->orow, dk, dv,
-                                   s->eps);
+                                   s->eps, s->decay);
     }
 }
 
 /* Paired rows [i0, i1), C at a time, all by gemm:
  *   out = (phiQ S + mask(phiQ phiK^T) V) / (phiQ z + rowsum mask(phiQ phiK^T) + eps)
  *   S += phiK^T V,  z += colsum phiK
- * where mask keeps the lower triangle (row r sees the chunk's keys 0..r). */
+ * where mask keeps the lower triangle (row r sees the chunk's keys 0..r).
+ * Decayed, row r reads g^(r+1) S, the mask weighs key j by g^(r-j), and
+ * the chunk of m rows leaves g^m S + sum_j g^(m-1-j) phi(k_j) v_j^T. */
 static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0,
                               int i1)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const int off = s->Lk - s->Lq;
+    const int decayed = s->decay != 1.0f;
     for (int c0 = i0; c0 < i1; c0 += LIN_C) {
         const size_t m = (size_t)(i1 - c0 < LIN_C ? i1 - c0 : LIN_C);
         lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, (int)m, dk);
@@ -261,6 +294,11 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float 
         kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, m, dv, dk);
         for (size_t r = 0; r < m; r++)
             b->den[r] = kt->dot(b->pq + r * dk, z, dk);
+        if (decayed)
+            for (size_t r = 0; r < m; r++) {
+                kt->scale(o + r * s->orow, s->pw[r + 1], dv);
+                b->den[r] *= s->pw[r + 1];
+            }
 
         /* This chunk, through the masked scores. */
         for (size_t r = 0; r < m; r++)
@@ -269,15 +307,27 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float 
         for (size_t r = 0; r < m; r++) {
             float *row = b->a + r * LIN_C;
             memset(row + r + 1, 0, (m - r - 1) * sizeof(float));
+            if (decayed)
+                for (size_t j = 0; j <= r; j++)
+                    row[j] *= s->pw[r - j];
             b->den[r] += kt->sum(row, r + 1);
         }
-        kt->gemm_nn(o, s->orow, b->a, LIN_C, v, s->vr, m, dv, m);
+        /* Row r reads values 0..r only: a masked zero times a later inf or
+         * NaN value would be NaN, and causality must hold for those too. */
+        for (size_t r = 0; r < m; r++)
+            kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
         for (size_t r = 0; r < m; r++) {
             float den = b->den[r] + s->eps;
             kt->scale(o + r * s->orow, den > 0.0f ? 1.0f / den : 0.0f, dv);
         }
 
         /* Then the chunk joins the state. */
+        if (decayed) {
+            kt->scale(S, s->pw[m], dk * dv);
+            kt->scale(z, s->pw[m], dk);
+            for (size_t r = 0; r < m; r++)
+                kt->scale(b->pk + r * dk, s->pw[m - 1 - r], dk);
+        }
         transpose(b->pkt, LIN_RC, b->pk, m, dk);
         kt->gemm_nn(S, dv, b->pkt, LIN_RC, v, s->vr, dk, dv, m);
         for (size_t c = 0; c < dk; c++)
@@ -310,10 +360,16 @@ static void lin_head_seq(const lin_seq *s, lin_buffers *b, float *S, float *z)
     lin_read(s, b, S, z, s->pair_end, s->Lq);
 }
 
-static void add_into(float *dst, const float *src, size_t n)
+/* dst += c src (c = 1: a plain add, as without decay). */
+static void add_scaled(float *dst, const float *src, size_t n, float c)
 {
-    for (size_t i = 0; i < n; i++)
-        dst[i] += src[i];
+    if (c == 1.0f) {
+        for (size_t i = 0; i < n; i++)
+            dst[i] += src[i];
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] += c * src[i];
+    }
 }
 
 /* Start, within n paired rows, of thread t's segment of T. Thread 0 spends
@@ -364,12 +420,22 @@ static void lin_head_split(const lin_seq *s, float *ws, size_t per_thread, float
 #pragma omp barrier
 #pragma omp for schedule(static)
 #endif
-            for (long c = 0; c < (long)dk; c++)
+            for (long c = 0; c < (long)dk; c++) {
+                /* decayed: the state before ages by n keys, part u by the
+                 * keys after its end */
+                if (s->decay != 1.0f) {
+                    const float gn = decay_pow(s->decay, n);
+                    for (size_t j = 0; j < dv; j++)
+                        HS[(size_t)c * dv + j] *= gn;
+                    Hz[c] *= gn;
+                }
                 for (int u = 0; u < T; u++) {
                     lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
-                    add_into(HS + (size_t)c * dv, bu.LS + (size_t)c * dv, dv);
-                    Hz[c] += bu.Lz[c];
+                    const float g = decay_pow(s->decay, n - (int)((long long)n * (u + 1) / T));
+                    add_scaled(HS + (size_t)c * dv, bu.LS + (size_t)c * dv, dv, g);
+                    Hz[c] += g * bu.Lz[c];
                 }
+            }
         } else {
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp single
@@ -401,12 +467,20 @@ static void lin_head_split(const lin_seq *s, float *ws, size_t per_thread, float
             if (t == 0) {
                 lin_pairs(s, &b, b.S, b.z, y, a1);
             } else {
+                /* the state at a0: the one before, aged by a0 - base keys,
+                 * plus each earlier segment's sums aged by the keys since */
                 memcpy(b.S, HS, nS * sizeof(float));
                 memcpy(b.z, Hz, dk * sizeof(float));
+                if (s->decay != 1.0f) {
+                    const float g = decay_pow(s->decay, a0 - base);
+                    s->kt->scale(b.S, g, nS);
+                    s->kt->scale(b.z, g, dk);
+                }
                 for (int u = 1; u <= t; u++) {
                     lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
-                    add_into(b.S, bu.LS, nS);
-                    add_into(b.z, bu.Lz, dk);
+                    const float g = decay_pow(s->decay, a0 - (base + seg_start(npair, T, u)));
+                    add_scaled(b.S, bu.LS, nS, g);
+                    add_scaled(b.z, bu.Lz, dk, g);
                 }
                 lin_pairs(s, &b, b.S, b.z, a0, a1);
             }
@@ -457,6 +531,7 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     s.dk = p->dk;
     s.dv = p->dv;
     s.eps = p->eps;
+    lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f);
     lin_seq_ranges(&s, 1);
     return s;
 }
@@ -515,6 +590,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
 struct linattn_linear_state {
     int heads, dk, dv;
     float eps;
+    float *decay; /* [heads], 1 for a head without decay */
     uint64_t tokens;
     /* Each head's S and z start on a cache line (each head's block is
      * padded to whole lines): the AVX2 kernel's 32-byte accesses then never
@@ -562,7 +638,7 @@ static float *lin_calloc(size_t floats)
 }
 
 linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
-                                           linattn_linear_state **out)
+                                           const float *decay, linattn_linear_state **out)
 {
     if (!out)
         return linattn_err(LINATTN_ERR_INVALID, "linear state: out is NULL");
@@ -574,6 +650,9 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     if (!isfinite(eps) || eps < 0.0f)
         return linattn_err(LINATTN_ERR_INVALID,
                            "linear state: eps must be finite and >= 0, got %g", (double)eps);
+    linattn_status st;
+    if (decay && (st = attn_check_decay(decay, heads, "linear state")) != LINATTN_OK)
+        return st;
     const size_t S_stride = attn_round(attn_mul((size_t)d_k, (size_t)d_v));
     size_t nS = attn_mul((size_t)heads, S_stride);
     if (attn_mul(nS, sizeof(float)) == SIZE_MAX)
@@ -590,8 +669,13 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     s->S = lin_calloc(nS);
     s->z = lin_calloc((size_t)heads * s->z_stride);
     s->phi = lin_calloc(2 * (size_t)heads * (size_t)d_k);
+    s->decay = lin_calloc((size_t)heads);
+    if (s->decay)
+        for (int h = 0; h < heads; h++)
+            s->decay[h] = decay ? decay[h] : 1.0f;
     float *ws = NULL;
-    if (!s->S || !s->z || !s->phi || state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
+    if (!s->S || !s->z || !s->phi || !s->decay ||
+        state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
         linattn_linear_state_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: cannot allocate %zu bytes",
                            nS * sizeof(float));
@@ -607,6 +691,7 @@ void linattn_linear_state_free(linattn_linear_state *s)
     free(s->S);
     free(s->z);
     free(s->phi);
+    free(s->decay);
     free(s->ws);
     free(s);
 }
@@ -725,6 +810,7 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
             sq.k = k + (size_t)h * l[1].head;
             sq.v = v + (size_t)h * l[2].head;
             sq.out = out + (size_t)h * l[3].head;
+            lin_seq_decay(&sq, s->decay[h]);
             lin_head_seq(&sq, &b, linattn_linear_state_S(s, h), linattn_linear_state_z(s, h));
         }
     } else {
@@ -734,6 +820,7 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
             sq.k = k + (size_t)h * l[1].head;
             sq.v = v + (size_t)h * l[2].head;
             sq.out = out + (size_t)h * l[3].head;
+            lin_seq_decay(&sq, s->decay[h]);
             lin_head_split(&sq, ws, per_thread, linattn_linear_state_S(s, h),
                            linattn_linear_state_z(s, h), nt);
         }
@@ -774,7 +861,7 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
         const int h = backwards ? s->heads - 1 - i : i;
         kt->linear_update_read(linattn_linear_state_S(s, h), linattn_linear_state_z(s, h),
                                pk + (size_t)h * dk, v + (size_t)h * dv, pq + (size_t)h * dk,
-                               out + (size_t)h * dv, dk, dv, s->eps);
+                               out + (size_t)h * dv, dk, dv, s->eps, s->decay[h]);
     }
     s->tokens++;
     return LINATTN_OK;

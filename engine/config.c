@@ -41,14 +41,16 @@ enum key_type {
     T_PATH,     /* a char[] field, resolved from the config's folder */
     T_WEIGHTS,  /* like T_PATH, but "random:SEED" stays as is */
     T_LENGTHS,  /* int lengths[] + n_lengths */
+    T_DECAY,    /* a linattn_decay field */
 };
 
 enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
+    K_DECAY,
     K_THREADS, K_ISA, K_BATCH,
     K_PROMPT, K_MAX_NEW_TOKENS, K_TEMPERATURE, K_TOP_K, K_TOP_P, K_SEED,
-    K_VARIANT, K_CAUSAL, K_LENGTHS, K_SCALE, K_ATTN_EPS, K_Q, K_K, K_V, K_OUT,
+    K_VARIANT, K_CAUSAL, K_LENGTHS, K_SCALE, K_ATTN_EPS, K_ATTN_DECAY, K_Q, K_K, K_V, K_OUT,
     N_KEYS
 };
 
@@ -88,6 +90,7 @@ static const struct key keys[N_KEYS] = {
     [K_EPS] = {SEC_MODEL, "eps", T_FLOAT, FIELD(eps), NULL},
     [K_NORM_EPS] = {SEC_MODEL, "norm_eps", T_FLOAT, FIELD(norm_eps), NULL},
     [K_TIE_EMBEDDINGS] = {SEC_MODEL, "tie_embeddings", T_BOOL, FIELD(tie_embeddings), NULL},
+    [K_DECAY] = {SEC_MODEL, "decay", T_DECAY, FIELD(decay), NULL},
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_NAME, FIELD(isa), isa_names},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
@@ -102,6 +105,7 @@ static const struct key keys[N_KEYS] = {
     [K_LENGTHS] = {SEC_ATTENTION, "lengths", T_LENGTHS, FIELD(lengths), NULL},
     [K_SCALE] = {SEC_ATTENTION, "scale", T_FLOAT, FIELD(scale), NULL},
     [K_ATTN_EPS] = {SEC_ATTENTION, "eps", T_FLOAT, FIELD(attn_eps), NULL},
+    [K_ATTN_DECAY] = {SEC_ATTENTION, "decay", T_DECAY, FIELD(attn_decay), NULL},
     [K_Q] = {SEC_ATTENTION, "q", T_PATH, FIELD(q), NULL},
     [K_K] = {SEC_ATTENTION, "k", T_PATH, FIELD(k), NULL},
     [K_V] = {SEC_ATTENTION, "v", T_PATH, FIELD(v), NULL},
@@ -253,6 +257,33 @@ static int check_string(const struct origin *o, enum key_id k, const char *s, si
     return 0;
 }
 
+/* A decay field: a known kind, a list of 1..LINATTN_MAX_DECAYS values in
+ * (0, 1], and (heads > 0) one value per head. */
+static int check_decay(const struct origin *o, enum key_id k, const linattn_decay *d, int heads,
+                       linattn_status *st)
+{
+    if ((unsigned)d->kind > LINATTN_DECAY_LIST) {
+        *st = bad_value(o, k, "unknown kind %d", (int)d->kind);
+        return 0;
+    }
+    if (d->kind != LINATTN_DECAY_LIST)
+        return 1;
+    if (d->n < 1 || d->n > LINATTN_MAX_DECAYS) {
+        *st = bad_value(o, k, "%d values (1..%d)", d->n, LINATTN_MAX_DECAYS);
+        return 0;
+    }
+    for (int h = 0; h < d->n; h++)
+        if (!(d->values[h] > 0.0f && d->values[h] <= 1.0f)) {
+            *st = bad_value(o, k, "value %d (%g) is outside (0, 1]", h, (double)d->values[h]);
+            return 0;
+        }
+    if (heads > 0 && d->n != heads) {
+        *st = bad_value(o, k, "%d values for %d heads (n_heads): give one per head", d->n, heads);
+        return 0;
+    }
+    return 1;
+}
+
 static linattn_status validate(const linattn_config *c, const struct origin *o)
 {
     linattn_status st = LINATTN_OK;
@@ -294,6 +325,10 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return st;
         if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
             return bad_value(o, K_TIE_EMBEDDINGS, "expected 0 or 1, got %d", c->tie_embeddings);
+        if (!check_decay(o, K_DECAY, &c->decay, c->n_heads, &st))
+            return st;
+        if (c->decay.kind != LINATTN_DECAY_NONE && c->attention != LINATTN_ATTN_LINEAR)
+            return bad_value(o, K_DECAY, "decay needs attention = linear");
     }
 
     if (!check_int(o, K_THREADS, c->threads, 0, LINATTN_MAX_THREADS, &st) ||
@@ -324,6 +359,11 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         for (int i = 0; i < c->n_lengths; i++)
             if (c->lengths[i] < 0)
                 return bad_value(o, K_LENGTHS, "length %d is negative (%d)", i, c->lengths[i]);
+        if (!check_decay(o, K_ATTN_DECAY, &c->attn_decay, 0, &st))
+            return st;
+        if (c->attn_decay.kind != LINATTN_DECAY_NONE &&
+            (strcmp(c->variant, "linear") != 0 || !c->causal))
+            return bad_value(o, K_ATTN_DECAY, "decay needs variant = linear and causal = true");
         if (!check_nonneg(o, K_SCALE, c->scale, &st) ||
             !check_nonneg(o, K_ATTN_EPS, c->attn_eps, &st) ||
             !check_string(o, K_Q, c->q, sizeof c->q, &st) ||
@@ -343,6 +383,31 @@ linattn_status linattn_config_validate(const linattn_config *c)
         return linattn_err(LINATTN_ERR_INVALID, "config: path not NUL-terminated");
     struct origin o = {c->path, NULL};
     return validate(c, &o);
+}
+
+linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *out, int *any)
+{
+    if (any)
+        *any = 0;
+    if (!d || !out || heads <= 0)
+        return linattn_err(LINATTN_ERR_INVALID, "decay: NULL argument or %d heads", heads);
+    if (d->kind == LINATTN_DECAY_LIST && d->n != heads)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "decay: %d values for %d heads: give one per head", d->n, heads);
+    for (int h = 0; h < heads; h++) {
+        float g = 1.0f;
+        if (d->kind == LINATTN_DECAY_RETNET)
+            g = (float)(1.0 - ldexp(1.0, -5 - h));
+        else if (d->kind == LINATTN_DECAY_LIST)
+            g = d->values[h];
+        if (!(g > 0.0f && g <= 1.0f))
+            return linattn_err(LINATTN_ERR_INVALID, "decay: value %d (%g) is outside (0, 1]", h,
+                               (double)g);
+        out[h] = g;
+        if (any && g != 1.0f)
+            *any = 1;
+    }
+    return LINATTN_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -575,6 +640,54 @@ static int parse_lengths(const char *s, int *lengths, int *n)
     }
 }
 
+/* "none", "retnet" or a comma-separated list of numbers in (0, 1]; NULL
+ * or why not. */
+static const char *parse_decay(const char *s, linattn_decay *d)
+{
+    if (!s)
+        return "no text";
+    memset(d, 0, sizeof *d);
+    if (strcasecmp(s, "none") == 0)
+        return NULL;
+    if (strcasecmp(s, "retnet") == 0) {
+        d->kind = LINATTN_DECAY_RETNET;
+        return NULL;
+    }
+    d->kind = LINATTN_DECAY_LIST;
+    char item[64];
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        if (d->n == LINATTN_MAX_DECAYS)
+            return "too many values (at most " LINATTN_STR(LINATTN_MAX_DECAYS) ")";
+        if (len >= sizeof item)
+            return "a value is too long";
+        memcpy(item, s, len);
+        item[len] = '\0';
+        float g;
+        if (parse_float(trim(item), &g))
+            return "expected none, retnet or a comma-separated list of numbers in (0, 1]";
+        if (!(g > 0.0f && g <= 1.0f))
+            return "every value must be in (0, 1] (0 would forget everything, above 1 grows "
+                   "without bound)";
+        d->values[d->n++] = g;
+        if (!s[len])
+            return NULL;
+        s += len + 1;
+    }
+}
+
+linattn_status linattn_decay_parse(const char *text, linattn_decay *out)
+{
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "decay: out is NULL");
+    linattn_decay d;
+    const char *why = parse_decay(text, &d);
+    if (why)
+        return linattn_err(LINATTN_ERR_INVALID, "decay: %s, got '%.60s'", why, text ? text : "");
+    *out = d;
+    return LINATTN_OK;
+}
+
 /* Records an error about key k on the current line; returns 0. */
 static int bad_key(struct parse *p, enum key_id k, linattn_status st, const char *fmt, ...)
     LINATTN_PRINTF(4, 5);
@@ -669,6 +782,13 @@ static int set_value(struct parse *p, enum key_id k, const char *value)
         return set_path(p, k, value, field, key->size);
     case T_PATH:
         return set_path(p, k, value, field, key->size);
+    case T_DECAY: {
+        linattn_decay d;
+        if ((why = parse_decay(value, &d)))
+            return bad_key(p, k, LINATTN_ERR_INVALID, "%s, got '%.60s'", why, value);
+        memcpy(field, &d, sizeof d);
+        return 1;
+    }
     case T_LENGTHS:
         if (!parse_lengths(value, p->c->lengths, &p->c->n_lengths))
             return bad_key(p, k, LINATTN_ERR_INVALID,

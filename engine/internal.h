@@ -11,6 +11,10 @@
 #define LINATTN_PRINTF(a, b)
 #endif
 
+/* A macro's value as a string literal: LINATTN_STR(LINATTN_MAX_DECAYS) is "256". */
+#define LINATTN_STR_(x) #x
+#define LINATTN_STR(x) LINATTN_STR_(x)
+
 /* Records a message for linattn_last_error() and returns status. */
 linattn_status linattn_err(linattn_status status, const char *fmt, ...) LINATTN_PRINTF(2, 3);
 

@@ -199,8 +199,6 @@ int linattn_has_openmp(void)
 
 const char *linattn_sleef_version(void)
 {
-#define LINATTN_STR2(x) #x
-#define LINATTN_STR(x) LINATTN_STR2(x)
     return LINATTN_STR(SLEEF_VERSION_MAJOR) "." LINATTN_STR(SLEEF_VERSION_MINOR) "." LINATTN_STR(
         SLEEF_VERSION_PATCHLEVEL);
 }

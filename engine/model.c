@@ -53,11 +53,13 @@ static linattn_status take(source *src, const char *name, int rows, int cols, ch
     return LINATTN_OK;
 }
 
-static uint64_t fnv1a(const char *s)
+/* FNV-1a over n bytes, continuing from h (start: FNV_START). */
+#define FNV_START 0xcbf29ce484222325ull
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -179,6 +181,21 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
     }
     for (int i = 0; i < m->d / 2; i++)
         m->inv_freq[i] = pow(10000.0, -2.0 * i / m->d);
+    if (config->decay.kind != LINATTN_DECAY_NONE) {
+        int any;
+        if (!(m->decay = malloc((size_t)m->h * sizeof *m->decay))) {
+            linattn_model_free(m);
+            return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
+        }
+        if ((st = linattn_decay_values(&config->decay, m->h, m->decay, &any)) != LINATTN_OK) {
+            linattn_model_free(m);
+            return st;
+        }
+        if (!any) { /* every head 1: the plain model, same hash and state files */
+            free(m->decay);
+            m->decay = NULL;
+        }
+    }
 
     size_t n_floats = count_floats(config, &m->params);
     m->weight_bytes = n_floats * sizeof(float);
@@ -217,7 +234,12 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
              (int)config->norm, (int)config->positions, (int)config->ffn,
              (int)config->norm_position, config->max_seq_len, (double)config->eps,
              (double)config->norm_eps, config->tie_embeddings);
-    m->shape_hash = fnv1a(shape);
+    /* A decayed model also hashes its decays (as stored, bit for bit), so a
+     * state saved under one decay set is refused by a model with another;
+     * an undecayed model hashes as it did before decays existed. */
+    m->shape_hash = fnv1a(FNV_START, shape, strlen(shape));
+    if (m->decay)
+        m->shape_hash = fnv1a(m->shape_hash, m->decay, (size_t)m->h * sizeof *m->decay);
     *out = m;
     return LINATTN_OK;
 }
@@ -244,6 +266,7 @@ void linattn_model_free(linattn_model *m)
     free(m->owned);
     free(m->layers);
     free(m->inv_freq);
+    free(m->decay);
     free(m);
 }
 
@@ -460,7 +483,13 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
 void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, float *x,
                           float *logits, int threads)
 {
+    linattn_model_logits_rows(m, k, x, 1, logits, threads);
+}
+
+void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                               float *logits, int threads)
+{
     if (m->cfg.norm_position == LINATTN_NORM_PRE)
-        norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, 1);
-    linattn_project(k, logits, x, m->lm_head, NULL, 1, m->vocab, m->d, threads);
+        norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
+    linattn_project(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
 }

@@ -32,6 +32,7 @@ struct linattn_model {
     const float *lm_head;     /* [vocab, d]; tok_emb when tied */
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
+    float *decay;             /* [h] per-head decay of linear attention, NULL: none */
     uint64_t params;
     size_t weight_bytes;
     uint64_t shape_hash;
@@ -60,6 +61,9 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
 /* logits[vocab] from the hidden state row x (final norm applied here). */
 void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, float *x,
                           float *logits, int threads);
+/* logits[n, vocab] from n hidden state rows x[n, d] (one gemm). */
+void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                               float *logits, int threads);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
 /* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */

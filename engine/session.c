@@ -76,7 +76,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
         s->lin = calloc((size_t)L, sizeof *s->lin);
         failed |= !s->lin;
         for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
-            st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, &s->lin[l]);
+            st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, m->decay,
+                                             &s->lin[l]);
     } else {
         size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->d;
         s->kcache = alloc_floats(cache, &failed);
@@ -183,6 +184,30 @@ linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n
             if ((st = linattn_kernels_current(&k)) == LINATTN_OK)
                 linattn_model_logits(s->m, k, s->x + (size_t)(c - 1) * s->m->d, logits, s->threads);
         }
+    }
+    return st;
+}
+
+linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, int n,
+                                       float *logits)
+{
+    if (!s || !logits || (!tokens && n > 0))
+        return linattn_err(LINATTN_ERR_INVALID, "session_feed_all: NULL argument");
+    if (n < 1)
+        return linattn_err(LINATTN_ERR_INVALID, "session_feed_all: need at least one token, got %d",
+                           n);
+    linattn_status st = check_tokens(s->m, tokens, n);
+    if (st == LINATTN_OK)
+        st = check_room(s, (uint64_t)n);
+    const linattn_kernels *k;
+    if (st == LINATTN_OK)
+        st = linattn_kernels_current(&k);
+    const size_t V = (size_t)s->m->vocab;
+    for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
+        int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
+        st = linattn_model_forward(s, NULL, tokens + done, c);
+        if (st == LINATTN_OK)
+            linattn_model_logits_rows(s->m, k, s->x, c, logits + (size_t)done * V, s->threads);
     }
     return st;
 }

@@ -112,6 +112,7 @@ typedef struct linattn_attention_desc {
     int causal;           /* query i sees keys j <= i + (Lk - Lq) */
     const int *lengths;   /* [B] valid keys per sequence (0..Lk), NULL: all */
     float eps;            /* linear: denominator epsilon (default 1e-6) */
+    const float *decay;   /* linear, causal only: [H] per-head decay in (0, 1], NULL: none */
     int threads;          /* 0: OpenMP default */
     linattn_layout q, k, v, out; /* strides; all zero: dense */
     void *workspace;      /* NULL: allocated (and freed) inside the call */
@@ -142,7 +143,12 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
  * valid keys. Padded keys are removed from both sums (and never read); no
  * visible key: 0. eps must be >= 0. With fewer (b, h) pairs than threads a
  * causal sequence is cut into segments whose starting sums are rebuilt by
- * prefix sums, so thread counts agree to fp32 rounding, not bit for bit. */
+ * prefix sums, so thread counts agree to fp32 rounding, not bit for bit.
+ * Decay (causal only): S_j = g_h S_{j-1} + phi(k_j) v_j^T, z_j likewise,
+ * so key j reaches query t weighted g_h^(t + Lk - Lq - j). A padded key
+ * adds nothing but time still passes: a row past the last valid key reads
+ * the sums decayed by the distance. g_h = 1 is the undecayed operator, bit
+ * for bit. */
 linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
                                         const float *k, const float *v, float *out);
 
@@ -150,11 +156,12 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
  * per head, fp32. Its size is fixed at creation, which also sizes the
  * prefill workspace for the OpenMP default thread count: stepping and
  * prefilling allocate nothing afterwards (a prefill asking for more
- * threads grows it once). One thread at a time per state. */
+ * threads grows it once). One thread at a time per state. decay: [heads]
+ * per-head decays in (0, 1] (copied), or NULL for none. */
 typedef struct linattn_linear_state linattn_linear_state;
 
 linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
-                                           linattn_linear_state **out);
+                                           const float *decay, linattn_linear_state **out);
 void linattn_linear_state_free(linattn_linear_state *s);
 void linattn_linear_state_reset(linattn_linear_state *s);
 /* Bytes of S and z (heads * (d_k*d_v + d_k) * 4). */
@@ -199,6 +206,34 @@ typedef enum linattn_positions {
     LINATTN_POS_LEARNED,
 } linattn_positions;
 
+/* Per-head decay of linear attention (config key `decay`):
+ *   none            no decay (the default)
+ *   retnet          g_h = 1 - 2^(-5-h), as in RetNet (rounded to float)
+ *   g0,g1,...       one value per head, each in (0, 1] */
+typedef enum linattn_decay_kind {
+    LINATTN_DECAY_NONE,
+    LINATTN_DECAY_RETNET,
+    LINATTN_DECAY_LIST,
+} linattn_decay_kind;
+
+#define LINATTN_MAX_DECAYS 256 /* values a decay list may give */
+
+typedef struct linattn_decay {
+    linattn_decay_kind kind;
+    int n;                            /* LIST: values given */
+    float values[LINATTN_MAX_DECAYS]; /* LIST: values[0..n) */
+} linattn_decay;
+
+/* Parses the config syntax ("none", "retnet", "0.5,0.9,..."); on error
+ * LINATTN_ERR_INVALID saying why, and out is unchanged. */
+linattn_status linattn_decay_parse(const char *text, linattn_decay *out);
+
+/* The decay of each of `heads` heads into out[heads] (1 where there is
+ * none). LINATTN_ERR_INVALID if a list does not give one value per head or
+ * a value is outside (0, 1]. Returns 1 in *any (may be NULL) when some
+ * head decays (a value below 1). */
+linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *out, int *any);
+
 /* Limits that linattn_config_validate enforces (so that sizes computed
  * from a valid config never overflow). */
 #define LINATTN_MAX_VOCAB 65536
@@ -213,9 +248,10 @@ typedef enum linattn_positions {
 /* An INI config file, parsed and validated. Sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
+ *               decay
  *   [runtime]   threads isa batch
  *   [generate]  prompt max_new_tokens temperature top_k top_p seed
- *   [attention] variant causal lengths scale eps q k v out   (`linattn attend`)
+ *   [attention] variant causal lengths scale eps decay q k v out   (`linattn attend`)
  * Booleans: true/false/yes/no/1/0; enum names are case-insensitive.
  * Comments: whole lines starting with ';' or '#', and inline comments that
  * start with ' ;' or ' #' (whitespace before the mark), so a value cannot
@@ -242,6 +278,7 @@ typedef struct linattn_config {
     float eps;            /* linear attention denominator eps, >= 0, default 1e-6 */
     float norm_eps;       /* norm eps, >= 0, default 1e-5 */
     int tie_embeddings;   /* 1: the LM head is tok_emb^T, default 0 */
+    linattn_decay decay;  /* linear attention only: per-head decay, default none */
 
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): OpenMP default */
@@ -264,6 +301,7 @@ typedef struct linattn_config {
     int n_lengths;        /* 0 (default): no padding */
     float scale;          /* >= 0, 0 (default): 1/sqrt(d_k) */
     float attn_eps;       /* key `eps` of [attention], >= 0, default 1e-6 */
+    linattn_decay attn_decay; /* key `decay` of [attention], default none; causal only */
     char q[4096], k[4096], v[4096], out[4096]; /* .npy paths resolved from the
                                                 * config's folder, "" if unset */
 
@@ -327,6 +365,11 @@ void linattn_session_set_threads(linattn_session *s, int threads);
  * returns LINATTN_ERR_CONTEXT_FULL and feeds nothing (the session stays
  * valid). */
 linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n, float *logits);
+/* The same, writing the logits after every token: logits[n][vocab_size],
+ * row i after tokens[0..i] (the model's prediction of tokens[i+1]). For
+ * scoring a text (linattn eval) at prefill speed. */
+linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, int n,
+                                        float *logits);
 /* Tokens fed since new/reset/load. */
 uint64_t linattn_session_tokens(const linattn_session *s);
 /* Bytes of decode state in use: linear, constant; softmax, the KV cache

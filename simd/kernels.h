@@ -31,11 +31,13 @@ typedef struct linattn_kernels {
     /* y = x / sqrt(mean(x^2) + eps) * w. y may alias x. */
     void (*rmsnorm)(float *y, const float *x, const float *w, size_t n, float eps);
     /* One head, one token, one pass over S (dk x dv, row-major):
-     *   S += phik v^T;  z += phik;  out = (phiq^T S) / (phiq^T z + eps)
-     * S and z are the updated sums (they include this token). */
+     *   S = decay S + phik v^T;  z = decay z + phik;
+     *   out = (phiq^T S) / (phiq^T z + eps)
+     * S and z are the updated sums (they include this token). decay is in
+     * (0, 1]; decay == 1 runs the undecayed loop, bit for bit. */
     void (*linear_update_read)(float *S, float *z, const float *phik, const float *v,
                                const float *phiq, float *out, size_t dk, size_t dv,
-                               float eps);
+                               float eps, float decay);
     /* y[r] = W[r,:] . x + (b ? b[r] : 0), W is rows x cols with row stride ldw. */
     void (*gemv)(float *y, const float *W, size_t ldw, const float *x, const float *b,
                  size_t rows, size_t cols);

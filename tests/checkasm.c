@@ -79,9 +79,10 @@ static const struct tolerance {
     {"rmsnorm", TOL_BOUND, 8, "(n/2+c) u |y| + tiny (1+|w|)",
      "sum of squares within n u relatively (all terms >= 0), halved by the sqrt, then c roundings"},
     {"linear_update_read", TOL_BOUND, 4,
-     "S, z: 2u(|S|+|k v|); out: (dk+c) u [sum|q|(|S|+|k v|) + |out| sum|q|(|z|+|k|)] / |den|",
-     "each S, z element is one FMA or add; out is a dk-term dot (gamma_dk) divided by a "
-     "dk-term dot, c for the division and the S' roundings it reads"},
+     "S, z: 2u(1+u)(|g S|+|k v|); out: (dk+c) u [sum|q|(|g S|+|k v|) + |out| sum|q|(|g z|+|k|)] / |den|",
+     "each S, z element is one FMA or add after the decay product g S (exact for g = 1): "
+     "at most two roundings; out is a dk-term dot (gamma_dk) divided by a dk-term dot, c "
+     "for the division and the S' roundings it reads"},
     {"gemv", TOL_BOUND, 2, "(cols+c) u (sum|W x| + |b|) + cols tiny",
      "a cols-term dot product in any order, c for the bias add and the lane reduction"},
     {"gemm_nt", TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
@@ -778,12 +779,16 @@ static void check_linear_update_read(const linattn_kernels *k, const linattn_ker
 {
     const double c = tol_of("linear_update_read")->c;
     const float eps = 1e-6f;
+    /* no decay, a short horizon, RetNet's longest, and one drawn per shape */
+    const float decays[] = {1.0f, 0.5f, 0.99951171875f, 0.0f};
     for (size_t a = 0; a < N_SIZES; a++) {
         for (size_t b = 0; b < N_SIZES; b++) {
             size_t dk = sizes[a], dv = sizes[b];
             if (dk * dv > SHAPE_LIMIT)
                 continue;
+            for (size_t di = 0; di < sizeof decays / sizeof decays[0]; di++)
             for (int fresh = 0; fresh < 2; fresh++) { /* 1: the first token, S = z = 0 */
+                const float g = decays[di] > 0 ? decays[di] : rnd_range(0.01, 1);
                 buf bS, bz, bk, bv, bq, bo, bSs, bzs, bos;
                 float *S = buf_out(&bS, dk * dv), *z = buf_out(&bz, dk);
                 float *phik = buf_new(&bk, dk), *v = buf_new(&bv, dv), *phiq = buf_new(&bq, dk);
@@ -804,39 +809,46 @@ static void check_linear_update_read(const linattn_kernels *k, const linattn_ker
                 double den = eps, den_abs = 0;
                 double *zr = malloc(dk * sizeof *zr), *Sr = malloc(dk * dv * sizeof *Sr);
                 for (size_t i = 0; i < dk; i++) {
-                    zr[i] = (double)z[i] + phik[i];
+                    zr[i] = (double)g * z[i] + phik[i];
                     den += phiq[i] * zr[i];
-                    /* z' and S' carry the rounding of their update: |z|+|k|, not |z'| */
-                    den_abs += fabs(phiq[i]) * (fabs(z[i]) + fabs(phik[i]));
+                    /* z' and S' carry the rounding of their update: |g z|+|k|, not |z'| */
+                    den_abs += fabs(phiq[i]) * (g * fabs(z[i]) + fabs(phik[i]));
                     for (size_t j = 0; j < dv; j++)
-                        Sr[i * dv + j] = (double)S[i * dv + j] + (double)phik[i] * v[j];
+                        Sr[i * dv + j] = (double)g * S[i * dv + j] + (double)phik[i] * v[j];
                 }
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d S", dk, dv, fresh);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d S", dk, dv, (double)g,
+                         fresh);
                 float *S0 = malloc(dk * dv * sizeof *S0), *z0 = malloc(dk * sizeof *z0);
                 memcpy(S0, S, dk * dv * sizeof *S);
                 memcpy(z0, z, dk * sizeof *z);
                 double *Sb = malloc(dk * dv * sizeof *Sb), *zb = malloc(dk * sizeof *zb);
                 for (size_t i = 0; i < dk; i++) {
-                    zb[i] = 2 * U * (fabs(z0[i]) + fabs(phik[i])) + TINY;
+                    /* two roundings, the second of a value already off by u:
+                     * 2u(1+u), not 2u, is the exact worst case */
+                    zb[i] = 2 * U * (1 + U) * (g * fabs(z0[i]) + fabs(phik[i])) + TINY;
                     for (size_t j = 0; j < dv; j++)
-                        Sb[i * dv + j] =
-                            2 * U * (fabs(S0[i * dv + j]) + fabs((double)phik[i] * v[j])) + TINY;
+                        Sb[i * dv + j] = 2 * U * (1 + U) *
+                                             (g * fabs(S0[i * dv + j]) +
+                                              fabs((double)phik[i] * v[j])) +
+                                         TINY;
                 }
-                k->linear_update_read(S, z, phik, v, phiq, out, dk, dv, eps);
-                sc->linear_update_read(Ss, zs, phik, v, phiq, outs, dk, dv, eps);
+                k->linear_update_read(S, z, phik, v, phiq, out, dk, dv, eps, g);
+                sc->linear_update_read(Ss, zs, phik, v, phiq, outs, dk, dv, eps, g);
                 for (size_t i = 0; i < dk * dv; i++)
                     note(r, bound_ratio(S[i], Sr[i], Sb[i]), 1, bound_ratio(S[i], Ss[i], Sb[i]),
                          shape, i, S[i], Sr[i], Ss[i]);
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d z", dk, dv, fresh);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d z", dk, dv, (double)g,
+                         fresh);
                 for (size_t i = 0; i < dk; i++)
                     note(r, bound_ratio(z[i], zr[i], zb[i]), 1, bound_ratio(z[i], zs[i], zb[i]),
                          shape, i, z[i], zr[i], zs[i]);
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu fresh=%d out", dk, dv, fresh);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d out", dk, dv,
+                         (double)g, fresh);
                 for (size_t j = 0; j < dv; j++) {
                     double num = 0, num_abs = 0;
                     for (size_t i = 0; i < dk; i++) {
                         num += phiq[i] * Sr[i * dv + j];
-                        num_abs += fabs(phiq[i]) * (fabs(S0[i * dv + j]) +
+                        num_abs += fabs(phiq[i]) * (g * fabs(S0[i * dv + j]) +
                                                     fabs((double)phik[i] * v[j]));
                     }
                     double ref = num / den;
@@ -1092,28 +1104,30 @@ typedef struct bench_case {
     const char *kernel;
     size_t a, b, c; /* n; dk dv; rows cols; M N K */
     int heads;      /* linear_update_read over this many heads' states per call */
+    float decay;    /* linear_update_read: 0 for none (1) */
 } bench_case;
 
 static const bench_case bench_cases[] = {
-    {"dot", 64, 0, 0, 0},          {"dot", 1024, 0, 0, 0},
-    {"max", 64, 0, 0, 0},          {"max", 1024, 0, 0, 0},
-    {"sum", 64, 0, 0, 0},          {"sum", 1024, 0, 0, 0},
-    {"axpy", 64, 0, 0, 0},         {"axpy", 1024, 0, 0, 0},
-    {"scale", 64, 0, 0, 0},        {"scale", 1024, 0, 0, 0},
-    {"exp_sub_sum", 64, 0, 0, 0},  {"exp_sub_sum", 1024, 0, 0, 0},
-    {"elu1", 64, 0, 0, 0},         {"elu1", 1024, 0, 0, 0},
-    {"relu", 64, 0, 0, 0},         {"relu", 1024, 0, 0, 0},
-    {"gelu", 64, 0, 0, 0},         {"gelu", 1024, 0, 0, 0},
-    {"layernorm", 64, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0},
-    {"rmsnorm", 64, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0},
-    {"linear_update_read", 64, 64, 0, 1},
-    {"linear_update_read", 64, 64, 0, 8},
-    {"gemv", 512, 512, 0, 0},      {"gemv", 2048, 512, 0, 0},
-    {"gemm_nt", 64, 64, 64, 0},    {"gemm_nt", 128, 512, 512, 0},
-    {"gemm_nt", 1, 2048, 2048, 0}, {"gemm_nt", 16, 1024, 1024, 0},
-    {"gemm_nt", 256, 1024, 1024, 0},
-    {"gemm_nn", 64, 64, 64, 0},    {"gemm_nn", 128, 512, 512, 0},
-    {"gemm_nn", 1, 64, 1024, 0},
+    {"dot", 64, 0, 0, 0, 0},          {"dot", 1024, 0, 0, 0, 0},
+    {"max", 64, 0, 0, 0, 0},          {"max", 1024, 0, 0, 0, 0},
+    {"sum", 64, 0, 0, 0, 0},          {"sum", 1024, 0, 0, 0, 0},
+    {"axpy", 64, 0, 0, 0, 0},         {"axpy", 1024, 0, 0, 0, 0},
+    {"scale", 64, 0, 0, 0, 0},        {"scale", 1024, 0, 0, 0, 0},
+    {"exp_sub_sum", 64, 0, 0, 0, 0},  {"exp_sub_sum", 1024, 0, 0, 0, 0},
+    {"elu1", 64, 0, 0, 0, 0},         {"elu1", 1024, 0, 0, 0, 0},
+    {"relu", 64, 0, 0, 0, 0},         {"relu", 1024, 0, 0, 0, 0},
+    {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
+    {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
+    {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
+    {"linear_update_read", 64, 64, 0, 1, 0},
+    {"linear_update_read", 64, 64, 0, 8, 0},
+    {"linear_update_read", 64, 64, 0, 8, 0.96875f},
+    {"gemv", 512, 512, 0, 0, 0},      {"gemv", 2048, 512, 0, 0, 0},
+    {"gemm_nt", 64, 64, 64, 0, 0},    {"gemm_nt", 128, 512, 512, 0, 0},
+    {"gemm_nt", 1, 2048, 2048, 0, 0}, {"gemm_nt", 16, 1024, 1024, 0, 0},
+    {"gemm_nt", 256, 1024, 1024, 0, 0},
+    {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
+    {"gemm_nn", 1, 64, 1024, 0, 0},
 };
 
 typedef struct bench_data {
@@ -1144,7 +1158,7 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
             k->linear_update_read(d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
                                   d->w + (size_t)h * bc->a, d->x + (size_t)h * bc->b,
                                   d->b + (size_t)h * bc->a, d->y + (size_t)h * bc->b, bc->a,
-                                  bc->b, 1e-6f);
+                                  bc->b, 1e-6f, bc->decay > 0 ? bc->decay : 1.0f);
         break;
     case K_GEMV: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_GEMM_NT: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
@@ -1244,6 +1258,9 @@ static int run_bench(const char *only)
         char size[48];
         if (!strncmp(bc->kernel, "gemm", 4))
             snprintf(size, sizeof size, "%zux%zux%zu", bc->a, bc->b, bc->c);
+        else if (bc->heads > 1 && bc->decay > 0)
+            snprintf(size, sizeof size, "%zux%zu x%d g=%g", bc->a, bc->b, bc->heads,
+                     (double)bc->decay);
         else if (bc->heads > 1)
             snprintf(size, sizeof size, "%zux%zu x%d heads", bc->a, bc->b, bc->heads);
         else if (bc->b)

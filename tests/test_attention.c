@@ -2,11 +2,14 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "linattn.h"
 #include "../engine/attention.h"
+#include "../engine/npy.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Data and reference                                                        */
@@ -50,11 +53,12 @@ typedef struct problem {
     float scale, eps;
     int threads;
     float *q, *k, *v;
+    const float *decay; /* [H] or NULL (linear, causal) */
 } problem;
 
 static problem make(int B, int H, int Lq, int Lk, int dk, int dv, int causal, uint64_t s)
 {
-    problem p = {B, H, Lq, Lk, dk, dv, causal, NULL, 0.0f, 1e-6f, 1, NULL, NULL, NULL};
+    problem p = {B, H, Lq, Lk, dk, dv, causal, NULL, 0.0f, 1e-6f, 1, NULL, NULL, NULL, NULL};
     seed(s);
     p.q = randn((size_t)B * H * Lq * dk);
     p.k = randn((size_t)B * H * Lk * dk);
@@ -89,6 +93,7 @@ static linattn_attention_desc desc_of(const problem *p)
     d.lengths = p->lengths;
     d.scale = p->scale;
     d.eps = p->eps;
+    d.decay = p->decay;
     d.threads = p->threads;
     return d;
 }
@@ -114,7 +119,8 @@ static double phi(double x)
     return x > 0 ? x + 1 : exp(x);
 }
 
-/* The reference: one query row at a time, in double. */
+/* The reference: one query row at a time, in double. A decayed (linear,
+ * causal) head weighs key j for query i by g^(i + Lk - Lq - j). */
 static double *reference(enum variant var, const problem *p)
 {
     const int off = p->Lk - p->Lq;
@@ -148,6 +154,8 @@ static double *reference(enum variant var, const problem *p)
                     for (int c = 0; c < p->dk; c++)
                         s += pq[c] * pk[(size_t)j * p->dk + c];
                     w[j] = var == SOFTMAX ? s * scale : s;
+                    if (var == LINEAR && p->decay)
+                        w[j] *= pow((double)p->decay[h], (double)(i + off - j));
                     mx = w[j] > mx ? w[j] : mx;
                 }
                 for (int j = 0; j < end; j++) {
@@ -211,7 +219,7 @@ static void check_against_reference(enum variant var, const problem *p, double t
 Test(softmax, worked_two_keys)
 {
     float q[] = {1}, k[] = {1, 0}, v[] = {2, 0, 0, 4}, out[2];
-    problem p = {1, 1, 1, 2, 1, 2, 0, NULL, 1.0f, 0, 1, q, k, v};
+    problem p = {1, 1, 1, 2, 1, 2, 0, NULL, 1.0f, 0, 1, q, k, v, NULL};
     cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
     /* weights e/(e+1) = 0.731059, 1/(e+1) = 0.268941 */
     cr_expect_float_eq(out[0], 1.462117f, 1e-5);
@@ -221,7 +229,7 @@ Test(softmax, worked_two_keys)
 Test(softmax, worked_weights_from_logs)
 {
     float q[] = {1}, k[] = {logf(0.5f), logf(0.3f), logf(0.2f)}, v[] = {2, 4, 10}, out[1];
-    problem p = {1, 1, 1, 3, 1, 1, 0, NULL, 1.0f, 0, 1, q, k, v};
+    problem p = {1, 1, 1, 3, 1, 1, 0, NULL, 1.0f, 0, 1, q, k, v, NULL};
     cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
     cr_expect_float_eq(out[0], 4.2f, 1e-5);
 }
@@ -248,7 +256,7 @@ Test(softmax, padded_key_gets_no_weight)
     /* scores 1, 2, 3, the third key padded: weights (0.269, 0.731, 0) */
     float q[] = {1}, k[] = {1, 2, 3}, v[] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, out[3];
     int len[] = {2};
-    problem p = {1, 1, 1, 3, 1, 3, 0, len, 1.0f, 0, 1, q, k, v};
+    problem p = {1, 1, 1, 3, 1, 3, 0, len, 1.0f, 0, 1, q, k, v, NULL};
     cr_assert_eq(run(SOFTMAX, &p, out), LINATTN_OK);
     cr_expect_float_eq(out[0], 0.268941f, 1e-5);
     cr_expect_float_eq(out[1], 0.731059f, 1e-5);
@@ -259,7 +267,7 @@ Test(linear, worked_example)
 {
     /* phi(1) = 2, phi(0) = 1: weights 2*2 = 4 and 2*1 = 2 over 6 */
     float q[] = {1}, k[] = {1, 0}, v[] = {3, 9}, out[1];
-    problem p = {1, 1, 1, 2, 1, 1, 0, NULL, 0, 0.0f, 1, q, k, v};
+    problem p = {1, 1, 1, 2, 1, 1, 0, NULL, 0, 0.0f, 1, q, k, v, NULL};
     cr_assert_eq(run(LINEAR, &p, out), LINATTN_OK);
     cr_expect_float_eq(out[0], (4 * 3 + 2 * 9) / 6.0f, 1e-5);
 }
@@ -562,12 +570,13 @@ static double rel_err(const float *a, const float *b, size_t n)
 
 /* The state: prefill P tokens then step the rest, against stepping every
  * token from an empty state, and against the operator. */
-static void check_linear_stream(linattn_linear_mode mode, int threads)
+static void check_linear_stream(linattn_linear_mode mode, int threads, const float *decay)
 {
     const int H = 3, L = 300, P = 200, dk = 16, dv = 12;
     linattn_linear_force_mode(mode);
     problem p = make(1, H, L, L, dk, dv, 1, 71);
     p.threads = threads;
+    p.decay = decay;
     float *op = run_new(LINEAR, &p);
 
     /* (H, L, D) tensors: token t of head h at h*L + t */
@@ -575,8 +584,8 @@ static void check_linear_stream(linattn_linear_mode mode, int threads)
     float *out_b = malloc((size_t)H * L * dv * sizeof(float));
     float qt[3 * 16], kt[3 * 16], vt[3 * 12], ot[3 * 12];
     linattn_linear_state *a, *b;
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, &a), LINATTN_OK);
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, &b), LINATTN_OK);
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, decay, &a), LINATTN_OK);
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, decay, &b), LINATTN_OK);
     linattn_layout lay[4] = {{0, (size_t)L * dk, dk}, {0, (size_t)L * dk, dk},
                              {0, (size_t)L * dv, dv}, {0, (size_t)L * dv, dv}};
     cr_assert_eq(linattn_linear_prefill_strided(a, p.q, p.k, p.v, P, out_a, lay, threads),
@@ -603,9 +612,12 @@ static void check_linear_stream(linattn_linear_mode mode, int threads)
     double e2 = rel_err(op, out_b, (size_t)H * L * dv);
     double e3 = rel_err(linattn_linear_state_S(a, 2), linattn_linear_state_S(b, 2),
                         (size_t)dk * dv);
-    cr_expect(e1 <= 1e-5, "mode %d threads %d: prefill+step vs steps: %g", mode, threads, e1);
-    cr_expect(e2 <= 1e-5, "mode %d threads %d: operator vs steps: %g", mode, threads, e2);
-    cr_expect(e3 <= 1e-5, "mode %d threads %d: final S: %g", mode, threads, e3);
+    const int dc = decay != NULL;
+    cr_expect(e1 <= 1e-5, "mode %d threads %d decay %d: prefill+step vs steps: %g", mode,
+              threads, dc, e1);
+    cr_expect(e2 <= 1e-5, "mode %d threads %d decay %d: operator vs steps: %g", mode, threads,
+              dc, e2);
+    cr_expect(e3 <= 1e-5, "mode %d threads %d decay %d: final S: %g", mode, threads, dc, e3);
     if (mode == LINATTN_LINEAR_RECURRENT && threads == 1)
         cr_expect(e1 == 0, "the recurrent prefill is the step, bit for bit (%g)", e1);
     linattn_linear_state_free(a);
@@ -619,11 +631,16 @@ static void check_linear_stream(linattn_linear_mode mode, int threads)
 
 Test(linear, prefill_then_step_equals_steps)
 {
-    check_linear_stream(LINATTN_LINEAR_AUTO, 1);
-    check_linear_stream(LINATTN_LINEAR_RECURRENT, 1);
-    check_linear_stream(LINATTN_LINEAR_CHUNKED, 1);
-    check_linear_stream(LINATTN_LINEAR_RECURRENT, 2);
-    check_linear_stream(LINATTN_LINEAR_CHUNKED, 2);
+    /* a short, a medium and RetNet's first horizon */
+    const float decay[3] = {0.5f, 0.9f, 0.96875f};
+    for (int dc = 0; dc < 2; dc++) {
+        const float *g = dc ? decay : NULL;
+        check_linear_stream(LINATTN_LINEAR_AUTO, 1, g);
+        check_linear_stream(LINATTN_LINEAR_RECURRENT, 1, g);
+        check_linear_stream(LINATTN_LINEAR_CHUNKED, 1, g);
+        check_linear_stream(LINATTN_LINEAR_RECURRENT, 2, g);
+        check_linear_stream(LINATTN_LINEAR_CHUNKED, 2, g);
+    }
 }
 
 /* Softmax decode: the cache is a K/V prefix; one query against the first
@@ -917,12 +934,12 @@ Test(attention, bad_descriptors)
 Test(linear, state_errors_and_accessors)
 {
     linattn_linear_state *s = NULL;
-    cr_expect_eq(linattn_linear_state_create(0, 4, 4, 1e-6f, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, -1, 1e-6f, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, -1.0f, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, NAN, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, NULL), LINATTN_ERR_INVALID);
-    cr_assert_eq(linattn_linear_state_create(2, 4, 3, 1e-6f, &s), LINATTN_OK);
+    cr_expect_eq(linattn_linear_state_create(0, 4, 4, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, -1, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, -1.0f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, NAN, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, NULL, NULL), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_linear_state_create(2, 4, 3, 1e-6f, NULL, &s), LINATTN_OK);
     cr_expect_eq(linattn_linear_state_bytes(s), 2 * (4 * 3 + 4) * sizeof(float));
     cr_expect_null(linattn_linear_state_S(s, 2));
     cr_expect_null(linattn_linear_state_z(s, -1));
@@ -944,4 +961,285 @@ Test(linear, state_errors_and_accessors)
     cr_expect_eq(linattn_linear_state_z(s, 1)[0], 0.0f);
     linattn_linear_state_free(s);
     linattn_linear_state_free(NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decayed linear attention                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Per-head decays for H heads: a spread from a few tokens to none. */
+static const float decays8[8] = {0.5f, 0.875f, 0.01f, 0.96875f, 0.999f, 1.0f, 0.7f, 0.99f};
+
+/* Against the double reference, both algorithms, with lengths (padding
+ * before the end of a causal sequence: rows past it read the decayed
+ * state), bottom-right alignment both ways, d_v != d_k, odd sizes, and
+ * thread counts that split one head (parallel absorb, segments). */
+Test(decay, against_reference)
+{
+    const int shapes[][7] = {
+        /* B, H, Lq, Lk, dk, dv, threads */
+        {1, 4, 1, 1, 1, 1, 1},      {2, 3, 37, 37, 5, 7, 1},    {2, 2, 20, 90, 9, 4, 1},
+        {2, 2, 90, 20, 4, 9, 1},    {1, 8, 65, 65, 16, 16, 1},  {2, 3, 130, 150, 33, 20, 2},
+        {1, 1, 1500, 1500, 16, 8, 2}, {1, 2, 100, 1400, 8, 12, 2}, {1, 1, 1200, 1300, 7, 5, 2},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+            const int *x = shapes[s];
+            linattn_linear_force_mode((linattn_linear_mode)mode);
+            problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], 1, 500 + s);
+            p.threads = x[6];
+            p.decay = decays8;
+            int lengths[2] = {x[3], x[3] * 2 / 3};
+            if (x[0] > 1)
+                p.lengths = lengths;
+            float *out = run_new(LINEAR, &p);
+            double *ref = reference(LINEAR, &p);
+            double e = max_err_ref(&p, out, ref);
+            cr_expect(e <= 2e-5, "shape %zu mode %d: max error %g", s, mode, e);
+            free(out);
+            free(ref);
+            p.lengths = NULL;
+            drop(&p);
+        }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* A decay of 1 on every head is the undecayed operator, bit for bit, on
+ * every path (recurrent, chunked, split over threads) and in the state. */
+Test(decay, ones_are_no_decay_bit_for_bit)
+{
+    const float ones[3] = {1.0f, 1.0f, 1.0f};
+    const int shapes[][5] = {{2, 3, 70, 90, 1}, {1, 1, 1500, 1500, 2}, {1, 1, 600, 1700, 2}};
+    for (size_t s = 0; s < 3; s++)
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+            const int *x = shapes[s];
+            linattn_linear_force_mode((linattn_linear_mode)mode);
+            problem p = make(x[0], x[1], x[2], x[3], 12, 10, 1, 600 + s);
+            p.threads = x[4];
+            float *a = run_new(LINEAR, &p);
+            p.decay = ones;
+            float *b = run_new(LINEAR, &p);
+            cr_expect(!memcmp(a, b, out_size(&p) * sizeof(float)), "shape %zu mode %d", s, mode);
+            free(a);
+            free(b);
+            drop(&p);
+        }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+
+    linattn_linear_state *a, *b;
+    const int H = 3, dk = 8, dv = 8, L = 100;
+    problem p = make(1, H, L, L, dk, dv, 1, 610);
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, NULL, &a), LINATTN_OK);
+    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, ones, &b), LINATTN_OK);
+    float *oa = malloc(out_size(&p) * sizeof(float)), *ob = malloc(out_size(&p) * sizeof(float));
+    cr_assert_eq(linattn_linear_prefill(a, p.q, p.k, p.v, L, oa), LINATTN_OK);
+    cr_assert_eq(linattn_linear_prefill(b, p.q, p.k, p.v, L, ob), LINATTN_OK);
+    cr_expect(!memcmp(oa, ob, out_size(&p) * sizeof(float)));
+    cr_expect(!memcmp(oa, ob, out_size(&p) * sizeof(float)));
+    cr_assert_eq(linattn_linear_step(a, p.q, p.k, p.v, oa), LINATTN_OK);
+    cr_assert_eq(linattn_linear_step(b, p.q, p.k, p.v, ob), LINATTN_OK);
+    cr_expect(!memcmp(oa, ob, (size_t)H * dv * sizeof(float)));
+    for (int h = 0; h < H; h++)
+        cr_expect(!memcmp(linattn_linear_state_S(a, h), linattn_linear_state_S(b, h),
+                          (size_t)dk * dv * sizeof(float)));
+    linattn_linear_state_free(a);
+    linattn_linear_state_free(b);
+    free(oa);
+    free(ob);
+    drop(&p);
+}
+
+/* Every ISA, both algorithms, against the reference. */
+Test(decay, every_isa_agrees)
+{
+    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
+    int n = 1;
+    unsigned f = linattn_cpu_features();
+    if (f & LINATTN_CPU_AVX2)
+        isas[n++] = LINATTN_ISA_AVX2;
+    if (f & LINATTN_CPU_NEON)
+        isas[n++] = LINATTN_ISA_NEON;
+    problem p = make(2, 3, 130, 150, 33, 20, 1, 620);
+    int lengths[2] = {150, 97};
+    p.lengths = lengths;
+    p.decay = decays8 + 1;
+    double *ref = reference(LINEAR, &p);
+    for (int i = 0; i < n; i++) {
+        if (linattn_set_isa(isas[i]) != LINATTN_OK)
+            continue; /* the CPU has it but this build does not */
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+            linattn_linear_force_mode((linattn_linear_mode)mode);
+            float *out = run_new(LINEAR, &p);
+            double e = max_err_ref(&p, out, ref);
+            cr_expect(e <= 1e-5, "isa %s mode %d: max error %g", linattn_isa_name(isas[i]), mode,
+                      e);
+            free(out);
+        }
+    }
+    free(ref);
+    p.lengths = NULL;
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    drop(&p);
+}
+
+/* 1 and 2 threads agree on a head split in segments and absorb parts. */
+Test(decay, one_and_two_threads_agree)
+{
+    const int shapes[][4] = {{1, 1, 1500, 1500}, {1, 3, 700, 700}, {1, 1, 300, 1800}};
+    for (size_t s = 0; s < 3; s++)
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+            const int *x = shapes[s];
+            linattn_linear_force_mode((linattn_linear_mode)mode);
+            problem p = make(x[0], x[1], x[2], x[3], 24, 24, 1, 630 + s);
+            p.decay = decays8 + 3;
+            p.threads = 1;
+            float *a = run_new(LINEAR, &p);
+            p.threads = 2;
+            float *b = run_new(LINEAR, &p);
+            double e = rel_err(b, a, out_size(&p));
+            cr_expect(e <= 1e-6, "shape %zu mode %d: 1 vs 2 threads %g", s, mode, e);
+            free(a);
+            free(b);
+            drop(&p);
+        }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* Causality holds with a decay, for bad values too: NaN and inf at later
+ * positions never reach earlier rows; outputs stay within max |v|. */
+Test(decay, causal_and_bounded)
+{
+    const int L = 150, H = 3, dk = 8, dv = 5;
+    for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+        linattn_linear_force_mode((linattn_linear_mode)mode);
+        problem p = make(1, H, L, L, dk, dv, 1, 640);
+        p.decay = decays8;
+        float *base = run_new(LINEAR, &p);
+        double vmax = 0;
+        for (size_t i = 0; i < (size_t)H * L * dv; i++)
+            vmax = fabs(p.v[i]) > vmax ? fabs(p.v[i]) : vmax;
+        for (size_t i = 0; i < out_size(&p); i++)
+            cr_expect(fabs(base[i]) <= vmax * (1 + 1e-5), "|out| %g > max|v| %g",
+                      (double)base[i], vmax);
+        const int t = 77;
+        for (int h = 0; h < H; h++) {
+            p.q[((size_t)h * L + t) * dk] = NAN;
+            p.k[((size_t)h * L + t) * dk + 1] = INFINITY;
+            p.v[((size_t)h * L + t) * dv + 2] = NAN;
+        }
+        float *out = run_new(LINEAR, &p);
+        for (int h = 0; h < H; h++)
+            cr_expect(!memcmp(out + (size_t)h * L * dv, base + (size_t)h * L * dv,
+                              (size_t)t * dv * sizeof(float)),
+                      "mode %d head %d: a NaN at %d reached an earlier row", mode, h, t);
+        free(out);
+        free(base);
+        drop(&p);
+    }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* A decayed state stays bounded over a long stream (it forgets): after
+ * 100k steps of keys with phi ~ 1 its z is near 1/(1 - g) per component. */
+Test(decay, long_stream_stays_bounded)
+{
+    const float g[2] = {0.5f, 0.99f};
+    linattn_linear_state *s;
+    cr_assert_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, g, &s), LINATTN_OK);
+    float q[8] = {0}, k[8] = {0}, v[8] = {1, 1, 1, 1, 1, 1, 1, 1}, o[8];
+    for (int t = 0; t < 100000; t++)
+        cr_assert_eq(linattn_linear_step(s, q, k, v, o), LINATTN_OK);
+    for (int h = 0; h < 2; h++)
+        for (int c = 0; c < 4; c++) {
+            double want = 1.0 / (1.0 - g[h]);
+            double z = linattn_linear_state_z(s, h)[c];
+            cr_expect(fabs(z - want) <= 1e-4 * want, "head %d z %g, want %g", h, z, want);
+        }
+    for (int j = 0; j < 8; j++)
+        cr_expect(fabs(o[j] - 1.0f) < 1e-5, "out %g", (double)o[j]);
+    linattn_linear_state_free(s);
+}
+
+Test(decay, bad_values_are_refused)
+{
+    float buf[4096] = {0};
+    linattn_attention_desc d;
+    linattn_attention_desc_init(&d);
+    d.batch = 1, d.heads = 2, d.len_q = 4, d.len_k = 4, d.d_k = 8, d.d_v = 8, d.causal = 1;
+    const float good[2] = {0.5f, 1.0f};
+    d.decay = good;
+    cr_expect_eq(linattn_attention_linear(&d, buf, buf, buf, buf + 2048), LINATTN_OK);
+    cr_expect_eq(linattn_attention_softmax(&d, buf, buf, buf, buf + 2048), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "linear attention only"), "%s", linattn_last_error());
+    d.causal = 0;
+    cr_expect_eq(linattn_attention_linear(&d, buf, buf, buf, buf + 2048), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "causal"), "%s", linattn_last_error());
+    d.causal = 1;
+    const float bad[][2] = {{0.0f, 0.5f}, {0.5f, 1.5f}, {NAN, 0.5f}, {0.5f, -0.25f},
+                            {INFINITY, 0.5f}};
+    linattn_linear_state *s = NULL;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        d.decay = bad[i];
+        cr_expect_eq(linattn_attention_linear(&d, buf, buf, buf, buf + 2048), LINATTN_ERR_INVALID,
+                     "case %zu", i);
+        cr_expect(strstr(linattn_last_error(), "decay["), "%s", linattn_last_error());
+        cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, bad[i], &s), LINATTN_ERR_INVALID);
+        cr_expect_null(s);
+    }
+}
+
+/* tests/data/NAME.SUFFIX.npy (written by tools/reference.py). */
+static linattn_npy read_golden(const char *name, const char *suffix)
+{
+    char file[256];
+    snprintf(file, sizeof file, "%s.%s.npy", name, suffix);
+    linattn_npy a;
+    cr_assert_eq(linattn_npy_read(tu_data(file), &a), LINATTN_OK, "%s", linattn_last_error());
+    return a;
+}
+
+/* The operator against tools/reference.py's float64 NumPy loop, written
+ * from the definition: lengths, Lq < Lk and Lq > Lk, d_v != d_k, odd sizes,
+ * both algorithms and 1 and 2 threads. 1e-5 absolute: outputs are convex
+ * combinations of values of size ~1 and fp32 sums of a few hundred terms
+ * stay near 1e-6 (the reference itself is stored as <f8, read as fp32). */
+Test(decay, matches_numpy_float64_reference)
+{
+    static const char *const names[] = {"decay-op-odd", "decay-op-fewer-queries",
+                                         "decay-op-more-queries", "decay-op-long"};
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        linattn_npy q = read_golden(names[n], "q"), k = read_golden(names[n], "k");
+        linattn_npy v = read_golden(names[n], "v"), g = read_golden(names[n], "decay");
+        linattn_npy len = read_golden(names[n], "lengths"), want = read_golden(names[n], "out");
+        cr_assert_eq(q.ndim, 4);
+        int lengths[8];
+        cr_assert(len.count <= 8);
+        for (size_t b = 0; b < len.count; b++)
+            lengths[b] = (int)len.data[b];
+        linattn_attention_desc d;
+        linattn_attention_desc_init(&d);
+        d.batch = (int)q.shape[0], d.heads = (int)q.shape[1], d.len_q = (int)q.shape[2];
+        d.len_k = (int)k.shape[2], d.d_k = (int)q.shape[3], d.d_v = (int)v.shape[3];
+        d.causal = 1;
+        d.lengths = lengths;
+        d.decay = g.data;
+        cr_assert_eq(g.count, (size_t)d.heads);
+        float *out = malloc(want.count * sizeof(float));
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
+            for (int threads = 1; threads <= 2; threads++) {
+                linattn_linear_force_mode((linattn_linear_mode)mode);
+                d.threads = threads;
+                cr_assert_eq(linattn_attention_linear(&d, q.data, k.data, v.data, out), LINATTN_OK,
+                             "%s", linattn_last_error());
+                double e = max_diff(out, want.data, want.count);
+                cr_expect(e <= 1e-5, "%s mode %d threads %d: max error %g", names[n], mode,
+                          threads, e);
+            }
+        linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+        free(out);
+        linattn_npy *all[] = {&q, &k, &v, &g, &len, &want};
+        for (size_t i = 0; i < 6; i++)
+            linattn_npy_free(all[i]);
+    }
 }

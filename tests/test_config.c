@@ -351,6 +351,82 @@ Test(config, out_of_range)
     EXPECT_ERROR("[attention]\nscale = -1\n", LINATTN_ERR_INVALID, "cfg.ini:2: [attention] key 'scale'");
 }
 
+Test(config, decay)
+{
+    /* model_head: 4 heads, linear by default */
+    cr_assert_eq(load_text(model_head), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.decay.kind, LINATTN_DECAY_NONE);
+    cr_assert_eq(load_text(with_model("decay = RetNet\n")), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.decay.kind, LINATTN_DECAY_RETNET);
+    float g[4];
+    int any = 0;
+    cr_assert_eq(linattn_decay_values(&cfg.decay, 4, g, &any), LINATTN_OK);
+    cr_expect(any);
+    for (int h = 0; h < 4; h++) /* 1 - 2^(-5-h), exact in float */
+        cr_expect_eq(g[h], 1.0f - 1.0f / (float)(32 << h), "head %d: %g", h, (double)g[h]);
+    cr_assert_eq(load_text(with_model("decay = 0.5, 0.875,0.97 ,1\n")), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(cfg.decay.kind, LINATTN_DECAY_LIST);
+    cr_assert_eq(cfg.decay.n, 4);
+    cr_expect_eq(cfg.decay.values[1], 0.875f);
+    cr_expect_eq(cfg.decay.values[3], 1.0f);
+    cr_assert_eq(load_text(with_model("decay = none\n")), LINATTN_OK);
+    cr_assert_eq(cfg.decay.kind, LINATTN_DECAY_NONE);
+    cr_assert_eq(linattn_decay_values(&cfg.decay, 4, g, &any), LINATTN_OK);
+    cr_expect(!any && g[0] == 1.0f && g[3] == 1.0f);
+
+    EXPECT_ERROR(with_model("decay = 0.5,0.9,0.99\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'", "3 values for 4 heads");
+    EXPECT_ERROR(with_model("decay = 0.5,0.9,0,1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'", "(0, 1]");
+    EXPECT_ERROR(with_model("decay = 0.5,0.9,1.01,1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'", "(0, 1]");
+    EXPECT_ERROR(with_model("decay = 0.5,-0.5,1,1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'");
+    EXPECT_ERROR(with_model("decay = 0.5,nan,1,1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'");
+    EXPECT_ERROR(with_model("decay = 0.5,,1,1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'");
+    EXPECT_ERROR(with_model("decay = fast\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'decay'", "none, retnet");
+    EXPECT_ERROR(with_model("attention = softmax\ndecay = retnet\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [model] key 'decay'", "attention = linear");
+    /* n_heads after decay: the count is checked once both are known */
+    EXPECT_ERROR("[model]\nweights = random:1\ndecay = 0.5,0.5\nd_model = 12\nn_heads = 3\n"
+                 "n_layers = 1\nd_ff = 4\n",
+                 LINATTN_ERR_INVALID, "cfg.ini:3: [model] key 'decay'", "2 values for 3 heads");
+    static char text[8192 + 32];
+    strcpy(text, with_model("decay = 0.5"));
+    for (int i = 1; i < 257; i++)
+        strcat(text, ",0.5");
+    strcat(text, "\n");
+    EXPECT_ERROR(text, LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'decay'", "at most 256");
+
+    /* [attention]: any count (the heads come from the tensors), causal linear only */
+    cr_assert_eq(load_text("[attention]\ndecay = 0.5, 0.25\n"), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(cfg.attn_decay.n, 2);
+    EXPECT_ERROR("[attention]\ncausal = false\ndecay = retnet\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:3: [attention] key 'decay'", "causal");
+    EXPECT_ERROR("[attention]\nvariant = softmax\ndecay = 0.9\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:3: [attention] key 'decay'", "variant = linear");
+
+    /* a hand-built config is validated the same way */
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:1");
+    c.d_model = 8, c.n_heads = 2, c.n_layers = 1, c.d_ff = 4;
+    c.decay = (linattn_decay){LINATTN_DECAY_LIST, 2, {0.5f, 2.0f}};
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'decay'"), "%s", linattn_last_error());
+    c.decay.values[1] = 1.0f;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    c.decay.n = 3;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    c.decay.kind = (linattn_decay_kind)7;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+}
+
 Test(config, heads_must_divide_d_model)
 {
     EXPECT_ERROR("[model]\nweights = random:1\nd_model = 30\nn_heads = 4\nn_layers = 1\nd_ff = 4\n",

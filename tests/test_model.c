@@ -103,6 +103,8 @@ static const char *const golden_models[] = {
     "tiny-softmax-post-ln-gelu-sincos-tied",
     "tiny-softmax-post-rms-relu-learned",
     "tiny-softmax-pre-rms-relu-none-tied-bf16",
+    "tiny-linear-pre-rms-gelu-none-decay",
+    "tiny-linear-post-ln-relu-sincos-retnet-f16",
 };
 
 /* PyTorch (float64) logits after every token; 1e-4 max abs error, as the
@@ -154,6 +156,8 @@ Test(golden, linear_streams_past_the_training_context)
     check_golden("tiny-linear-pre-ln-gelu-sincos", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-post-ln-relu-sincos", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-pre-rms-gelu-none-tied-f16", "stream_tokens", "stream_logits");
+    check_golden("tiny-linear-pre-rms-gelu-none-decay", "stream_tokens", "stream_logits");
+    check_golden("tiny-linear-post-ln-relu-sincos-retnet-f16", "stream_tokens", "stream_logits");
 }
 
 Test(golden, shipped_demo_models_match_pytorch)
@@ -170,7 +174,8 @@ Test(golden, shipped_demo_models_match_pytorch)
 TestSuite(session, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(model, .init = tu_make_dir, .fini = tu_remove_dir);
 
-static linattn_model *random_model(linattn_attention_kind kind, int max_seq_len, int positions)
+static linattn_model *random_model_decay(linattn_attention_kind kind, int max_seq_len,
+                                        int positions, const linattn_decay *decay)
 {
     linattn_config c;
     linattn_config_defaults(&c);
@@ -183,9 +188,16 @@ static linattn_model *random_model(linattn_attention_kind kind, int max_seq_len,
     c.max_seq_len = max_seq_len;
     c.attention = kind;
     c.positions = (linattn_positions)positions;
+    if (decay)
+        c.decay = *decay;
     linattn_model *m = NULL;
     cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
     return m;
+}
+
+static linattn_model *random_model(linattn_attention_kind kind, int max_seq_len, int positions)
+{
+    return random_model_decay(kind, max_seq_len, positions, NULL);
 }
 
 static void make_tokens(int *t, int n, unsigned seed)
@@ -404,6 +416,76 @@ Test(session, bad_state_files_are_refused_whole)
     linattn_session_free(o);
     linattn_model_free(m);
     linattn_model_free(other);
+}
+
+/* A state carries the decays in its shape hash: another decay set (or none)
+ * refuses it; decays of all 1 are the plain model, whose files it shares. */
+Test(session, state_files_carry_the_decays)
+{
+    linattn_decay a = {LINATTN_DECAY_LIST, 3, {0.5f, 0.9f, 1.0f}};
+    linattn_decay b = {LINATTN_DECAY_LIST, 3, {0.5f, 0.9f, 0.99f}};
+    linattn_decay ones = {LINATTN_DECAY_LIST, 3, {1.0f, 1.0f, 1.0f}};
+    linattn_decay retnet = {LINATTN_DECAY_RETNET, 0, {0}};
+    linattn_model *ma = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &a);
+    linattn_model *ma2 = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &a);
+    linattn_model *mb = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &b);
+    linattn_model *mr = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &retnet);
+    linattn_model *m1 = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &ones);
+    linattn_model *m0 = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE);
+    cr_expect_eq(linattn_model_shape_hash(ma), linattn_model_shape_hash(ma2));
+    cr_expect_neq(linattn_model_shape_hash(ma), linattn_model_shape_hash(mb));
+    cr_expect_neq(linattn_model_shape_hash(ma), linattn_model_shape_hash(mr));
+    cr_expect_neq(linattn_model_shape_hash(ma), linattn_model_shape_hash(m0));
+    cr_expect_eq(linattn_model_shape_hash(m1), linattn_model_shape_hash(m0));
+
+    int tokens[40];
+    make_tokens(tokens, 40, 5);
+    linattn_session *sa = new_session(ma), *sa2 = new_session(ma2);
+    cr_assert_eq(linattn_session_feed(sa, tokens, 30, NULL), LINATTN_OK);
+    const char *path = tu_path("decayed.bin");
+    cr_assert_eq(linattn_session_save(sa, path, NULL, 0), LINATTN_OK);
+    linattn_model *others[] = {mb, mr, m0};
+    for (size_t i = 0; i < 3; i++) {
+        linattn_session *o = new_session(others[i]);
+        cr_expect_eq(linattn_session_load(o, path, NULL, 0, NULL), LINATTN_ERR_FORMAT,
+                     "model %zu accepted a state of other decays", i);
+        cr_expect(strstr(linattn_last_error(), "another shape"), "%s", linattn_last_error());
+        linattn_session_free(o);
+    }
+    cr_assert_eq(linattn_session_load(sa2, path, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    float x[256], y[256];
+    for (int i = 30; i < 40; i++) {
+        cr_assert_eq(linattn_session_feed(sa, &tokens[i], 1, x), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(sa2, &tokens[i], 1, y), LINATTN_OK);
+        cr_assert_eq(memcmp(x, y, sizeof x), 0, "bit-identical logits at token %d", i);
+    }
+    linattn_session_free(sa);
+    linattn_session_free(sa2);
+    linattn_model *all[] = {ma, ma2, mb, mr, m1, m0};
+    for (size_t i = 0; i < 6; i++)
+        linattn_model_free(all[i]);
+}
+
+/* With decays a prefill still equals stepping, across prefill chunks. */
+Test(session, prefill_equals_steps_decayed)
+{
+    enum { N = 300 };
+    linattn_decay g = {LINATTN_DECAY_LIST, 3, {0.5f, 0.95f, 0.999f}};
+    linattn_model *m = random_model_decay(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_NONE, &g);
+    int tokens[N];
+    make_tokens(tokens, N, 13);
+    float a[256], b[256];
+    linattn_session *s1 = new_session(m), *s2 = new_session(m);
+    cr_assert_eq(linattn_session_feed(s1, tokens, 250, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(s1, tokens + 250, N - 250, a), LINATTN_OK);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(linattn_session_feed(s2, &tokens[i], 1, b), LINATTN_OK);
+    double err = rel_diff(a, b, 256);
+    cr_assert_leq(err, 1e-5, "prefill vs steps: relative error %g", err);
+    linattn_session_free(s1);
+    linattn_session_free(s2);
+    linattn_model_free(m);
 }
 
 static void batch_equals_alone(linattn_attention_kind kind)

@@ -62,6 +62,7 @@ class Config:
     max_seq_len: int = 64
     eps: float = 1e-6                # linear-attention denominator epsilon
     tie_embeddings: bool = False
+    decay: str = "none"              # linear only: none | retnet | g0,g1,... (one per head)
     weights: str = ""                # path of the .safetensors (relative to the .ini)
 
     def validate(self) -> None:
@@ -75,6 +76,25 @@ class Config:
             assert self.d_model % 2 == 0, "sincos positions need an even d_model"
         assert self.vocab_size > 0 and self.n_layers > 0 and self.d_ff > 0
         assert self.max_seq_len > 0
+        g = self.decays()
+        if g is not None:
+            assert self.attention == "linear", "decay needs linear attention"
+            assert len(g) == self.n_heads, "decay: one value per head"
+            assert all(0.0 < x <= 1.0 for x in g), "decay values must be in (0, 1]"
+
+    def decays(self) -> Optional[List[float]]:
+        """Per-head decay gamma_h of the linear attention, or None (no decay).
+
+        Values are rounded to float32, as the engine stores them.
+        """
+        d = self.decay.strip().lower()
+        if d in ("", "none"):
+            return None
+        if d == "retnet":
+            g = [1.0 - 2.0 ** (-5 - h) for h in range(self.n_heads)]
+        else:
+            g = [float(x) for x in d.split(",")]
+        return [float(np.float32(x)) for x in g]
 
     @property
     def head_dim(self) -> int:
@@ -139,6 +159,8 @@ class Config:
             f"eps = {self.eps!r}",
             f"tie_embeddings = {'true' if self.tie_embeddings else 'false'}",
         ]
+        if self.decays() is not None:
+            lines.append(f"decay = {self.decay}")
         text = "\n".join(lines) + "\n"
         if extra_sections:
             text += "\n" + extra_sections.strip("\n") + "\n"
@@ -148,6 +170,8 @@ class Config:
         """String -> string map stored in the safetensors __metadata__."""
         d = dataclasses.asdict(self)
         d.pop("weights")
+        if self.decays() is None:
+            d.pop("decay")   # files of undecayed models stay as they were
         out = {k: (("true" if v else "false") if isinstance(v, bool) else str(v))
                for k, v in d.items()}
         out["format"] = "linattn"
@@ -203,22 +227,30 @@ def phi(x: torch.Tensor) -> torch.Tensor:
 def causal_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                             eps: float, chunk: int = 64,
                             state: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                            decay: Optional[List[float]] = None,
                             ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """Causal linear attention, chunked (memory O(T*chunk + dh^2) per head).
 
     q, k, v: [B, H, T, dh] (phi NOT yet applied).  state = (S [B,H,dh,dh],
-    z [B,H,dh]) carried over from previous tokens, or None.
+    z [B,H,dh]) carried over from previous tokens, or None.  decay: per-head
+    gamma_h in (0, 1] or None (= all 1).
     out_t = phi(q_t)^T S_t / (phi(q_t)^T z_t + eps),
-    S_t = sum_{j<=t} phi(k_j) v_j^T, z_t = sum_{j<=t} phi(k_j).
+    S_t = gamma S_{t-1} + phi(k_t) v_t^T, z_t = gamma z_{t-1} + phi(k_t).
+    Inside a chunk starting after state S: token i sees gamma^(i+1) S and the
+    chunk's keys j <= i weighted gamma^(i-j); the chunk leaves
+    gamma^n S + sum_j gamma^(n-1-j) phi(k_j) v_j^T.
     Returns (out [B,H,T,dh], (S_T, z_T)).
     """
     B, H, T, dh = q.shape
+    dv = v.shape[-1]
     fq, fk = phi(q), phi(k)
     if state is None:
-        S = q.new_zeros(B, H, dh, dh)
+        S = q.new_zeros(B, H, dh, dv)
         z = q.new_zeros(B, H, dh)
     else:
         S, z = state
+    if decay is not None:
+        logg = torch.log(torch.tensor(decay, dtype=torch.float64))[:, None]   # [H,1]
     outs = []
     for s in range(0, T, chunk):
         e = min(T, s + chunk)
@@ -226,25 +258,39 @@ def causal_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         n = e - s
         mask = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
         a = (cq @ ck.transpose(-1, -2)).masked_fill(~mask, 0.0)          # [B,H,n,n]
-        num = a @ cv + cq @ S                                             # [B,H,n,dh]
-        den = a.sum(-1) + (cq * z[:, :, None, :]).sum(-1)                 # [B,H,n]
+        if decay is None:
+            num = a @ cv + cq @ S                                         # [B,H,n,dv]
+            den = a.sum(-1) + (cq * z[:, :, None, :]).sum(-1)             # [B,H,n]
+            S = S + ck.transpose(-1, -2) @ cv
+            z = z + ck.sum(2)
+        else:
+            i = torch.arange(n, dtype=torch.float64)
+            dist = (i[:, None] - i[None, :]).clamp(min=0)                 # i - j
+            w = torch.exp(logg[:, :, None] * dist).to(a.dtype)           # [H,n,n]
+            a = a * w.masked_fill(~mask, 0.0)
+            g_in = torch.exp(logg * (i + 1)).to(a.dtype)[..., None]       # [H,n,1] gamma^(i+1)
+            g_out = torch.exp(logg * (n - 1 - i)).to(a.dtype)[..., None]  # [H,n,1] gamma^(n-1-j)
+            g_n = torch.exp(logg[:, 0] * n).to(a.dtype)                   # [H] gamma^n
+            num = a @ cv + g_in * (cq @ S)
+            den = a.sum(-1) + g_in[..., 0] * (cq * z[:, :, None, :]).sum(-1)
+            S = g_n[:, None, None] * S + (ck * g_out).transpose(-1, -2) @ cv
+            z = g_n[:, None] * z + (ck * g_out).sum(2)
         outs.append(num / (den + eps)[..., None])
-        S = S + ck.transpose(-1, -2) @ cv
-        z = z + ck.sum(2)
     return torch.cat(outs, dim=2), (S, z)
 
 
-def causal_linear_attention_naive(q, k, v, eps):
+def causal_linear_attention_naive(q, k, v, eps, decay=None):
     """Per-token recurrence, literally the formula. For verification only."""
     B, H, T, dh = q.shape
-    S = q.new_zeros(B, H, dh, dh)
+    S = q.new_zeros(B, H, dh, v.shape[-1])
     z = q.new_zeros(B, H, dh)
+    g = q.new_ones(H) if decay is None else torch.tensor(decay, dtype=q.dtype)
     out = torch.empty_like(v)
     for t in range(T):
         fk = phi(k[:, :, t])
         fq = phi(q[:, :, t])
-        S = S + fk[..., :, None] * v[:, :, t][..., None, :]
-        z = z + fk
+        S = g[:, None, None] * S + fk[..., :, None] * v[:, :, t][..., None, :]
+        z = g[:, None] * z + fk
         num = (fq[..., :, None] * S).sum(-2)
         den = (fq * z).sum(-1)
         out[:, :, t] = num / (den + eps)[..., None]
@@ -298,7 +344,8 @@ class Attention(nn.Module):
 
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         if self.cfg.attention == "linear":
-            y, new_state = causal_linear_attention(q, k, v, self.cfg.eps, chunk, state)
+            y, new_state = causal_linear_attention(q, k, v, self.cfg.eps, chunk, state,
+                                                   self.cfg.decays())
         else:
             y, new_state = causal_softmax_attention(q, k, v, state)
         y = y.transpose(1, 2).reshape(B, T, d)

@@ -14,6 +14,10 @@ and for the sincos/none linear models also a longer stream that runs past
 max_seq_len (linear attention is not limited by its context):
     NAME.stream_tokens.npy ('<f8') [100],  NAME.stream_logits.npy ('<f4') [100, 256]
 
+Operator goldens for decayed causal linear attention, from a float64 NumPy
+loop written from the definition (lengths, Lq != Lk both ways, d_v != d_k):
+    decay-op-*.{q,k,v,decay}.npy ('<f4'), .lengths.npy ('<f8'), .out.npy ('<f8')
+
 For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini),
 if present:
     kjv-<variant>.tokens.npy ('<f8') [32], kjv-<variant>.logits.npy ('<f4') [32, V]
@@ -98,6 +102,13 @@ TINY_MODELS = [
     ("tiny-linear-pre-ln-relu-learned-eps1e-3",
      dict(attention="linear", norm="layernorm", norm_position="pre", ffn="relu",
           positions="learned", eps=1e-3), "F32", 9),
+    # decayed linear attention: a short, a medium, a long horizon and none
+    ("tiny-linear-pre-rms-gelu-none-decay",
+     dict(attention="linear", norm="rmsnorm", norm_position="pre", ffn="gelu",
+          positions="none", decay="0.5,0.875,0.99,1"), "F32", 10),
+    ("tiny-linear-post-ln-relu-sincos-retnet-f16",
+     dict(attention="linear", norm="layernorm", norm_position="post", ffn="relu",
+          positions="sincos", decay="retnet"), "F16", 11),
 ]
 
 
@@ -153,6 +164,20 @@ def self_check(verbose: bool = True) -> None:
         b, _ = M.causal_linear_attention(q[:, :, 20:], k[:, :, 20:], v[:, :, 20:], eps, 8, st)
         err = (torch.cat([a, b], 2) - ref).abs().max().item()
         assert err < 1e-12, ("state", err)
+    # decayed: chunked == naive recurrence, state carried, d_v != d_k
+    g = [0.5, 0.9, 1.0]
+    vv = torch.randn(B, H, T, dh + 2, dtype=dt)
+    ref = M.causal_linear_attention_naive(q, k, vv, 1e-6, g)
+    for chunk in (1, 4, 16, 64):
+        ch, _ = M.causal_linear_attention(q, k, vv, 1e-6, chunk, None, g)
+        assert (ch - ref).abs().max().item() < 1e-12, ("decay chunked", chunk)
+    a, st = M.causal_linear_attention(q[:, :, :20], k[:, :, :20], vv[:, :, :20], 1e-6, 8, None, g)
+    b, _ = M.causal_linear_attention(q[:, :, 20:], k[:, :, 20:], vv[:, :, 20:], 1e-6, 8, st, g)
+    assert (torch.cat([a, b], 2) - ref).abs().max().item() < 1e-12, "decay state"
+    # ... and the NumPy operator reference agrees with both
+    npref = numpy_decayed_attention(q.numpy(), k.numpy(), vv.numpy(), np.array(g),
+                                    np.full(B, T), 1e-6)
+    assert np.abs(npref - ref.numpy()).max() < 1e-12, "numpy decayed reference"
     # first token of linear attention: phi(q).phi(k) v / (phi(q).phi(k) + eps) ~ v
     out, _ = M.causal_linear_attention(q[:, :, :1], k[:, :, :1], v[:, :, :1], 0.0)
     assert (out - v[:, :, :1]).abs().max().item() < 1e-12
@@ -207,6 +232,59 @@ def self_check(verbose: bool = True) -> None:
               "softmax single key == v, incremental == full forward: OK")
 
 
+def numpy_decayed_attention(q, k, v, decay, lengths, eps):
+    """Causal decayed linear attention in float64 NumPy, written from the
+    operator's definition, one query at a time: q (B,H,Lq,dk), k (B,H,Lk,dk),
+    v (B,H,Lk,dv), decay (H,), lengths (B,) valid keys.  Query i sees keys
+    j <= i + Lk - Lq and j < length, each weighted decay^(i + Lk - Lq - j)
+    (a padded key adds nothing, but time still passes); no visible key: 0."""
+    B, H, Lq, dk = q.shape
+    Lk, dv = k.shape[2], v.shape[3]
+    off = Lk - Lq
+    out = np.zeros((B, H, Lq, dv))
+    phi = lambda x: np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))  # noqa: E731
+    for b in range(B):
+        for h in range(H):
+            fk = phi(k[b, h].astype(np.float64))
+            for i in range(Lq):
+                end = min(int(lengths[b]), i + off + 1)
+                if end <= 0:
+                    continue
+                fq = phi(q[b, h, i].astype(np.float64))
+                j = np.arange(end)
+                w = (fk[:end] @ fq) * float(decay[h]) ** (i + off - j).astype(np.float64)
+                out[b, h, i] = (w @ v[b, h, :end].astype(np.float64)) / (w.sum() + eps)
+    return out
+
+
+# name, B, H, Lq, Lk, dk, dv, lengths, decays, seed
+DECAY_OPS = [
+    ("decay-op-odd", 2, 3, 37, 37, 5, 7, [37, 20], [0.5, 0.9, 0.999], 21),
+    ("decay-op-fewer-queries", 2, 2, 20, 90, 9, 4, [90, 61], [0.75, 0.96875], 22),
+    ("decay-op-more-queries", 1, 2, 90, 20, 4, 9, [20], [0.125, 1.0], 23),
+    ("decay-op-long", 1, 4, 300, 300, 16, 12, [300], [0.5, 0.875, 0.97, 0.996], 24),
+]
+
+
+def make_decay_ops(out_dir: str) -> None:
+    """Operator goldens for decayed causal linear attention (float64 NumPy):
+    NAME.{q,k,v}.npy ('<f4' inputs), NAME.decay.npy ('<f4' [H]),
+    NAME.lengths.npy ('<f8' [B]), NAME.out.npy ('<f8', the reference)."""
+    for name, B, H, Lq, Lk, dk, dv, lengths, decay, seed in DECAY_OPS:
+        rng = np.random.default_rng(seed)
+        q = rng.standard_normal((B, H, Lq, dk)).astype("<f4")
+        k = rng.standard_normal((B, H, Lk, dk)).astype("<f4")
+        v = rng.standard_normal((B, H, Lk, dv)).astype("<f4")
+        g = np.array(decay, dtype="<f4")
+        ln = np.array(lengths, dtype="<f8")
+        out = numpy_decayed_attention(q, k, v, g.astype(np.float64), ln, 1e-6)
+        base = os.path.join(out_dir, name)
+        for suffix, arr in (("q", q), ("k", k), ("v", v), ("decay", g), ("lengths", ln),
+                            ("out", out.astype("<f8"))):
+            write_npy(f"{base}.{suffix}.npy", arr)
+        print(f"{name:44s} B={B} H={H} Lq={Lq} Lk={Lk} dk={dk} dv={dv} out std {out.std():.3f}")
+
+
 def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
     """Independent float64 NumPy implementation written from the spec, token by
     token (recurrent state / KV cache), reading the .ini and .safetensors
@@ -216,6 +294,7 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
     w = {k: v.astype(np.float64) for k, v in w.items()}
     d, H = cfg.d_model, cfg.n_heads
     dh = d // H
+    gam = cfg.decays() or [1.0] * H
 
     def norm(x, pfx):
         if cfg.norm == "layernorm":
@@ -262,8 +341,8 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
                     sl = slice(hh * dh, (hh + 1) * dh)
                     if cfg.attention == "linear":
                         fq, fk = elu1(q[sl]), elu1(k[sl])
-                        S[l][hh] += np.outer(fk, v[sl])
-                        z[l][hh] += fk
+                        S[l][hh] = gam[hh] * S[l][hh] + np.outer(fk, v[sl])
+                        z[l][hh] = gam[hh] * z[l][hh] + fk
                         heads.append(fq @ S[l][hh] / (fq @ z[l][hh] + cfg.eps))
                     else:
                         ks = np.stack([kk[sl] for kk in K[l]])
@@ -390,6 +469,7 @@ def main() -> None:
         return
     make_tiny(args.out)
     check_goldens(args.out)
+    make_decay_ops(args.out)
     if not args.no_kjv:
         make_kjv(args.out)
 

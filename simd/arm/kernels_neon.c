@@ -222,38 +222,42 @@ static void rmsnorm_neon(float *y, const float *x, const float *w, size_t n, flo
         y[i] = x[i] * inv * w[i];
 }
 
-/* z += phik; returns phiq . z (the updated z). */
-static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk)
+/* z = decay z + phik, and phiq . z. An fma by 1 rounds z + phik once, as
+ * an add does, so decay 1 gives the undecayed sums bit for bit. */
+static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk,
+                          float decay)
 {
     float32x4_t d0 = vdupq_n_f32(0.0f), d1 = d0;
     size_t i = 0;
     for (; i + 8 <= dk; i += 8) {
-        float32x4_t z0 = vaddq_f32(vld1q_f32(z + i), vld1q_f32(phik + i));
-        float32x4_t z1 = vaddq_f32(vld1q_f32(z + i + 4), vld1q_f32(phik + i + 4));
+        float32x4_t z0 = vfmaq_n_f32(vld1q_f32(phik + i), vld1q_f32(z + i), decay);
+        float32x4_t z1 = vfmaq_n_f32(vld1q_f32(phik + i + 4), vld1q_f32(z + i + 4), decay);
         vst1q_f32(z + i, z0);
         vst1q_f32(z + i + 4, z1);
         d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
         d1 = vfmaq_f32(d1, vld1q_f32(phiq + i + 4), z1);
     }
     for (; i + 4 <= dk; i += 4) {
-        float32x4_t z0 = vaddq_f32(vld1q_f32(z + i), vld1q_f32(phik + i));
+        float32x4_t z0 = vfmaq_n_f32(vld1q_f32(phik + i), vld1q_f32(z + i), decay);
         vst1q_f32(z + i, z0);
         d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
     }
     float den = vaddvq_f32(vaddq_f32(d0, d1));
     for (; i < dk; i++) {
-        z[i] += phik[i];
+        z[i] = fmaf(decay, z[i], phik[i]);
         den += phiq[i] * z[i];
     }
     return den;
 }
 
-/* Columns [0, 4 nc) of S (row stride dv) and v: S[i] += phik[i] v, with the
- * out block (4 nc <= 64 floats, up to 16 registers of the 32) held in
- * registers and two S rows per iteration sharing each v load. Each S
- * element is loaded and stored once. */
+/* Columns [0, 4 nc) of S (row stride dv) and v: S[i] = decay S[i] + phik[i] v,
+ * with the out block (4 nc <= 64 floats, up to 16 registers of the 32) held
+ * in registers and two S rows per iteration sharing each v load. Each S
+ * element is loaded and stored once. decayed is a constant in every copy:
+ * 0 leaves out the multiply (the undecayed arithmetic exactly). */
 LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
-                              float *out, size_t dk, size_t dv, float inv, int nc)
+                              float *out, size_t dk, size_t dv, float inv, int nc, int decayed,
+                              float decay)
 {
     float32x4_t acc[16];
 #pragma GCC unroll 16
@@ -266,8 +270,13 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
 #pragma GCC unroll 16
         for (int c = 0; c < nc; c++) {
             float32x4_t vc = vld1q_f32(v + 4 * c);
-            float32x4_t r0 = vfmaq_n_f32(vld1q_f32(s0 + 4 * c), vc, k0);
-            float32x4_t r1 = vfmaq_n_f32(vld1q_f32(s1 + 4 * c), vc, k1);
+            float32x4_t p0 = vld1q_f32(s0 + 4 * c), p1 = vld1q_f32(s1 + 4 * c);
+            if (decayed) {
+                p0 = vmulq_n_f32(p0, decay);
+                p1 = vmulq_n_f32(p1, decay);
+            }
+            float32x4_t r0 = vfmaq_n_f32(p0, vc, k0);
+            float32x4_t r1 = vfmaq_n_f32(p1, vc, k1);
             vst1q_f32(s0 + 4 * c, r0);
             vst1q_f32(s1 + 4 * c, r1);
             acc[c] = vfmaq_n_f32(acc[c], r0, q0);
@@ -279,7 +288,10 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
         float k0 = phik[i], q0 = phiq[i];
 #pragma GCC unroll 16
         for (int c = 0; c < nc; c++) {
-            float32x4_t r0 = vfmaq_n_f32(vld1q_f32(s0 + 4 * c), vld1q_f32(v + 4 * c), k0);
+            float32x4_t p0 = vld1q_f32(s0 + 4 * c);
+            if (decayed)
+                p0 = vmulq_n_f32(p0, decay);
+            float32x4_t r0 = vfmaq_n_f32(p0, vld1q_f32(v + 4 * c), k0);
             vst1q_f32(s0 + 4 * c, r0);
             acc[c] = vfmaq_n_f32(acc[c], r0, q0);
         }
@@ -290,46 +302,65 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
 }
 
 /* One copy per chunk count so nc is a constant in each. */
-static void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
-                         float *out, size_t dk, size_t dv, float inv, size_t nc)
+LINATTN_INLINE void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
+                                 float *out, size_t dk, size_t dv, float inv, size_t nc,
+                                 int decayed, float decay)
 {
+#define LUR(nc_) lur_block(S, phik, v, phiq, out, dk, dv, inv, nc_, decayed, decay)
     switch (nc) {
-    case 1: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1); break;
-    case 2: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2); break;
-    case 3: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3); break;
-    case 4: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4); break;
-    case 5: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5); break;
-    case 6: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6); break;
-    case 7: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7); break;
-    case 8: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8); break;
-    case 9: lur_block(S, phik, v, phiq, out, dk, dv, inv, 9); break;
-    case 10: lur_block(S, phik, v, phiq, out, dk, dv, inv, 10); break;
-    case 11: lur_block(S, phik, v, phiq, out, dk, dv, inv, 11); break;
-    case 12: lur_block(S, phik, v, phiq, out, dk, dv, inv, 12); break;
-    case 13: lur_block(S, phik, v, phiq, out, dk, dv, inv, 13); break;
-    case 14: lur_block(S, phik, v, phiq, out, dk, dv, inv, 14); break;
-    case 15: lur_block(S, phik, v, phiq, out, dk, dv, inv, 15); break;
-    case 16: lur_block(S, phik, v, phiq, out, dk, dv, inv, 16); break;
+    case 1: LUR(1); break;
+    case 2: LUR(2); break;
+    case 3: LUR(3); break;
+    case 4: LUR(4); break;
+    case 5: LUR(5); break;
+    case 6: LUR(6); break;
+    case 7: LUR(7); break;
+    case 8: LUR(8); break;
+    case 9: LUR(9); break;
+    case 10: LUR(10); break;
+    case 11: LUR(11); break;
+    case 12: LUR(12); break;
+    case 13: LUR(13); break;
+    case 14: LUR(14); break;
+    case 15: LUR(15); break;
+    case 16: LUR(16); break;
     default: break;
     }
+#undef LUR
+}
+
+/* The two specialisations: without the decay multiply, and with it. */
+static void lur_plain(float *S, const float *phik, const float *v, const float *phiq, float *out,
+                      size_t dk, size_t dv, float inv, size_t nc)
+{
+    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, nc, 0, 1.0f);
+}
+
+static void lur_decayed(float *S, const float *phik, const float *v, const float *phiq,
+                        float *out, size_t dk, size_t dv, float inv, size_t nc, float decay)
+{
+    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, nc, 1, decay);
 }
 
 /* z and the denominator first, then S in column blocks of up to 64 (the
  * out block in registers); the last dv % 4 columns one at a time. */
 static void linear_update_read_neon(float *S, float *z, const float *phik, const float *v,
                                     const float *phiq, float *out, size_t dk, size_t dv,
-                                    float eps)
+                                    float eps, float decay)
 {
-    float inv = 1.0f / (update_z_den(z, phik, phiq, dk) + eps);
+    float inv = 1.0f / (update_z_den(z, phik, phiq, dk, decay) + eps);
     size_t full = dv & ~(size_t)3;
     for (size_t j = 0; j < full; j += 64) {
         size_t width = full - j < 64 ? full - j : 64;
-        lur_dispatch(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4);
+        if (decay == 1.0f)
+            lur_plain(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4);
+        else
+            lur_decayed(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4, decay);
     }
     for (size_t j = full; j < dv; j++) {
         float o = 0.0f;
         for (size_t i = 0; i < dk; i++) {
-            float s = fmaf(phik[i], v[j], S[i * dv + j]);
+            float s = fmaf(phik[i], v[j], decay * S[i * dv + j]);
             S[i * dv + j] = s;
             o = fmaf(phiq[i], s, o);
         }

@@ -95,21 +95,31 @@ static void rmsnorm_scalar(float *y, const float *x, const float *w, size_t n, f
         y[i] = x[i] * inv * w[i];
 }
 
+/* decay == 1 keeps its own loop: "decay * S + k v" could be contracted
+ * differently from "S + k v" where the compiler fuses multiply-adds. */
 static void linear_update_read_scalar(float *S, float *z, const float *phik, const float *v,
                                       const float *phiq, float *out, size_t dk, size_t dv,
-                                      float eps)
+                                      float eps, float decay)
 {
     float den = 0.0f;
     for (size_t j = 0; j < dv; j++)
         out[j] = 0.0f;
     for (size_t i = 0; i < dk; i++) {
         float *row = S + i * dv;
-        z[i] += phik[i];
-        den += phiq[i] * z[i];
-        for (size_t j = 0; j < dv; j++) {
-            row[j] += phik[i] * v[j];
-            out[j] += phiq[i] * row[j];
+        if (decay == 1.0f) {
+            z[i] += phik[i];
+            for (size_t j = 0; j < dv; j++) {
+                row[j] += phik[i] * v[j];
+                out[j] += phiq[i] * row[j];
+            }
+        } else {
+            z[i] = decay * z[i] + phik[i];
+            for (size_t j = 0; j < dv; j++) {
+                row[j] = decay * row[j] + phik[i] * v[j];
+                out[j] += phiq[i] * row[j];
+            }
         }
+        den += phiq[i] * z[i];
     }
     float inv = 1.0f / (den + eps);
     for (size_t j = 0; j < dv; j++)

@@ -263,27 +263,30 @@ static void rmsnorm_avx2(float *y, const float *x, const float *w, size_t n, flo
     }
 }
 
-/* z += phik; returns phiq . z (the updated z). */
-static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk)
+/* z = decay z + phik, and phiq . z. An fma by 1 rounds z + phik once, as
+ * an add does, so decay 1 gives the undecayed sums bit for bit. */
+static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk,
+                          float decay)
 {
+    const __m256 g = _mm256_set1_ps(decay);
     __m256 d0 = _mm256_setzero_ps(), d1 = d0;
     size_t i = 0;
     for (; i + 16 <= dk; i += 16) {
-        __m256 z0 = _mm256_add_ps(_mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
-        __m256 z1 = _mm256_add_ps(_mm256_loadu_ps(z + i + 8), _mm256_loadu_ps(phik + i + 8));
+        __m256 z0 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
+        __m256 z1 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i + 8), _mm256_loadu_ps(phik + i + 8));
         _mm256_storeu_ps(z + i, z0);
         _mm256_storeu_ps(z + i + 8, z1);
         d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
         d1 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i + 8), z1, d1);
     }
     for (; i + 8 <= dk; i += 8) {
-        __m256 z0 = _mm256_add_ps(_mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
+        __m256 z0 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
         _mm256_storeu_ps(z + i, z0);
         d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
     }
     if (i < dk) {
         __m256i m = avx2_tail_mask(dk - i);
-        __m256 z0 = _mm256_add_ps(_mm256_maskload_ps(z + i, m), _mm256_maskload_ps(phik + i, m));
+        __m256 z0 = _mm256_fmadd_ps(g, _mm256_maskload_ps(z + i, m), _mm256_maskload_ps(phik + i, m));
         _mm256_maskstore_ps(z + i, m, z0);
         d1 = _mm256_fmadd_ps(_mm256_maskload_ps(phiq + i, m), z0, d1);
     }
@@ -303,16 +306,18 @@ LINATTN_INLINE void store_chunk(float *p, __m256 v, int masked, __m256i m)
         _mm256_storeu_ps(p, v);
 }
 
-/* Columns [0, 8 nc) of S (row stride dv) and v: S[i] += phik[i] v, the out
- * block (8 nc floats) in registers, two S rows per iteration so each v chunk
- * load feeds both. With tail set the last chunk is the masked tail. Each S
- * element is loaded and stored once, the least traffic there is; per 8 floats
- * that is one store and two FMAs, so the loop runs at the store and FMA
- * limits. With nc <= 4 the odd rows get their own accumulators, else the
- * two dependent FMAs per row pair would leave the FMA units idle. */
+/* Columns [0, 8 nc) of S (row stride dv) and v: S[i] = decay S[i] + phik[i] v,
+ * the out block (8 nc floats) in registers, two S rows per iteration so each
+ * v chunk load feeds both. With tail set the last chunk is the masked tail.
+ * Each S element is loaded and stored once, the least traffic there is; per
+ * 8 floats that is one store and two FMAs (a multiply more when decayed), so
+ * the loop runs at the store and FMA limits. With nc <= 4 the odd rows get
+ * their own accumulators, else the two dependent FMAs per row pair would
+ * leave the FMA units idle. decayed is a constant in every copy: 0 leaves
+ * out the multiply (the undecayed arithmetic exactly). */
 LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
                               float *out, size_t dk, size_t dv, float inv, int nc, int tail,
-                              __m256i tm)
+                              __m256i tm, int decayed, __m256 g)
 {
     __m256 acc[8] = {0}, odd[4] = {0};
     size_t i = 0;
@@ -324,8 +329,13 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
         for (int c = 0; c < nc; c++) {
             int mk = tail && c == nc - 1;
             __m256 vc = load_chunk(v + 8 * c, mk, tm);
-            __m256 r0 = _mm256_fmadd_ps(k0, vc, load_chunk(s0 + 8 * c, mk, tm));
-            __m256 r1 = _mm256_fmadd_ps(k1, vc, load_chunk(s1 + 8 * c, mk, tm));
+            __m256 p0 = load_chunk(s0 + 8 * c, mk, tm), p1 = load_chunk(s1 + 8 * c, mk, tm);
+            if (decayed) {
+                p0 = _mm256_mul_ps(g, p0);
+                p1 = _mm256_mul_ps(g, p1);
+            }
+            __m256 r0 = _mm256_fmadd_ps(k0, vc, p0);
+            __m256 r1 = _mm256_fmadd_ps(k1, vc, p1);
             store_chunk(s0 + 8 * c, r0, mk, tm);
             store_chunk(s1 + 8 * c, r1, mk, tm);
             acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
@@ -346,8 +356,10 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
 #pragma GCC unroll 8
         for (int c = 0; c < nc; c++) {
             int mk = tail && c == nc - 1;
-            __m256 r0 = _mm256_fmadd_ps(k0, load_chunk(v + 8 * c, mk, tm),
-                                        load_chunk(s0 + 8 * c, mk, tm));
+            __m256 p0 = load_chunk(s0 + 8 * c, mk, tm);
+            if (decayed)
+                p0 = _mm256_mul_ps(g, p0);
+            __m256 r0 = _mm256_fmadd_ps(k0, load_chunk(v + 8 * c, mk, tm), p0);
             store_chunk(s0 + 8 * c, r0, mk, tm);
             acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
         }
@@ -359,44 +371,63 @@ LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const
 }
 
 /* One call per block width so nc and tail are constants in each copy. */
-static void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
-                         float *out, size_t dk, size_t dv, float inv, size_t width)
+LINATTN_INLINE void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
+                                 float *out, size_t dk, size_t dv, float inv, size_t width,
+                                 int decayed, __m256 g)
 {
     size_t nc = (width + 7) / 8;
     int tail = (width & 7) != 0;
     __m256i tm = avx2_tail_mask(tail ? width & 7 : 8);
+#define LUR(nc_, tail_) lur_block(S, phik, v, phiq, out, dk, dv, inv, nc_, tail_, tm, decayed, g)
     switch (nc * 2 + (size_t)tail) {
-    case 2: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1, 0, tm); break;
-    case 3: lur_block(S, phik, v, phiq, out, dk, dv, inv, 1, 1, tm); break;
-    case 4: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2, 0, tm); break;
-    case 5: lur_block(S, phik, v, phiq, out, dk, dv, inv, 2, 1, tm); break;
-    case 6: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3, 0, tm); break;
-    case 7: lur_block(S, phik, v, phiq, out, dk, dv, inv, 3, 1, tm); break;
-    case 8: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4, 0, tm); break;
-    case 9: lur_block(S, phik, v, phiq, out, dk, dv, inv, 4, 1, tm); break;
-    case 10: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5, 0, tm); break;
-    case 11: lur_block(S, phik, v, phiq, out, dk, dv, inv, 5, 1, tm); break;
-    case 12: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6, 0, tm); break;
-    case 13: lur_block(S, phik, v, phiq, out, dk, dv, inv, 6, 1, tm); break;
-    case 14: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7, 0, tm); break;
-    case 15: lur_block(S, phik, v, phiq, out, dk, dv, inv, 7, 1, tm); break;
-    case 16: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8, 0, tm); break;
-    case 17: lur_block(S, phik, v, phiq, out, dk, dv, inv, 8, 1, tm); break;
+    case 2: LUR(1, 0); break;
+    case 3: LUR(1, 1); break;
+    case 4: LUR(2, 0); break;
+    case 5: LUR(2, 1); break;
+    case 6: LUR(3, 0); break;
+    case 7: LUR(3, 1); break;
+    case 8: LUR(4, 0); break;
+    case 9: LUR(4, 1); break;
+    case 10: LUR(5, 0); break;
+    case 11: LUR(5, 1); break;
+    case 12: LUR(6, 0); break;
+    case 13: LUR(6, 1); break;
+    case 14: LUR(7, 0); break;
+    case 15: LUR(7, 1); break;
+    case 16: LUR(8, 0); break;
+    case 17: LUR(8, 1); break;
     default: break;
     }
+#undef LUR
+}
+
+/* The two specialisations: without the decay multiply, and with it. */
+static void lur_plain(float *S, const float *phik, const float *v, const float *phiq, float *out,
+                      size_t dk, size_t dv, float inv, size_t width)
+{
+    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, width, 0, _mm256_set1_ps(1.0f));
+}
+
+static void lur_decayed(float *S, const float *phik, const float *v, const float *phiq,
+                        float *out, size_t dk, size_t dv, float inv, size_t width, float decay)
+{
+    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, width, 1, _mm256_set1_ps(decay));
 }
 
 /* z and the denominator first (they need only z), then S in column blocks
  * of up to 64 so each block's out accumulator stays in registers. */
 static void linear_update_read_avx2(float *S, float *z, const float *phik, const float *v,
                                     const float *phiq, float *out, size_t dk, size_t dv,
-                                    float eps)
+                                    float eps, float decay)
 {
-    float den = update_z_den(z, phik, phiq, dk);
+    float den = update_z_den(z, phik, phiq, dk, decay);
     float inv = 1.0f / (den + eps);
     for (size_t j = 0; j < dv; j += 64) {
         size_t width = dv - j < 64 ? dv - j : 64;
-        lur_dispatch(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width);
+        if (decay == 1.0f)
+            lur_plain(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width);
+        else
+            lur_decayed(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width, decay);
     }
 }
 
