@@ -65,14 +65,14 @@ static void free_inputs(tensors *t)
 }
 
 /* The output file against the library call with the same settings. */
-static void expect_output(const tensors *t, const char *out_path, int softmax, int causal,
-                          const int *lengths, float scale, float eps)
+static void expect_output_decay(const tensors *t, const char *out_path, int softmax, int causal,
+                                const int *lengths, float scale, float eps, const float *decay)
 {
     linattn_attention_desc d;
     linattn_attention_desc_init(&d);
     d.batch = t->B, d.heads = t->H, d.len_q = t->Lq, d.len_k = t->Lk;
     d.d_k = t->dk, d.d_v = t->dv, d.causal = causal, d.lengths = lengths;
-    d.scale = scale, d.eps = eps, d.threads = 1;
+    d.scale = scale, d.eps = eps, d.threads = 1, d.decay = decay;
     size_t n = (size_t)t->B * t->H * t->Lq * t->dv;
     float *want = malloc(n * sizeof(float));
     linattn_status st = softmax ? linattn_attention_softmax(&d, t->q, t->k, t->v, want)
@@ -92,6 +92,12 @@ static void expect_output(const tensors *t, const char *out_path, int softmax, i
     cr_expect(e <= 1e-6, "attend output differs from the library call by %g", e);
     linattn_npy_free(&got);
     free(want);
+}
+
+static void expect_output(const tensors *t, const char *out_path, int softmax, int causal,
+                          const int *lengths, float scale, float eps)
+{
+    expect_output_decay(t, out_path, softmax, causal, lengths, scale, eps, NULL);
 }
 
 Test(attend, softmax_from_flags)
@@ -122,6 +128,58 @@ Test(attend, linear_from_config_with_override)
                            tu_path("out2.npy"), NULL};
     run_ok(args2);
     expect_output(&t, tu_path("out2.npy"), 1, 0, NULL, 0, 1e-3f);
+    free_inputs(&t);
+}
+
+Test(attend, decay_from_flags_and_config)
+{
+    tensors t = write_inputs(2, 3, 20, 30, 5, 4);
+    const char *args[] = {"attend", "--variant", "linear", "--causal", "--decay", "0.5,0.9,1",
+                          "--lengths", "30,17", "--q", tu_path("q.npy"), "--k", tu_path("k.npy"),
+                          "--v", tu_path("v.npy"), "--out", tu_path("out.npy"), NULL};
+    run_ok(args);
+    int lengths[2] = {30, 17};
+    const float g[3] = {0.5f, 0.9f, 1.0f};
+    expect_output_decay(&t, tu_path("out.npy"), 0, 1, lengths, 0, 1e-6f, g);
+
+    tu_write_text(tu_path("op.ini"), "[attention]\nvariant = linear\ndecay = retnet\n"
+                                     "q = q.npy\nk = k.npy\nv = v.npy\nout = out2.npy\n");
+    const char *args2[] = {"attend", tu_path("op.ini"), NULL};
+    run_ok(args2);
+    const float r[3] = {1.0f - 1.0f / 32, 1.0f - 1.0f / 64, 1.0f - 1.0f / 128};
+    expect_output_decay(&t, tu_path("out2.npy"), 0, 1, NULL, 0, 1e-6f, r);
+    /* the flag wins over the config; none turns it off */
+    const char *args3[] = {"attend", tu_path("op.ini"), "--decay", "none", "--out",
+                           tu_path("out3.npy"), NULL};
+    run_ok(args3);
+    expect_output(&t, tu_path("out3.npy"), 0, 1, NULL, 0, 1e-6f);
+
+    struct {
+        const char *decay, *extra, *want;
+    } bad[] = {
+        {"0.5,0.9", NULL, "decay has 2 values but"},
+        {"0.5,0.9,1.5", NULL, "(0, 1]"},
+        {"0.5,x,1", NULL, "--decay"},
+        {"retnet", "--no-causal", "decay needs --variant linear and --causal"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_run_result res = tu_run("attend", "--variant", "linear", "--causal", "--decay",
+                                   bad[i].decay, "--q", tu_path("q.npy"), "--k", tu_path("k.npy"),
+                                   "--v", tu_path("v.npy"), "--out", tu_path("bad.npy"),
+                                   bad[i].extra, NULL);
+        cr_expect_neq(res.status, 0, "case %zu", i);
+        cr_expect(strstr(res.err, bad[i].want), "case %zu: %s", i, res.err);
+        cr_expect(!strchr(res.err, '\n') || strchr(res.err, '\n') == res.err + res.err_len - 1,
+                  "one line: %s", res.err);
+        tu_run_free(&res);
+    }
+    tu_run_result res = tu_run("attend", "--variant", "softmax", "--causal", "--decay", "retnet",
+                               "--q", tu_path("q.npy"), "--k", tu_path("k.npy"), "--v",
+                               tu_path("v.npy"), "--out", tu_path("bad.npy"), NULL);
+    cr_expect_neq(res.status, 0);
+    cr_expect(strstr(res.err, "decay needs --variant linear"), "%s", res.err);
+    tu_run_free(&res);
+    cr_expect(!exists(tu_path("bad.npy")), "a failed run wrote its output");
     free_inputs(&t);
 }
 

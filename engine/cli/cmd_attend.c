@@ -11,15 +11,15 @@
 
 static const char usage[] =
     "usage: linattn attend [CONFIG] --variant softmax|linear [--causal] [--lengths N,N...]\n"
-    "                      [--scale S] [--eps E] --q Q.npy --k K.npy --v V.npy --out OUT.npy\n"
-    "                      [--isa ISA] [--threads N]\n"
+    "                      [--scale S] [--eps E] [--decay none|retnet|G,G...]\n"
+    "                      --q Q.npy --k K.npy --v V.npy --out OUT.npy [--isa ISA] [--threads N]\n"
     "\n"
     "Runs one attention operator on (B, H, L, D) fp32 tensors stored as .npy\n"
     "(<f4 or <f8, C order; <f8 is converted) and writes OUT.npy (<f4), shape\n"
     "(B, H, Lq, d_v). q is (B, H, Lq, d_k), k (B, H, Lk, d_k), v (B, H, Lk, d_v).\n"
     "\n"
     "CONFIG is an INI file whose [attention] section sets variant, causal,\n"
-    "lengths, scale, eps, q, k, v, out (paths relative to the file's folder);\n"
+    "lengths, scale, eps, decay, q, k, v, out (paths relative to the file's folder);\n"
     "its [runtime] section sets isa and threads. Flags override the file.\n"
     "Without CONFIG, --variant, --q, --k, --v and --out are required.\n"
     "\n"
@@ -29,6 +29,9 @@ static const char usage[] =
     "  --lengths LIST  valid keys per sequence, one per batch entry (default: all)\n"
     "  --scale S       softmax score scale (default 1/sqrt(d_k))\n"
     "  --eps E         linear denominator epsilon (default 1e-6)\n"
+    "  --decay D       causal linear only: per-head decay, S_t = g S_{t-1} + phi(k) v^T;\n"
+    "                  none (default), retnet (g_h = 1 - 2^(-5-h)) or one value in\n"
+    "                  (0, 1] per head, comma-separated\n"
     "  --q, --k, --v, --out FILE   the tensors\n"
     "  --isa ISA       auto|scalar|avx2|neon (overrides LINATTN_ISA and the config)\n"
     "  --threads N     OpenMP threads (0: default)\n"
@@ -43,6 +46,7 @@ typedef struct attend_args {
     int *lengths;
     int n_lengths;
     float scale, eps;
+    linattn_decay decay;
     const char *path[4]; /* q, k, v, out */
     const char *isa;
     linattn_isa_source isa_source;
@@ -123,6 +127,7 @@ static int from_config(const char *path, linattn_config *cfg, attend_args *a, in
     }
     a->scale = cfg->scale;
     a->eps = cfg->attn_eps;
+    a->decay = cfg->attn_decay;
     const char *paths[4] = {cfg->q, cfg->k, cfg->v, cfg->out};
     for (int i = 0; i < 4; i++)
         a->path[i] = paths[i][0] ? paths[i] : NULL;
@@ -178,6 +183,8 @@ static int run(const attend_args *a)
             return cli_fail("attend", "no --%s given", tensor_names[i]);
     if (a->eps < 0)
         return cli_fail("attend", "eps must be >= 0, got %g", (double)a->eps);
+    if (a->decay.kind != LINATTN_DECAY_NONE && (softmax || !a->causal))
+        return cli_fail("attend", "decay needs --variant linear and --causal");
     if (a->isa) {
         linattn_isa isa;
         linattn_status st = linattn_isa_parse(a->isa, &isa);
@@ -197,7 +204,17 @@ static int run(const attend_args *a)
     }
     if (!rc)
         rc = check_shapes(a, t);
-    float *out = NULL;
+    float *out = NULL, *decay = NULL;
+    if (!rc && a->decay.kind != LINATTN_DECAY_NONE) {
+        size_t H = t[0].shape[1];
+        if (!(decay = malloc(H * sizeof *decay)))
+            rc = cli_fail("attend", "out of memory");
+        else if (a->decay.kind == LINATTN_DECAY_LIST && (size_t)a->decay.n != H)
+            rc = cli_fail("attend", "decay has %d values but %s has %zu heads: give one per head",
+                          a->decay.n, a->path[0], H);
+        else if (linattn_decay_values(&a->decay, (int)H, decay, NULL) != LINATTN_OK)
+            rc = cli_fail_status("attend", LINATTN_ERR_INVALID);
+    }
     if (!rc) {
         linattn_attention_desc d;
         linattn_attention_desc_init(&d);
@@ -211,6 +228,7 @@ static int run(const attend_args *a)
         d.causal = a->causal;
         d.lengths = a->lengths;
         d.eps = a->eps;
+        d.decay = decay;
         d.threads = a->threads;
         size_t shape[4] = {t[0].shape[0], t[0].shape[1], t[0].shape[2], t[2].shape[3]};
         size_t n = shape[0] * shape[1] * shape[2] * shape[3];
@@ -230,6 +248,7 @@ static int run(const attend_args *a)
         }
     }
     free(out);
+    free(decay);
     for (int i = 0; i < 3; i++)
         linattn_npy_free(&t[i]);
     return rc;
@@ -237,8 +256,8 @@ static int run(const attend_args *a)
 
 int cmd_attend(int argc, char **argv)
 {
-    enum { O_VARIANT = 256, O_CAUSAL, O_NO_CAUSAL, O_LENGTHS, O_SCALE, O_EPS, O_Q, O_K, O_V,
-           O_OUT, O_ISA, O_THREADS };
+    enum { O_VARIANT = 256, O_CAUSAL, O_NO_CAUSAL, O_LENGTHS, O_SCALE, O_EPS, O_DECAY, O_Q, O_K,
+           O_V, O_OUT, O_ISA, O_THREADS };
     static const struct option opts[] = {
         {"variant", required_argument, 0, O_VARIANT},
         {"causal", no_argument, 0, O_CAUSAL},
@@ -246,6 +265,7 @@ int cmd_attend(int argc, char **argv)
         {"lengths", required_argument, 0, O_LENGTHS},
         {"scale", required_argument, 0, O_SCALE},
         {"eps", required_argument, 0, O_EPS},
+        {"decay", required_argument, 0, O_DECAY},
         {"q", required_argument, 0, O_Q},
         {"k", required_argument, 0, O_K},
         {"v", required_argument, 0, O_V},
@@ -257,7 +277,7 @@ int cmd_attend(int argc, char **argv)
     };
     /* Flags first into `flags`, applied over the config's values after. */
     attend_args flags = {0}, a = {0};
-    int set_causal = 0, set_scale = 0, set_eps = 0, set_threads = 0;
+    int set_causal = 0, set_scale = 0, set_eps = 0, set_threads = 0, set_decay = 0;
     int *flag_lengths = NULL, *cfg_lengths = NULL;
     int rc = 0, c;
     opterr = 0;
@@ -275,6 +295,11 @@ int cmd_attend(int argc, char **argv)
             break;
         case O_SCALE: rc = parse_float("--scale", optarg, &flags.scale), set_scale = 1; break;
         case O_EPS: rc = parse_float("--eps", optarg, &flags.eps), set_eps = 1; break;
+        case O_DECAY:
+            set_decay = 1;
+            if (linattn_decay_parse(optarg, &flags.decay) != LINATTN_OK)
+                rc = cli_fail("attend", "--decay: %s", linattn_last_error());
+            break;
         case O_Q: flags.path[0] = optarg; break;
         case O_K: flags.path[1] = optarg; break;
         case O_V: flags.path[2] = optarg; break;
@@ -311,6 +336,8 @@ int cmd_attend(int argc, char **argv)
             a.scale = flags.scale;
         if (set_eps)
             a.eps = flags.eps;
+        if (set_decay)
+            a.decay = flags.decay;
         for (int i = 0; i < 4; i++)
             if (flags.path[i])
                 a.path[i] = flags.path[i];

@@ -1,5 +1,6 @@
 /* cmd_info.c: `linattn info`: version, compiler, CPU features, ISA and why, threads, SLEEF. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,24 @@ int cmd_info(int argc, char **argv)
         printf("  attention: %s, %d layers, d_model %d, %d heads, d_ff %d, vocab %d\n",
                linear ? "linear" : "softmax", c->n_layers, c->d_model, c->n_heads, c->d_ff,
                c->vocab_size);
+        float *g = linear && c->decay.kind != LINATTN_DECAY_NONE
+                       ? malloc((size_t)c->n_heads * sizeof *g)
+                       : NULL;
+        if (g && linattn_decay_values(&c->decay, c->n_heads, g, NULL) == LINATTN_OK) {
+            /* a head's horizon: tokens until a key's weight falls below 1/e */
+            const int shown = c->n_heads < 16 ? c->n_heads : 16;
+            printf("  decay per head:");
+            for (int h = 0; h < shown; h++)
+                printf("%s%.7g", h ? "," : " ", (double)g[h]);
+            printf("%s; horizons", shown < c->n_heads ? ",..." : "");
+            for (int h = 0; h < shown; h++)
+                if (g[h] < 1.0f)
+                    printf(" %.0f", -1.0 / log((double)g[h]));
+                else
+                    printf(" inf");
+            printf("%s tokens\n", shown < c->n_heads ? " ..." : "");
+        }
+        free(g);
         printf("  parameters: %llu\n", (unsigned long long)linattn_model_params(model));
         printf("  weight bytes: %zu\n", linattn_model_weight_bytes(model));
         if (linear)

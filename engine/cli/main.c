@@ -1,7 +1,10 @@
 /* main.c: the `linattn` program: picks a subcommand and hands it the rest of argv. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -10,6 +13,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  attend    run an attention operator on .npy tensors (flags or a config)\n"
+    "  eval      bits per byte of a text under a model, overall and by position\n"
     "  generate  stream text from a model described by a config file\n"
     "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
     "\n"
@@ -32,6 +36,58 @@ int cli_fail_status(const char *what, linattn_status st)
 {
     const char *msg = linattn_last_error();
     return cli_fail(what, "%s", msg && *msg ? msg : linattn_status_str(st));
+}
+
+/* PATH.tmp.PID, malloc'd; NULL with errno set. */
+static char *temp_name(const char *path)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        errno = ENOMEM;
+    else
+        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    return tmp;
+}
+
+int cli_probe_write(const char *path)
+{
+    char *tmp = temp_name(path);
+    if (!tmp)
+        return -1;
+    FILE *f = fopen(tmp, "wb");
+    int err = f ? 0 : errno;
+    if (f) {
+        fclose(f);
+        unlink(tmp);
+    }
+    free(tmp);
+    errno = err;
+    return err ? -1 : 0;
+}
+
+int cli_write_file(const char *path, const void *data, size_t len)
+{
+    char *tmp = temp_name(path);
+    if (!tmp)
+        return -1;
+    FILE *f = fopen(tmp, "wb");
+    int err = 0;
+    if (!f) {
+        err = errno;
+    } else {
+        if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0)
+            err = errno ? errno : EIO;
+        if (fclose(f) != 0 && !err)
+            err = errno;
+        if (!err && rename(tmp, path) != 0)
+            err = errno;
+        if (err)
+            unlink(tmp);
+    }
+    free(tmp);
+    errno = err;
+    return err ? -1 : 0;
 }
 
 int cli_apply_isa(const char *text, linattn_isa_source source)
@@ -60,6 +116,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "attend"))
         return cmd_attend(argc - 1, argv + 1);
+    if (!strcmp(cmd, "eval"))
+        return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate"))
         return cmd_generate(argc - 1, argv + 1);
     if (!strcmp(cmd, "info"))

@@ -1,0 +1,223 @@
+/* test_eval.c: `linattn eval` end to end: bits per byte against PyTorch's logits and the library, windows, blocks, JSON, errors. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "linattn.h"
+#include "../engine/npy.h"
+#include "testutil.h"
+
+TestSuite(eval, .init = tu_make_dir, .fini = tu_remove_dir);
+
+#define DECAYED "tiny-linear-pre-rms-gelu-none-decay"
+#define SOFTMAX "tiny-softmax-pre-ln-gelu-sincos.ini" /* max_seq_len 64 */
+
+/* -log2 softmax(row)[target], in double. */
+static double bits_of(const float *row, int vocab, int target)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < vocab; i++)
+        mx = fmax(mx, row[i]);
+    for (int i = 0; i < vocab; i++)
+        sum += exp((double)row[i] - mx);
+    return (log(sum) + mx - row[target]) / log(2.0);
+}
+
+/* The golden stream's bytes as a text file; returns its length. */
+static size_t write_stream_text(const char *path, unsigned char *bytes)
+{
+    char file[256];
+    snprintf(file, sizeof file, "%s.stream_tokens.npy", DECAYED);
+    linattn_npy t;
+    cr_assert_eq(linattn_npy_read(tu_data(file), &t), LINATTN_OK, "%s", linattn_last_error());
+    for (size_t i = 0; i < t.count; i++)
+        bytes[i] = (unsigned char)t.data[i];
+    size_t n = t.count;
+    linattn_npy_free(&t);
+    tu_write_file(path, bytes, n);
+    return n;
+}
+
+/* "key": number in a JSON text. */
+static double json_number(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *p = strstr(json, pat);
+    cr_assert(p, "no %s in %s", key, json);
+    return strtod(p + strlen(pat), NULL);
+}
+
+/* One stream: the overall and per-block figures are those of PyTorch's
+ * float64 logits for the same bytes (1e-4 on logits: 1e-3 on bits). */
+Test(eval, one_stream_matches_pytorch)
+{
+    unsigned char bytes[256];
+    size_t n = write_stream_text(tu_path("text.bin"), bytes);
+    char file[256];
+    snprintf(file, sizeof file, "%s.stream_logits.npy", DECAYED);
+    linattn_npy lg;
+    cr_assert_eq(linattn_npy_read(tu_data(file), &lg), LINATTN_OK);
+    cr_assert_eq(lg.shape[0], n);
+    const int V = (int)lg.shape[1];
+    double total = 0, block0 = 0, block1 = 0;
+    for (size_t i = 0; i + 1 < n; i++) { /* row i predicts byte i + 1 */
+        double b = bits_of(lg.data + i * (size_t)V, V, bytes[i + 1]);
+        total += b;
+        if (i + 1 < 32)
+            block0 += b;
+        else if (i + 1 < 64)
+            block1 += b;
+    }
+    linattn_npy_free(&lg);
+
+    snprintf(file, sizeof file, "%s.ini", DECAYED);
+    tu_run_result r = tu_run("eval", tu_data(file), "--text", tu_path("text.bin"), "--block", "32",
+                             "--json", tu_path("e.json"), "--threads", "1", NULL);
+    tu_assert_ok(&r);
+    cr_expect(strstr(r.out, "one stream"), "%s", r.out);
+    size_t len;
+    char *json = tu_read_file(tu_path("e.json"), &len);
+    double bpb = json_number(json, "bits_per_byte");
+    cr_expect(fabs(bpb - total / (double)(n - 1)) < 1e-3, "bpb %g, PyTorch %g", bpb,
+              total / (double)(n - 1));
+    cr_expect_eq((size_t)json_number(json, "bytes"), n - 1);
+    cr_expect_gt(json_number(json, "tokens_per_second"), 0);
+    /* blocks: [0, 32) scores bytes 1..31, [32, 64) 32 bytes, ... */
+    const char *b0 = strstr(json, "\"offset\": 0,"), *b1 = strstr(json, "\"offset\": 32,");
+    cr_assert(b0 && b1, "%s", json);
+    cr_expect_eq((size_t)json_number(b0, "bytes"), 31);
+    cr_expect_eq((size_t)json_number(b1, "bytes"), 32);
+    cr_expect(fabs(json_number(b0, "bits_per_byte") - block0 / 31) < 1e-3);
+    cr_expect(fabs(json_number(b1, "bits_per_byte") - block1 / 32) < 1e-3);
+    cr_expect(strstr(json, "\"offset\": 96,"), "the last, partial block: %s", json);
+    free(json);
+    tu_run_free(&r);
+}
+
+/* Fresh windows of N: each window is a new stream; against the library. */
+Test(eval, windows_are_fresh_streams)
+{
+    unsigned char bytes[256];
+    size_t n = write_stream_text(tu_path("text.bin"), bytes);
+    char file[256];
+    snprintf(file, sizeof file, "%s.ini", DECAYED);
+    linattn_model *m;
+    cr_assert_eq(linattn_model_load(tu_data(file), &m), LINATTN_OK);
+    linattn_session *s;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    const int W = 30, V = 256;
+    int tokens[256];
+    float *logits = malloc((size_t)W * V * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        tokens[i] = bytes[i];
+    double total = 0;
+    for (size_t s0 = 0; s0 + 1 < n; s0 += W) {
+        size_t c = n - 1 - s0 < (size_t)W ? n - 1 - s0 : (size_t)W;
+        linattn_session_reset(s);
+        cr_assert_eq(linattn_session_feed_all(s, tokens + s0, (int)c, logits), LINATTN_OK);
+        for (size_t i = 0; i < c; i++)
+            total += bits_of(logits + i * V, V, tokens[s0 + i + 1]);
+    }
+    free(logits);
+    linattn_session_free(s);
+    linattn_model_free(m);
+
+    tu_run_result r = tu_run("eval", tu_data(file), "--text", tu_path("text.bin"), "--window",
+                             "30", "--json", tu_path("w.json"), NULL);
+    tu_assert_ok(&r);
+    size_t len;
+    char *json = tu_read_file(tu_path("w.json"), &len);
+    double bpb = json_number(json, "bits_per_byte");
+    cr_expect(fabs(bpb - total / (double)(n - 1)) < 1e-5, "bpb %g, library %g", bpb,
+              total / (double)(n - 1));
+    free(json);
+    tu_run_free(&r);
+
+    /* a window as long as the text is the one stream */
+    tu_run_result a = tu_run("eval", tu_data(file), "--text", tu_path("text.bin"), "--window",
+                             "1000", NULL);
+    tu_run_result b = tu_run("eval", tu_data(file), "--text", tu_path("text.bin"), NULL);
+    tu_assert_ok(&a);
+    tu_assert_ok(&b);
+    const char *la = strstr(a.out, "bits/byte "), *lb = strstr(b.out, "bits/byte ");
+    cr_assert(la && lb);
+    cr_expect(!strncmp(la, lb, 30), "%s vs %s", la, lb);
+    tu_run_free(&a);
+    tu_run_free(&b);
+}
+
+/* A softmax model reads its context in fresh windows, not past it. */
+Test(eval, softmax_needs_a_window_past_its_context)
+{
+    char text[200];
+    for (int i = 0; i < 200; i++)
+        text[i] = (char)('a' + i % 26);
+    tu_write_file(tu_path("long.txt"), text, 200);
+    tu_write_file(tu_path("fits.txt"), text, 65);
+    tu_run_result r = tu_run("eval", tu_data(SOFTMAX), "--text", tu_path("long.txt"), NULL);
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "linattn: eval: ") == r.err, "%s", r.err);
+    cr_expect(strstr(r.err, "--window"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("eval", tu_data(SOFTMAX), "--text", tu_path("long.txt"), "--window", "65", NULL);
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "max_seq_len (64)"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("eval", tu_data(SOFTMAX), "--text", tu_path("long.txt"), "--window", "64", NULL);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    /* 65 bytes: 64 fed, the last only predicted */
+    r = tu_run("eval", tu_data(SOFTMAX), "--text", tu_path("fits.txt"), NULL);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+}
+
+static void expect_error(const char *want, const char *const *args)
+{
+    tu_run_result r = tu_run_args(args);
+    cr_expect_neq(r.status, 0, "%s: exit 0", want);
+    cr_expect(!strncmp(r.err, "linattn: ", 9), "%s", r.err);
+    cr_expect(strstr(r.err, want), "want '%s' in: %s", want, r.err);
+    cr_expect(strchr(r.err, '\n') == r.err + r.err_len - 1, "one line: %s", r.err);
+    cr_expect_eq(r.out_len, 0, "nothing on stdout: %s", r.out);
+    tu_run_free(&r);
+}
+
+Test(eval, bad_input_gives_one_line)
+{
+    char ini[256];
+    snprintf(ini, sizeof ini, "%s", tu_data(DECAYED ".ini"));
+    tu_write_file(tu_path("empty.txt"), "", 0);
+    tu_write_file(tu_path("one.txt"), "x", 1);
+    tu_write_file(tu_path("ok.txt"), "hello", 5);
+    mkdir(tu_path("dir"), 0700);
+    expect_error("no --text", (const char *const[]){"eval", ini, NULL});
+    expect_error("no config", (const char *const[]){"eval", NULL});
+    expect_error("cannot open", (const char *const[]){"eval", ini, "--text", tu_path("nope"), NULL});
+    expect_error("empty", (const char *const[]){"eval", ini, "--text", tu_path("empty.txt"), NULL});
+    expect_error("1 byte", (const char *const[]){"eval", ini, "--text", tu_path("one.txt"), NULL});
+    expect_error("not a regular file",
+                 (const char *const[]){"eval", ini, "--text", tu_path("dir"), NULL});
+    expect_error("--block", (const char *const[]){"eval", ini, "--text", tu_path("ok.txt"),
+                                                  "--block", "0", NULL});
+    expect_error("--window", (const char *const[]){"eval", ini, "--text", tu_path("ok.txt"),
+                                                   "--window", "-3", NULL});
+    expect_error("--threads", (const char *const[]){"eval", ini, "--text", tu_path("ok.txt"),
+                                                    "--threads", "x", NULL});
+    expect_error("unknown option", (const char *const[]){"eval", ini, "--text",
+                                                         tu_path("ok.txt"), "--bogus", NULL});
+    expect_error("cannot open", (const char *const[]){"eval", tu_path("none.ini"), "--text",
+                                                      tu_path("ok.txt"), NULL});
+    expect_error("json", (const char *const[]){"eval", ini, "--text", tu_path("ok.txt"), "--json",
+                                               tu_path("dir/no/such.json"), NULL});
+    cr_expect(access(tu_path("dir/no/such.json"), F_OK) != 0);
+    tu_run_result r = tu_run("eval", "--help", NULL);
+    tu_assert_ok(&r);
+    cr_expect(strstr(r.out, "--window"), "%s", r.out);
+    tu_run_free(&r);
+}
