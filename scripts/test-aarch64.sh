@@ -50,5 +50,29 @@ echo "--- linattn generate on a golden model (qemu-aarch64, NEON kernels)"
 qemu-aarch64 "$build/linattn" generate tests/data/tiny-linear-pre-ln-gelu-sincos.ini \
     --prompt "Hello" --tokens 16 --temperature 0 --stats || status=1
 
+# Decayed models through the NEON kernels, prefill and step paths: bits per
+# byte of their golden stream against PyTorch's (float64 logits, 1e-3).
+for m in tiny-linear-pre-rms-gelu-none-decay tiny-linear-post-ln-relu-sincos-retnet-f16; do
+    echo "--- linattn eval $m (qemu-aarch64, NEON kernels)"
+    want=$(cat "tests/data/$m.stream_bpb.txt")
+    for w in "" "--window 7"; do
+        # shellcheck disable=SC2086
+        if out=$(qemu-aarch64 "$build/linattn" eval "tests/data/$m.ini" \
+                 --text "tests/data/$m.stream.txt" $w); then
+            got=$(echo "$out" | sed -n 's/^bits\/byte \([0-9.]*\) .*/\1/p')
+            echo "${w:-one stream}: $got bits/byte, PyTorch (one stream) $want"
+            # windows score other contexts: only the one stream must match
+            if [ -z "$w" ] && ! awk -v a="$got" -v b="$want" \
+                    'BEGIN { d = a - b; exit !(a != "" && d < 1e-3 && d > -1e-3) }'; then
+                echo "test-aarch64: $m: eval gave '$got', PyTorch $want" >&2
+                status=1
+            fi
+        else
+            echo "test-aarch64: linattn eval failed under qemu" >&2
+            status=1
+        fi
+    done
+done
+
 [ "$status" -eq 0 ] && echo "test-aarch64: ok" || echo "test-aarch64: FAILED" >&2
 exit "$status"

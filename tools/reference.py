@@ -13,6 +13,8 @@ For every tiny model NAME this writes into tests/data/:
 and for the sincos/none linear models also a longer stream that runs past
 max_seq_len (linear attention is not limited by its context):
     NAME.stream_tokens.npy ('<f8') [100],  NAME.stream_logits.npy ('<f4') [100, 256]
+and for the decayed ones that stream as raw bytes with its bits per byte (text):
+    NAME.stream.txt, NAME.stream_bpb.txt
 
 Operator goldens for decayed causal linear attention, from a float64 NumPy
 loop written from the definition (lengths, Lq != Lk both ways, d_v != d_k):
@@ -420,6 +422,19 @@ def make_tiny(out_dir: str) -> None:
             write_npy(os.path.join(out_dir, name + ".stream_tokens.npy"), stoks)
             write_npy(os.path.join(out_dir, name + ".stream_logits.npy"), slg)
             extra = f", stream T={len(stoks)}"
+            if cfg.decays() is not None:
+                # for `linattn eval` where no npy reader runs (aarch64 under qemu):
+                # the stream's bytes and their bits/byte from the float64 logits
+                with torch.no_grad():
+                    lg64 = m64(torch.from_numpy(stoks.astype(np.int64))[None])[0].numpy()
+                lse = np.log(np.exp(lg64 - lg64.max(-1, keepdims=True)).sum(-1)) + lg64.max(-1)
+                tgt = stoks.astype(np.int64)[1:]
+                bpb = float((lse[:-1] - lg64[np.arange(len(tgt)), tgt]).mean() / np.log(2))
+                with open(os.path.join(out_dir, name + ".stream.txt"), "wb") as f:
+                    f.write(bytes(stoks.astype(np.uint8)))
+                with open(os.path.join(out_dir, name + ".stream_bpb.txt"), "w") as f:
+                    f.write(f"{bpb:.6f}\n")
+                extra += f", stream {bpb:.4f} bits/byte"
         # how far rounding moved the logits (documentation only)
         m32 = mdl.to(torch.float64).eval()
         with torch.no_grad():
