@@ -1,4 +1,5 @@
 /* attention_linear.c: linear attention (phi = elu + 1): the operator, recurrent and chunked prefill, the decode state. */
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -180,6 +181,22 @@ static void lin_seq_decay(lin_seq *s, float g)
         s->pw[n] = decay_pow(g, n);
 }
 
+/* o[0..n) = c o / den: by one reciprocal while it is finite, by division
+ * when den is so small (below FLT_MIN) that 1/den would overflow although
+ * the ratio is finite, and 0 when den is 0 (eps = 0 and every phi(k) or
+ * phi(q) underflowed: the row sees nothing). The same rule as the kernels'. */
+static void lin_divide(const linattn_kernels *kt, float *o, size_t n, float c, float den)
+{
+    if (den >= FLT_MIN) {
+        kt->scale(o, c / den, n);
+    } else if (den == 0.0f) {
+        memset(o, 0, n * sizeof(float));
+    } else {
+        for (size_t i = 0; i < n; i++)
+            o[i] = c * o[i] / den;
+    }
+}
+
 /* phi of n rows of width d (row stride ld) into dst (n x d, dense). */
 static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src, size_t ld,
                          int n, size_t d)
@@ -242,7 +259,7 @@ static void lin_read(const lin_seq *s, lin_buffers *b, const float *S, const flo
             if (s->decay != 1.0f && s->causal)
                 g = decay_pow(s->decay, (double)c0 + r + s->Lk - s->Lq - s->len + 1);
             float den = g * kt->dot(b->pq + (size_t)r * dk, z, dk) + s->eps;
-            kt->scale(o + (size_t)r * s->orow, den > 0.0f ? g / den : 0.0f, dv);
+            lin_divide(kt, o + (size_t)r * s->orow, dv, g, den);
         }
     }
 }
@@ -318,7 +335,7 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float 
             kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
         for (size_t r = 0; r < m; r++) {
             float den = b->den[r] + s->eps;
-            kt->scale(o + r * s->orow, den > 0.0f ? 1.0f / den : 0.0f, dv);
+            lin_divide(kt, o + r * s->orow, dv, 1.0f, den);
         }
 
         /* Then the chunk joins the state. */

@@ -77,6 +77,43 @@ static sm_head sm_head_at(const attn_plan *p, const float *q, const float *k, co
     return hd;
 }
 
+/* o[r] += s[r][0..vis[r]) . v_tile rows, for rows [0, nq): each row reads
+ * only the values it sees, so a later position's inf or NaN value never
+ * meets a masked zero (0 * inf is NaN). Runs of fully visible rows take one
+ * gemm; a causal diagonal's partial rows go 8 at a time, by gemm over their
+ * common visible columns, then axpy over each row's few remaining ones. */
+static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const float *s,
+                          const int *vis, int nq, const float *v, size_t vrow, int n)
+{
+    int r = 0;
+    while (r < nq) {
+        if (vis[r] == 0) {
+            r++;
+            continue;
+        }
+        int r2 = r + 1;
+        if (vis[r] == n) {
+            while (r2 < nq && vis[r2] == n)
+                r2++;
+            kt->gemm_nn(o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
+                        (size_t)(r2 - r), dv, (size_t)n);
+            r = r2;
+            continue;
+        }
+        int common = vis[r];
+        while (r2 < nq && r2 - r < 8 && vis[r2] > 0 && vis[r2] < n) {
+            common = vis[r2] < common ? vis[r2] : common;
+            r2++;
+        }
+        kt->gemm_nn(o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
+                    (size_t)(r2 - r), dv, (size_t)common);
+        for (int x = r; x < r2; x++)
+            for (int j = common; j < vis[x]; j++)
+                kt->axpy(o + (size_t)x * dv, s[(size_t)x * SM_BK + j], v + (size_t)j * vrow, dv);
+        r = r2;
+    }
+}
+
 /* Queries [i0, i0 + nq) of one head against every key tile they can see.
  * Query i sees keys j < len, and j <= i + (Lk - Lq) when causal. Key tiles
  * past the last visible key are never computed. */
@@ -104,6 +141,7 @@ static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_hea
     }
     memset(b->o, 0, (size_t)nq * dv * sizeof(float));
 
+    int vis_of[SM_BQ];
     for (int j0 = 0; j0 < kend; j0 += SM_BK) {
         const int n = kend - j0 < SM_BK ? kend - j0 : SM_BK;
         for (int r = 0; r < nq; r++)
@@ -119,20 +157,17 @@ static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_hea
                 int last = i0 + r + off - j0; /* last visible column */
                 vis = last < 0 ? 0 : last + 1 < n ? last + 1 : n;
             }
-            if (vis == 0) {
-                memset(row, 0, (size_t)n * sizeof(float));
+            vis_of[r] = vis;
+            if (vis == 0)
                 continue;
-            }
             float mx = kt->max(row, (size_t)vis);
             float m_old = b->m[r];
             float m_new = mx > m_old ? mx : m_old;
             if (!(m_new > -INFINITY)) { /* scores overflowed to -inf/NaN: drop the tile */
-                memset(row, 0, (size_t)n * sizeof(float));
+                vis_of[r] = 0;
                 continue;
             }
             float sum = kt->exp_sub_sum(row, row, m_new, (size_t)vis);
-            if (vis < n)
-                memset(row + vis, 0, (size_t)(n - vis) * sizeof(float));
             if (m_new != m_old && b->l[r] != 0.0f) {
                 /* Rescale what earlier tiles accumulated to the new max. */
                 float alpha = expf(m_old - m_new);
@@ -142,9 +177,8 @@ static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             b->l[r] += sum;
             b->m[r] = m_new;
         }
-        /* o += p . v_tile  [nq x dv] */
-        kt->gemm_nn(b->o, dv, b->s, SM_BK, hd->v + (size_t)j0 * p->v.row, p->v.row,
-                    (size_t)nq, dv, (size_t)n);
+        /* o += p . v_tile  [nq x dv], visible columns only */
+        sm_accumulate(kt, b->o, dv, b->s, vis_of, nq, hd->v + (size_t)j0 * p->v.row, p->v.row, n);
     }
 
     for (int r = 0; r < nq; r++) {

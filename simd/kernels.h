@@ -34,7 +34,9 @@ typedef struct linattn_kernels {
      *   S = decay S + phik v^T;  z = decay z + phik;
      *   out = (phiq^T S) / (phiq^T z + eps)
      * S and z are the updated sums (they include this token). decay is in
-     * (0, 1]; decay == 1 runs the undecayed loop, bit for bit. */
+     * (0, 1]; decay == 1 runs the undecayed loop, bit for bit. The division:
+     * by a reciprocal while den >= FLT_MIN, elementwise below it (1/den
+     * would overflow), and out = 0 when den == 0. */
     void (*linear_update_read)(float *S, float *z, const float *phik, const float *v,
                                const float *phiq, float *out, size_t dk, size_t dv,
                                float eps, float decay);

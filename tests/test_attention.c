@@ -353,6 +353,69 @@ static void check_causality(enum variant var)
     drop(&p);
 }
 
+/* Causality holds for bad values too: an inf or NaN in a later position's
+ * q, k or v never reaches an earlier row, for every ISA, both linear
+ * algorithms and the softmax tiles (diagonal tiles included: L spans
+ * several 64 x 128 tiles and positions sit inside, at the start and at the
+ * end of tiles). */
+static void check_causality_bad_values(enum variant var)
+{
+    const int L = 300, H = 2, dk = 9, dv = 6;
+    const int ts[] = {0, 5, 63, 64, 127, 128, 200, 299};
+    const float bad[] = {INFINITY, -INFINITY, NAN};
+    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
+    int ni = 1;
+    unsigned f = linattn_cpu_features();
+    if (f & LINATTN_CPU_AVX2)
+        isas[ni++] = LINATTN_ISA_AVX2;
+    if (f & LINATTN_CPU_NEON)
+        isas[ni++] = LINATTN_ISA_NEON;
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
+            if (var == SOFTMAX && mode == LINATTN_LINEAR_CHUNKED)
+                continue;
+            linattn_linear_force_mode((linattn_linear_mode)mode);
+            problem p = make(1, H, L, L, dk, dv, 1, 9);
+            float *base = run_new(var, &p);
+            for (size_t n = 0; n < sizeof ts / sizeof ts[0]; n++)
+                for (int which = 0; which < 3; which++) { /* q, k, v */
+                    int t = ts[n];
+                    problem x = make(1, H, L, L, dk, dv, 1, 9);
+                    float *tensor = which == 0 ? x.q : which == 1 ? x.k : x.v;
+                    int width = which == 2 ? dv : dk;
+                    for (int h = 0; h < H; h++)
+                        tensor[((size_t)h * L + t) * width + (size_t)(t % width)] = bad[(n + which) % 3];
+                    float *out = run_new(var, &x);
+                    for (int h = 0; h < H; h++)
+                        cr_expect(!memcmp(out + (size_t)h * L * dv, base + (size_t)h * L * dv,
+                                          (size_t)t * dv * sizeof(float)),
+                                  "%s isa %s mode %d: a bad %s at %d reached an earlier row",
+                                  var == SOFTMAX ? "softmax" : "linear",
+                                  linattn_isa_name(isas[ii]), mode, which == 0 ? "q"
+                                  : which == 1 ? "k" : "v", t);
+                    free(out);
+                    drop(&x);
+                }
+            free(base);
+            drop(&p);
+        }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+Test(softmax, causality_with_inf_and_nan)
+{
+    check_causality_bad_values(SOFTMAX);
+}
+
+Test(linear, causality_with_inf_and_nan)
+{
+    check_causality_bad_values(LINEAR);
+}
+
 Test(softmax, causality_by_perturbation)
 {
     check_causality(SOFTMAX);
@@ -501,6 +564,68 @@ Test(linear, rows_with_no_key_are_zero)
     linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
     check_all_masked(LINEAR, 0.0f);
     linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* eps = 0 with keys whose phi underflows: to zero (k = -120: every
+ * denominator is 0, so every row outputs 0) or to denormals (k = -95: 1/den
+ * would overflow, yet the ratio is the mean of the visible values). One
+ * rule on every path: recurrent, chunked, non-causal, split over threads,
+ * and the step API. */
+Test(linear, underflowing_denominators)
+{
+    const int H = 2, L = 100, dk = 8, dv = 4;
+    const float keys[2] = {-120.0f, -95.0f};
+    for (int kk = 0; kk < 2; kk++)
+        for (int path = 0; path < 4; path++) {
+            problem p = make(1, H, L, L, dk, dv, path != 2, 700);
+            p.eps = 0.0f;
+            p.threads = path == 3 ? 2 : 1;
+            for (size_t i = 0; i < (size_t)H * L * dk; i++)
+                p.k[i] = keys[kk];
+            linattn_linear_force_mode(path == 1 ? LINATTN_LINEAR_CHUNKED : LINATTN_LINEAR_RECURRENT);
+            float *out = run_new(LINEAR, &p);
+            for (int h = 0; h < H; h++) {
+                double sum[4] = {0}, all[4] = {0};
+                for (int j = 0; j < L; j++)
+                    for (int c = 0; c < dv; c++)
+                        all[c] += p.v[((size_t)h * L + j) * dv + c];
+                for (int i = 0; i < L; i++) {
+                    const float *vi = p.v + ((size_t)h * L + i) * dv;
+                    for (int c = 0; c < dv; c++)
+                        sum[c] = path == 2 ? all[c] : sum[c] + vi[c];
+                    int seen = path == 2 ? L : i + 1;
+                    for (int c = 0; c < dv; c++) {
+                        float o = out[((size_t)h * L + i) * dv + c];
+                        if (kk == 0)
+                            cr_expect(o == 0.0f, "k=-120 path %d row %d: %g, want 0", path, i,
+                                      (double)o);
+                        else
+                            cr_expect(fabs(o - sum[c] / seen) < 1e-2,
+                                      "k=-95 path %d row %d: %g, want the mean %g", path, i,
+                                      (double)o, sum[c] / seen);
+                    }
+                }
+            }
+            free(out);
+            drop(&p);
+        }
+    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+
+    /* the step API */
+    for (int kk = 0; kk < 2; kk++) {
+        linattn_linear_state *s;
+        cr_assert_eq(linattn_linear_state_create(1, dk, dv, 0.0f, NULL, &s), LINATTN_OK);
+        float q[8] = {0.5f, 1, 0, -1, 2, 0.1f, 0, 0}, k[8], v[4] = {1, -2, 3, 0.5f}, o[4];
+        for (int c = 0; c < dk; c++)
+            k[c] = keys[kk];
+        for (int t = 0; t < 5; t++) {
+            cr_assert_eq(linattn_linear_step(s, q, k, v, o), LINATTN_OK);
+            for (int c = 0; c < dv; c++)
+                cr_expect(kk == 0 ? o[c] == 0.0f : fabs(o[c] - v[c]) < 1e-2,
+                          "step, k=%g: out %g, v %g", (double)keys[kk], (double)o[c], (double)v[c]);
+        }
+        linattn_linear_state_free(s);
+    }
 }
 
 Test(linear, outputs_bounded_by_values)

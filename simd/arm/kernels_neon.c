@@ -1,5 +1,6 @@
 /* kernels_neon.c: NEON (aarch64) elementwise, reduction, norm and linear-attention kernels. */
 #include <arm_neon.h>
+#include <float.h>
 #include <math.h>
 #include <sleef.h>
 
@@ -348,7 +349,9 @@ static void linear_update_read_neon(float *S, float *z, const float *phik, const
                                     const float *phiq, float *out, size_t dk, size_t dv,
                                     float eps, float decay)
 {
-    float inv = 1.0f / (update_z_den(z, phik, phiq, dk, decay) + eps);
+    const float d = update_z_den(z, phik, phiq, dk, decay) + eps;
+    const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
+    const float inv = normal ? 1.0f / d : 1.0f;
     size_t full = dv & ~(size_t)3;
     for (size_t j = 0; j < full; j += 64) {
         size_t width = full - j < 64 ? full - j : 64;
@@ -366,6 +369,9 @@ static void linear_update_read_neon(float *S, float *z, const float *phik, const
         }
         out[j] = o * inv;
     }
+    if (!normal)
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
 }
 
 void linattn_kernels_init_neon(linattn_kernels *k)

@@ -1,4 +1,5 @@
 /* kernels_scalar.c: the reference kernels; always built, the checker's oracle. */
+#include <float.h>
 #include <math.h>
 
 #include "../kernels.h"
@@ -121,9 +122,15 @@ static void linear_update_read_scalar(float *S, float *z, const float *phik, con
         }
         den += phiq[i] * z[i];
     }
-    float inv = 1.0f / (den + eps);
-    for (size_t j = 0; j < dv; j++)
-        out[j] *= inv;
+    float d = den + eps;
+    if (d >= FLT_MIN) {
+        float inv = 1.0f / d;
+        for (size_t j = 0; j < dv; j++)
+            out[j] *= inv;
+    } else {
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+    }
 }
 
 static void gemv_scalar(float *y, const float *W, size_t ldw, const float *x, const float *b,

@@ -1,4 +1,5 @@
 /* kernels_avx2.c: AVX2+FMA elementwise, reduction, norm and linear-attention kernels. */
+#include <float.h>
 #include <immintrin.h>
 #include <math.h>
 #include <sleef.h>
@@ -420,8 +421,9 @@ static void linear_update_read_avx2(float *S, float *z, const float *phik, const
                                     const float *phiq, float *out, size_t dk, size_t dv,
                                     float eps, float decay)
 {
-    float den = update_z_den(z, phik, phiq, dk, decay);
-    float inv = 1.0f / (den + eps);
+    const float d = update_z_den(z, phik, phiq, dk, decay) + eps;
+    const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
+    const float inv = normal ? 1.0f / d : 1.0f;
     for (size_t j = 0; j < dv; j += 64) {
         size_t width = dv - j < 64 ? dv - j : 64;
         if (decay == 1.0f)
@@ -429,6 +431,9 @@ static void linear_update_read_avx2(float *S, float *z, const float *phik, const
         else
             lur_decayed(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width, decay);
     }
+    if (!normal)
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
 }
 
 /* Only stores function pointers, yet with -mavx2 GCC would pair them into
