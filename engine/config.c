@@ -13,6 +13,7 @@
 
 #include <ini.h>
 
+#include "file.h"
 #include "internal.h"
 
 /* Debian's inih (r55) calls the handler without a line number and splits
@@ -837,27 +838,13 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return set_value(p, (enum key_id)k, value);
 }
 
-/* Reads the whole file into p->text. */
+/* Reads the whole file into p->text: a regular file of at most
+ * MAX_CONFIG_BYTES (never a FIFO or device). */
 static linattn_status read_file(struct parse *p)
 {
-    FILE *f = fopen(p->path, "rb");
-    if (!f)
-        return linattn_err(LINATTN_ERR_IO, "%s: cannot open: %s", p->path, strerror(errno));
-    p->text = malloc(MAX_CONFIG_BYTES + 1);
-    if (!p->text) {
-        fclose(f);
-        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", p->path);
-    }
-    p->len = fread(p->text, 1, MAX_CONFIG_BYTES + 1, f);
-    int failed = ferror(f);
-    int err = errno;
-    fclose(f);
-    if (failed)
-        return linattn_err(LINATTN_ERR_IO, "%s: cannot read: %s", p->path, strerror(err));
-    if (p->len > MAX_CONFIG_BYTES)
-        return linattn_err(LINATTN_ERR_FORMAT, "%s: larger than %u bytes; not a config file",
-                           p->path, MAX_CONFIG_BYTES);
-    p->text[p->len] = '\0';
+    linattn_status st = safe_read_all(p->path, "a config file", MAX_CONFIG_BYTES, &p->text, &p->len);
+    if (st != LINATTN_OK)
+        return st;
     char *nul = memchr(p->text, '\0', p->len);
     if (nul) {
         int line = 1;

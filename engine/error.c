@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "escape.h"
 #include "internal.h"
 
 static _Thread_local char last_error[512];
@@ -25,12 +26,16 @@ const char *linattn_last_error(void)
     return last_error;
 }
 
+/* Messages quote paths, keys and values from files: escaped (escape.h), so
+ * a crafted file cannot put terminal controls on the user's screen. */
 linattn_status linattn_err(linattn_status status, const char *fmt, ...)
 {
+    char raw[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    linattn_escape(last_error, sizeof last_error, raw);
     return status;
 }
 

@@ -133,9 +133,9 @@ static linattn_status load_tensors(linattn_model *m, source *src)
     else
         TAKE("lm_head.weight", V, d, 'w', &m->lm_head);
 #undef TAKE
-    if (src->file)
-        return linattn_weights_check_all_used(src->file);
-    return LINATTN_OK;
+    if (src->file && (st = linattn_weights_check_all_used(src->file)) != LINATTN_OK)
+        return st;
+    return src->file ? linattn_weights_check_unchanged(src->file) : LINATTN_OK;
 }
 
 static int parse_random_seed(const char *w, uint64_t *seed)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "internal.h"
 #include "npy.h"
 
@@ -241,53 +242,15 @@ linattn_status linattn_npy_parse(const void *bytes, size_t size, const char *nam
 linattn_status linattn_npy_read(const char *path, linattn_npy *a)
 {
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return linattn_err(LINATTN_ERR_IO, "%s: %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t size = 0, cap = 0;
-    for (;;) {
-        if (size == cap) {
-            size_t ncap = cap ? cap * 2 : 1 << 16;
-            unsigned char *nb = ncap > cap ? realloc(buf, ncap) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return linattn_err(LINATTN_ERR_NOMEM, "%s: file too large to read", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + size, 1, cap - size, f);
-        size += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return linattn_err(LINATTN_ERR_IO, "%s: read error", path);
-    }
-    linattn_status st = linattn_npy_parse(buf, size, path, a);
+    char *buf;
+    size_t size;
+    /* a regular file, read by its size: never a device that grows forever */
+    linattn_status st = safe_read_all(path, ".npy input", LINATTN_NPY_MAX_BYTES, &buf, &size);
+    if (st != LINATTN_OK)
+        return st;
+    st = linattn_npy_parse(buf, size, path, a);
     free(buf);
     return st;
-}
-
-static int write_all(int fd, const void *data, size_t n)
-{
-    const char *p = data;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 linattn_status linattn_npy_write(const char *path, const float *data, int ndim,
@@ -322,25 +285,14 @@ linattn_status linattn_npy_write(const char *path, const float *data, int ndim,
     memset(head + 10 + n, ' ', total - 10 - (size_t)n - 1);
     head[total - 1] = '\n';
 
-    char tmp[4096];
-    static _Atomic unsigned counter;
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), counter++) >=
-            (int)sizeof tmp)
-            return linattn_err(LINATTN_ERR_IO, "%s: path too long", path);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0)
-        return linattn_err(LINATTN_ERR_IO, "%s: cannot create a temporary file: %s", path,
-                           strerror(errno));
-
-    int bad = write_all(fd, head, total);
+    safe_file w;
+    linattn_status st = safe_file_begin(&w, path, ".npy output");
+    if (st != LINATTN_OK)
+        return st;
+    safe_file_write(&w, head, total);
     /* fp32 little-endian: convert in blocks on a big-endian host */
     float block[1024];
-    for (size_t i = 0; !bad && i < count; i += 1024) {
+    for (size_t i = 0; i < count; i += 1024) {
         size_t m = count - i < 1024 ? count - i : 1024;
         for (size_t j = 0; j < m; j++) {
             uint32_t u;
@@ -349,20 +301,7 @@ linattn_status linattn_npy_write(const char *path, const float *data, int ndim,
                                    (unsigned char)(u >> 16), (unsigned char)(u >> 24)};
             memcpy(&block[j], le, 4);
         }
-        bad = write_all(fd, block, m * sizeof(float));
+        safe_file_write(&w, block, m * sizeof(float));
     }
-    int err = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        return linattn_err(LINATTN_ERR_IO, "%s: %s", path, strerror(err));
-    }
-    return LINATTN_OK;
+    return safe_file_commit(&w, "the .npy output");
 }

@@ -7,6 +7,8 @@
 #include "linattn.h"
 
 #define LINATTN_NPY_MAX_DIMS 8
+/* The largest .npy file read: 16 GiB (4 Gi floats). */
+#define LINATTN_NPY_MAX_BYTES ((size_t)1 << 34)
 
 typedef struct linattn_npy {
     int ndim;
@@ -15,8 +17,9 @@ typedef struct linattn_npy {
     float *data;  /* count floats, C order; <f8 files are converted */
 } linattn_npy;
 
-/* Reads path into a. Errors (LINATTN_ERR_IO, LINATTN_ERR_FORMAT) name the
- * file and what is wrong; a is then empty. Free with linattn_npy_free. */
+/* Reads path into a: a regular file of at most LINATTN_NPY_MAX_BYTES.
+ * Errors (LINATTN_ERR_IO, LINATTN_ERR_FORMAT) name the file and what is
+ * wrong; a is then empty. Free with linattn_npy_free. */
 linattn_status linattn_npy_read(const char *path, linattn_npy *a);
 
 /* Parses an in-memory .npy file (for tests and the reader). name is for messages. */
@@ -26,8 +29,9 @@ linattn_status linattn_npy_parse(const void *bytes, size_t size, const char *nam
 void linattn_npy_free(linattn_npy *a);
 
 /* Writes a <f4 C-order array with a v1 header (at most 8 dims).
- * The file appears whole or not at all: it is written to a temporary
- * file in the same folder, then renamed over path. */
+ * The file appears whole or not at all (see file.h: a temporary file beside
+ * it, renamed over path; symlinks followed; devices, FIFOs and sockets are
+ * refused). */
 linattn_status linattn_npy_write(const char *path, const float *data, int ndim,
                                  const size_t *shape);
 

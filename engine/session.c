@@ -1,8 +1,6 @@
 /* session.c: a stream's decode state (KV cache or S, z): feed, batch step, save and load. */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "file.h"
 #include "model.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -291,18 +290,16 @@ static uint64_t get_u64(const unsigned char *p)
 }
 
 typedef struct writer {
-    FILE *f;
+    safe_file file;
     uLong crc;
-    int failed;
 } writer;
 
 static void put(writer *w, const void *p, size_t n)
 {
-    if (!n || w->failed)
+    if (!n || w->file.failed)
         return;
     w->crc = crc32(w->crc, p, (uInt)n); /* n < 4 GiB: rows and S blocks */
-    if (fwrite(p, 1, n, w->f) != n)
-        w->failed = 1;
+    safe_file_write(&w->file, p, n);
 }
 
 static void put_state(writer *w, const linattn_session *s)
@@ -325,53 +322,16 @@ static void put_state(writer *w, const linattn_session *s)
     }
 }
 
-static linattn_status sync_folder(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return LINATTN_OK;
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    free(copy);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    return LINATTN_OK;
-}
-
 linattn_status linattn_session_save(const linattn_session *s, const char *path, const void *extra,
                                     size_t extra_bytes)
 {
     if (!s || !path || (!extra && extra_bytes))
         return linattn_err(LINATTN_ERR_INVALID, "session_save: NULL argument");
-    /* A temporary name beside the target (same filesystem, so rename is
-     * atomic); O_EXCL with the pid and a counter, and mode 0666 so the
-     * umask applies as for any new file. */
-    static _Atomic unsigned counter;
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 48);
-    if (!tmp)
-        return linattn_err(LINATTN_ERR_NOMEM, "session_save: out of memory");
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
-        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        linattn_status st = linattn_err(LINATTN_ERR_IO, "%s: cannot create a temporary file beside it: %s",
-                                        path, strerror(errno));
-        free(tmp);
+    writer w;
+    w.crc = crc32(0L, Z_NULL, 0);
+    linattn_status st = safe_file_begin(&w.file, path, "state file");
+    if (st != LINATTN_OK)
         return st;
-    }
-    writer w = {fdopen(fd, "wb"), crc32(0L, Z_NULL, 0), 0};
-    if (!w.f) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return linattn_err(LINATTN_ERR_IO, "%s: %s", path, strerror(errno));
-    }
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, SESSION_MAGIC, 8);
     put_u32(head + 8, SESSION_VERSION);
@@ -385,24 +345,8 @@ linattn_status linattn_session_save(const linattn_session *s, const char *path, 
     put(&w, extra, extra_bytes);
     unsigned char tail[4];
     put_u32(tail, (uint32_t)w.crc);
-    if (!w.failed && fwrite(tail, 1, 4, w.f) != 4)
-        w.failed = 1;
-    if (!w.failed && (fflush(w.f) != 0 || fsync(fd) != 0))
-        w.failed = 1;
-    int err = errno;
-    if (fclose(w.f) != 0)
-        w.failed = 1;
-    if (!w.failed && rename(tmp, path) != 0) {
-        w.failed = 1;
-        err = errno;
-    }
-    if (w.failed) {
-        unlink(tmp);
-        free(tmp);
-        return linattn_err(LINATTN_ERR_IO, "%s: cannot write the session: %s", path, strerror(err));
-    }
-    free(tmp);
-    return sync_folder(path);
+    safe_file_write(&w.file, tail, 4);
+    return safe_file_commit(&w.file, "the state file");
 }
 
 linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
@@ -410,9 +354,16 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
 {
     if (!s || !path || (!extra && extra_cap))
         return linattn_err(LINATTN_ERR_INVALID, "session_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return linattn_err(LINATTN_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
+    size_t fsize;
+    linattn_status opened = safe_open_read(path, "state file", SIZE_MAX, &fd, &fsize);
+    if (opened != LINATTN_OK)
+        return opened;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: %s", path, strerror(errno));
+    }
     linattn_status st = LINATTN_OK;
     unsigned char head[HEADER_BYTES];
     unsigned char *body = NULL;

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "f16.h"
+#include "file.h"
 #include "internal.h"
 #include "weights.h"
 
@@ -35,6 +36,8 @@ struct tensor {
 
 struct linattn_weights {
     char *path;
+    off_t size;             /* the file's size and mtime when opened */
+    struct timespec mtime;
     uint8_t *map;
     size_t map_size;
     const uint8_t *data;  /* map + 8 + N */
@@ -352,23 +355,19 @@ linattn_status linattn_weights_open(const char *path, linattn_weights **out)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     }
 
-    linattn_status st = LINATTN_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        st = linattn_err(LINATTN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    size_t fsize;
+    linattn_status st = safe_open_read(path, "weights file", SIZE_MAX, &fd, &fsize);
+    if (st != LINATTN_OK)
         goto fail;
-    }
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         st = linattn_err(LINATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         close(fd);
         goto fail;
     }
-    if (!S_ISREG(sb.st_mode)) {
-        st = linattn_err(LINATTN_ERR_IO, "%s: not a regular file", path);
-        close(fd);
-        goto fail;
-    }
+    w->size = sb.st_size;
+    w->mtime = sb.st_mtim;
     uint64_t size = (uint64_t)sb.st_size;
     if (size < 8) {
         st = linattn_err(LINATTN_ERR_FORMAT,
@@ -547,6 +546,21 @@ const char *linattn_weights_metadata(const linattn_weights *w, const char *key)
         if (strcmp(w->meta[2 * i], key) == 0)
             return w->meta[2 * i + 1];
     return NULL;
+}
+
+linattn_status linattn_weights_check_unchanged(const linattn_weights *w)
+{
+    struct stat sb;
+    if (stat(w->path, &sb) != 0)
+        return linattn_err(LINATTN_ERR_IO, "%s: weights file vanished while being loaded: %s",
+                           w->path, strerror(errno));
+    if (sb.st_size != w->size || sb.st_mtim.tv_sec != w->mtime.tv_sec ||
+        sb.st_mtim.tv_nsec != w->mtime.tv_nsec)
+        return linattn_err(LINATTN_ERR_IO,
+                           "%s: weights file changed while being loaded (size %lld, now %lld); "
+                           "replace weights by renaming a new file over the old one",
+                           w->path, (long long)w->size, (long long)sb.st_size);
+    return LINATTN_OK;
 }
 
 const char *linattn_weights_path(const linattn_weights *w)

@@ -29,8 +29,11 @@ typedef struct linattn_tensor_info {
  * dtype F32/F16/BF16, integer shape, data_offsets inside the data and
  * matching the shape, no two tensors overlapping, no duplicate names.
  * LINATTN_ERR_IO when the file cannot be opened or mapped,
- * LINATTN_ERR_FORMAT "FILE: tensor 'NAME': why" for a malformed file. The
- * file must not be truncated while open (the map would fault). */
+ * LINATTN_ERR_FORMAT "FILE: tensor 'NAME': why" for a malformed file.
+ * Only a regular file is opened (never blocking on a FIFO). Aligned F32
+ * tensors are read in place from the map, so the file must not shrink while
+ * the model is loaded (the map would fault, SIGBUS): replace weights by
+ * renaming a new file over the old one, which keeps the mapped copy intact. */
 linattn_status linattn_weights_open(const char *path, linattn_weights **out);
 void linattn_weights_close(linattn_weights *w);
 
@@ -56,6 +59,10 @@ void linattn_weights_tensor(const linattn_weights *w, int i, linattn_tensor_info
 
 /* A string of the header's "__metadata__", NULL if absent. */
 const char *linattn_weights_metadata(const linattn_weights *w, const char *key);
+
+/* LINATTN_ERR_IO if the file's size or mtime differ from when it was
+ * opened (called once the model has taken every tensor). */
+linattn_status linattn_weights_check_unchanged(const linattn_weights *w);
 
 const char *linattn_weights_path(const linattn_weights *w);
 

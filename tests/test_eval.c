@@ -201,7 +201,7 @@ Test(eval, bad_input_gives_one_line)
     expect_error("cannot open", (const char *const[]){"eval", ini, "--text", tu_path("nope"), NULL});
     expect_error("empty", (const char *const[]){"eval", ini, "--text", tu_path("empty.txt"), NULL});
     expect_error("1 byte", (const char *const[]){"eval", ini, "--text", tu_path("one.txt"), NULL});
-    expect_error("not a regular file",
+    expect_error("only regular files",
                  (const char *const[]){"eval", ini, "--text", tu_path("dir"), NULL});
     expect_error("--block", (const char *const[]){"eval", ini, "--text", tu_path("ok.txt"),
                                                   "--block", "0", NULL});

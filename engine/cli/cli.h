@@ -17,13 +17,10 @@ int cli_fail_status(const char *what, linattn_status st);
 /* Applies --isa TEXT (flag) or a config's isa (config) over LINATTN_ISA. */
 int cli_apply_isa(const char *text, linattn_isa_source source);
 
-/* Writes len bytes to path whole or not at all: a temporary file beside
- * it, flushed to disk, then renamed over it. 0 on success, else -1 with
- * errno set. */
-int cli_write_file(const char *path, const void *data, size_t len);
-/* Whether cli_write_file(path) can create its temporary file (checked
- * before long work, so a bad path fails at once). 0 or -1 with errno. */
-int cli_probe_write(const char *path);
+/* Writes len bytes to path whole or not at all (engine/file.h: a temporary
+ * file beside it renamed over it; symlinks followed; folders, devices,
+ * FIFOs and sockets refused). what names it in messages. */
+linattn_status cli_write_file(const char *path, const char *what, const void *data, size_t len);
 
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../npy.h"
+#include "../file.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -37,7 +38,9 @@ static const char usage[] =
     "  --threads N     OpenMP threads (0: default)\n"
     "  -h, --help      this text\n"
     "\n"
-    "A row with no visible key outputs zeros. On any error nothing is written.\n";
+    "A row with no visible key outputs zeros. On any error nothing is written.\n"
+    "OUT.npy is written whole or not at all (a temporary file renamed over it);\n"
+    "a symlink is followed; a folder, device, FIFO or socket is refused.\n";
 
 /* What the call needs, from the config then the flags. */
 typedef struct attend_args {
@@ -193,6 +196,11 @@ static int run(const attend_args *a)
         if (st != LINATTN_OK)
             return cli_fail_status("attend", st);
     }
+
+    /* a path that cannot be written fails before the work */
+    linattn_status chk = safe_file_check(a->path[3], ".npy output");
+    if (chk != LINATTN_OK)
+        return cli_fail_status("attend", chk);
 
     linattn_npy t[3];
     memset(t, 0, sizeof t);

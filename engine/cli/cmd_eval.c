@@ -1,16 +1,15 @@
 /* cmd_eval.c: `linattn eval`: bits per byte of a text, overall and by position, at prefill speed. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../file.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -65,47 +64,6 @@ static int parse_count(const char *flag, const char *text, long lo, long hi, lon
                         text);
     *out = v;
     return 0;
-}
-
-/* The whole of a regular file (never a FIFO or device: opened without
- * blocking, checked with fstat), at most MAX_TEXT_BYTES. */
-static unsigned char *read_text(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        cli_fail("eval", "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    unsigned char *buf = NULL;
-    if (fstat(fd, &st) != 0) {
-        cli_fail("eval", "%s: cannot stat: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        cli_fail("eval", "%s: not a regular file", path);
-    } else if ((unsigned long long)st.st_size > MAX_TEXT_BYTES) {
-        cli_fail("eval", "%s: %lld bytes, more than the limit of %llu", path,
-                 (long long)st.st_size, MAX_TEXT_BYTES);
-    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
-        cli_fail("eval", "%s: cannot allocate %lld bytes", path, (long long)st.st_size);
-    } else {
-        size_t n = 0, want = (size_t)st.st_size;
-        while (n < want) {
-            ssize_t got = read(fd, buf + n, want - n);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0) {
-                cli_fail("eval", "%s: %s", path,
-                         got < 0 ? strerror(errno) : "the file shrank while being read");
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            n += (size_t)got;
-        }
-        *len = n;
-    }
-    close(fd);
-    return buf;
 }
 
 /* -log2 p(target) from one row of logits: log-sum-exp in double. */
@@ -187,8 +145,8 @@ static int write_json(const char *path, double bpb, size_t bytes, double tps,
                                 b ? "," : "", blocks[b].offset, blocks[b].bytes,
                                 blocks[b].bytes ? blocks[b].bits / (double)blocks[b].bytes : 0.0);
     len += (size_t)snprintf(buf + len, cap - len, "%s]}\n", nblocks ? "\n" : "");
-    int rc = cli_write_file(path, buf, len) ? cli_fail("json", "%s: %s", path, strerror(errno))
-                                            : 0;
+    linattn_status st = cli_write_file(path, "the JSON output", buf, len);
+    int rc = st == LINATTN_OK ? 0 : cli_fail_status("json", st);
     free(buf);
     return rc;
 }
@@ -231,9 +189,8 @@ int cmd_eval(int argc, char **argv)
         return cli_fail("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!text_path)
         return cli_fail("eval", "no --text FILE given");
-    if (json && (!json[0] || cli_probe_write(json) != 0))
-        return cli_fail("json", "%s: cannot write there: %s", json,
-                        json[0] ? strerror(errno) : "empty path");
+    if (json && safe_file_check(json, "the JSON output") != LINATTN_OK)
+        return cli_fail_status("json", LINATTN_ERR_IO);
     const char *config_path = argv[optind];
 
     int rc = 1;
@@ -263,8 +220,11 @@ int cmd_eval(int argc, char **argv)
     }
 
     size_t n = 0;
-    if (!(text = read_text(text_path, &n)))
+    if ((st = safe_read_all(text_path, "the text", MAX_TEXT_BYTES, (char **)&text, &n)) !=
+        LINATTN_OK) {
+        cli_fail_status("eval", st);
         goto out;
+    }
     if (n < 2) {
         cli_fail("eval", "%s: %s; at least 2 bytes are needed (one to predict)", text_path,
                  n ? "1 byte" : "empty");

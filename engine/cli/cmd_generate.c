@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../file.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -18,7 +18,7 @@ static const char usage[] =
     "Feeds a prompt to the model CONFIG describes and streams the text it writes.\n"
     "\n"
     "  --prompt TEXT        prompt (default: the config's [generate] prompt)\n"
-    "  --prompt-file FILE   read the prompt from FILE\n"
+    "  --prompt-file FILE   read the prompt from FILE ('-': standard input)\n"
     "  --tokens N           tokens to generate (default: max_new_tokens)\n"
     "  --temperature T      0 = greedy (default: config, else 0.8)\n"
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
@@ -98,45 +98,47 @@ static const char *bad_option(char **argv, const char *known, char buf[3])
     return argv[optind - 1];
 }
 
-static char *read_file(const char *path, size_t *len)
+/* The prompt file: a regular file, or standard input for "-", at most
+ * MAX_PROMPT_BYTES either way. */
+#define MAX_PROMPT_BYTES ((size_t)64 << 20)
+static char *read_prompt(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (strcmp(path, "-") != 0) {
+        char *buf;
+        linattn_status st = safe_read_all(path, "the prompt file", MAX_PROMPT_BYTES, &buf, len);
+        if (st != LINATTN_OK) {
+            cli_fail_status("prompt-file", st);
+            return NULL;
+        }
+        return buf;
+    }
     size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
+    char *buf = malloc(cap + 1);
     while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
+        size_t got = fread(buf + n, 1, cap - n, stdin);
         n += got;
         if (n < cap)
             break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
+        if (cap >= MAX_PROMPT_BYTES) {
+            cli_fail("prompt-file", "standard input: more than the %zu-byte limit for a prompt",
+                     MAX_PROMPT_BYTES);
             free(buf);
-            buf = NULL;
-            break;
+            return NULL;
         }
+        char *bigger = realloc(buf, cap * 2 + 1);
+        if (!bigger)
+            break;
         buf = bigger;
         cap *= 2;
     }
-    if (ferror(f)) {
+    if (!buf || ferror(stdin)) {
+        cli_fail("prompt-file", "standard input: %s", buf ? "read error" : "out of memory");
         free(buf);
-        buf = NULL;
+        return NULL;
     }
-    fclose(f);
+    buf[n] = '\0';
     *len = n;
     return buf;
-}
-
-/* Checked before generating, so a bad --save-state path fails at once. */
-static int folder_writable(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return 0;
-    int ok = access(dirname(copy), W_OK | X_OK) == 0;
-    free(copy);
-    return ok;
 }
 
 /* Feeds tokens in slices, showing progress on a terminal. */
@@ -240,18 +242,16 @@ int cmd_generate(int argc, char **argv)
         cfg->top_p = top_p;
     if (have_seed)
         cfg->seed = seed;
-    if (save && !folder_writable(save)) {
-        cli_fail("save-state", "%s: its folder is not writable or does not exist", save);
+    /* everything checkable about the save path, before the generation it would lose */
+    if (save && (st = safe_file_check(save, "state file")) != LINATTN_OK) {
+        cli_fail_status("save-state", st);
         goto out;
     }
 
     size_t plen = 0;
     if (prompt_file) {
-        prompt_buf = read_file(prompt_file, &plen);
-        if (!prompt_buf) {
-            cli_fail("prompt-file", "%s: %s", prompt_file, strerror(errno ? errno : EIO));
+        if (!(prompt_buf = read_prompt(prompt_file, &plen)))
             goto out;
-        }
     } else {
         const char *p = prompt ? prompt : load ? "" : cfg->prompt;
         plen = strlen(p);

@@ -1,11 +1,10 @@
 /* main.c: the `linattn` program: picks a subcommand and hands it the rest of argv. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../escape.h"
+#include "../file.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -23,12 +22,13 @@ static const char usage[] =
 
 int cli_fail(const char *what, const char *fmt, ...)
 {
+    char raw[1024], safe[1024];
     va_list ap;
-    fprintf(stderr, "linattn: %s: ", what);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    linattn_escape(safe, sizeof safe, raw); /* values from argv and files */
+    fprintf(stderr, "linattn: %s: %s\n", what, safe);
     return 1;
 }
 
@@ -38,56 +38,15 @@ int cli_fail_status(const char *what, linattn_status st)
     return cli_fail(what, "%s", msg && *msg ? msg : linattn_status_str(st));
 }
 
-/* PATH.tmp.PID, malloc'd; NULL with errno set. */
-static char *temp_name(const char *path)
+linattn_status cli_write_file(const char *path, const char *what, const void *data, size_t len)
 {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        errno = ENOMEM;
-    else
-        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    return tmp;
-}
-
-int cli_probe_write(const char *path)
-{
-    char *tmp = temp_name(path);
-    if (!tmp)
-        return -1;
-    FILE *f = fopen(tmp, "wb");
-    int err = f ? 0 : errno;
-    if (f) {
-        fclose(f);
-        unlink(tmp);
+    safe_file w;
+    linattn_status st = safe_file_begin(&w, path, what);
+    if (st == LINATTN_OK) {
+        safe_file_write(&w, data, len);
+        st = safe_file_commit(&w, what);
     }
-    free(tmp);
-    errno = err;
-    return err ? -1 : 0;
-}
-
-int cli_write_file(const char *path, const void *data, size_t len)
-{
-    char *tmp = temp_name(path);
-    if (!tmp)
-        return -1;
-    FILE *f = fopen(tmp, "wb");
-    int err = 0;
-    if (!f) {
-        err = errno;
-    } else {
-        if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0)
-            err = errno ? errno : EIO;
-        if (fclose(f) != 0 && !err)
-            err = errno;
-        if (!err && rename(tmp, path) != 0)
-            err = errno;
-        if (err)
-            unlink(tmp);
-    }
-    free(tmp);
-    errno = err;
-    return err ? -1 : 0;
+    return st;
 }
 
 int cli_apply_isa(const char *text, linattn_isa_source source)
