@@ -275,12 +275,32 @@ uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
 size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
 uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash; }
 
+static size_t state_bytes(const linattn_config *c, uint64_t tokens)
+{
+    size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, dh = (size_t)(c->d_model / c->n_heads);
+    if (c->attention == LINATTN_ATTN_LINEAR)
+        return L * H * (dh * dh + dh) * sizeof(float);
+    return L * 2 * (size_t)c->d_model * (size_t)tokens * sizeof(float);
+}
+
+linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out)
+{
+    if (!c || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "config_sizes: NULL argument");
+    linattn_status st = linattn_config_validate(c);
+    if (st != LINATTN_OK)
+        return st;
+    if (!linattn_config_has_model(c))
+        return linattn_err(LINATTN_ERR_INVALID, "%s: no [model] section",
+                           c->path[0] ? c->path : "config");
+    out->weight_bytes = count_floats(c, &out->params) * sizeof(float);
+    out->state_bytes = state_bytes(c, 1);
+    return LINATTN_OK;
+}
+
 size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens)
 {
-    size_t L = (size_t)m->cfg.n_layers, dh = (size_t)m->dh, H = (size_t)m->h;
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
-        return L * H * (dh * dh + dh) * sizeof(float);
-    return L * 2 * (size_t)m->d * (size_t)tokens * sizeof(float);
+    return state_bytes(&m->cfg, tokens);
 }
 
 int linattn_model_default_threads(const linattn_model *m)

@@ -128,6 +128,10 @@ static linattn_status parse_header(const char *text, size_t len, const char *nam
         char key[32];
         if (!parse_string(&h, key, sizeof key) || !accept(&h, ':'))
             return linattn_err(LINATTN_ERR_FORMAT, "%s: malformed npy header", name);
+        if ((!strcmp(key, "descr") && have_descr) || (!strcmp(key, "shape") && have_shape) ||
+            (!strcmp(key, "fortran_order") && have_order))
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: npy header: key '%s' appears twice",
+                               name, key);
         if (!strcmp(key, "descr")) {
             if (!parse_string(&h, descr, sizeof descr))
                 return linattn_err(LINATTN_ERR_FORMAT, "%s: npy header: bad 'descr'", name);

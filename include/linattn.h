@@ -350,6 +350,14 @@ uint64_t linattn_model_shape_hash(const linattn_model *m);
 /* Bytes of per-stream decode state: linear, fixed; softmax, KV cache
  * bytes per token (tokens = 1) or at a given length. */
 size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens);
+/* The sizes of the model a config describes, without building it (no
+ * weights read or made): what `linattn info` prints for random weights. */
+typedef struct linattn_model_sizes {
+    uint64_t params;     /* tied embeddings counted once */
+    size_t weight_bytes; /* fp32 weights computed with */
+    size_t state_bytes;  /* linear: per stream, fixed; softmax: KV cache per token */
+} linattn_model_sizes;
+linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out);
 
 /* A new empty stream of model m (which must outlive it). All memory it
  * will use is allocated here: feeding tokens allocates nothing. */

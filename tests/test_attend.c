@@ -160,7 +160,7 @@ Test(attend, decay_from_flags_and_config)
         {"0.5,0.9", NULL, "decay has 2 values but"},
         {"0.5,0.9,1.5", NULL, "(0, 1]"},
         {"0.5,x,1", NULL, "--decay"},
-        {"retnet", "--no-causal", "decay needs --variant linear and --causal"},
+        {"retnet", "--no-causal", "decay needs variant = linear and causal = true"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_run_result res = tu_run("attend", "--variant", "linear", "--causal", "--decay",
@@ -177,9 +177,37 @@ Test(attend, decay_from_flags_and_config)
                                "--q", tu_path("q.npy"), "--k", tu_path("k.npy"), "--v",
                                tu_path("v.npy"), "--out", tu_path("bad.npy"), NULL);
     cr_expect_neq(res.status, 0);
-    cr_expect(strstr(res.err, "decay needs --variant linear"), "%s", res.err);
+    cr_expect(strstr(res.err, "decay needs variant = linear"), "%s", res.err);
     tu_run_free(&res);
     cr_expect(!exists(tu_path("bad.npy")), "a failed run wrote its output");
+    free_inputs(&t);
+}
+
+/* One validator for flags and config values: --scale -1 is refused as
+ * scale = -1 is; flags with blanks or junk are refused. */
+Test(attend, flags_and_config_share_a_validator)
+{
+    tensors t = write_inputs(1, 1, 3, 3, 2, 2);
+    struct {
+        const char *flag, *value, *want;
+    } bad[] = {
+        {"--scale", "-1", "key 'scale'"},   {"--eps", "-1e-3", "key 'eps'"},
+        {"--scale", " 2", "--scale"},       {"--eps", "1e-6x", "--eps"},
+        {"--threads", "-1", "--threads"},   {"--scale", "nan", "--scale"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_run_result r = tu_run("attend", "--variant", "softmax", bad[i].flag, bad[i].value,
+                                 "--q", tu_path("q.npy"), "--k", tu_path("k.npy"), "--v",
+                                 tu_path("v.npy"), "--out", tu_path("o.npy"), NULL);
+        cr_expect_neq(r.status, 0, "%s %s accepted", bad[i].flag, bad[i].value);
+        cr_expect(strstr(r.err, bad[i].want), "%s %s: %s", bad[i].flag, bad[i].value, r.err);
+        tu_run_free(&r);
+    }
+    tu_write_text(tu_path("s.ini"), "[attention]\nscale = -1\n");
+    tu_run_result r = tu_run("attend", tu_path("s.ini"), NULL);
+    cr_expect(strstr(r.err, "s.ini:2: [attention] key 'scale'"), "%s", r.err);
+    tu_run_free(&r);
+    cr_expect(!exists(tu_path("o.npy")));
     free_inputs(&t);
 }
 

@@ -285,6 +285,11 @@ Test(cli_errors, bad_flags)
     check_error(tu_run("generate", L, "--prompt", "x", "--temperature", "nan", NULL),
                 "--temperature");
     check_error(tu_run("generate", L, "--prompt", "x", "--seed", "-3", NULL), "--seed");
+    /* leading blanks are refused, as in a config: ' -1' once wrapped to 2^64 - 1 */
+    check_error(tu_run("generate", L, "--prompt", "x", "--seed", " -1", NULL), "--seed");
+    check_error(tu_run("generate", L, "--prompt", "x", "--seed", " 5", NULL), "--seed");
+    check_error(tu_run("generate", L, "--prompt", "x", "--tokens", " 5", NULL), "--tokens");
+    check_error(tu_run("generate", L, "--prompt", "x", "--top-k", "+5", NULL), "--top-k");
     check_error(tu_run("generate", L, "--prompt", "x", "--threads", "many", NULL), "--threads");
     check_error(tu_run("generate", L, L, "--prompt", "x", NULL), "unexpected argument");
     check_error(tu_run("generate", NULL), "no config");
@@ -416,6 +421,25 @@ static void check_info(const char *config, const char *want)
     cr_assert(strstr(r.out, want), "want '%s' in: %s", want, r.out);
     cr_assert_eq(r.err_len, 0, "%s", r.err);
     tu_run_free(&r);
+}
+
+/* info on random weights prints the sizes from the shape without making the
+ * weights: this model's 206 GB could not be allocated here. */
+Test(cli_info_model, random_weights_are_not_made)
+{
+    char dir[] = "/tmp/linattn-info-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/huge.ini", dir);
+    tu_write_text(path, "[model]\nweights = random:1\nd_model = 8192\nn_heads = 64\n"
+                        "n_layers = 64\nd_ff = 32768\n");
+    tu_run_result r = tu_run("info", path, NULL);
+    tu_assert_ok(&r);
+    /* 64 x (4 d^2 + 2 d ff + 4 d + 2 x 2 d + ff + d) + 2 V d + 2 d (pre-norm) */
+    cr_expect(strstr(r.out, "parameters: 51550633984"), "%s", r.out);
+    tu_run_free(&r);
+    unlink(path);
+    rmdir(dir);
 }
 
 Test(cli_info_model, linear_state_bytes)

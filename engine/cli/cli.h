@@ -2,6 +2,8 @@
 #ifndef LINATTN_CLI_H
 #define LINATTN_CLI_H
 
+#include <stdint.h>
+
 #include "linattn.h"
 
 /* Prints "linattn: <what>: <why>" to stderr; returns 1 (the exit status). */
@@ -13,6 +15,15 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* Prints "linattn: <what>: <linattn_last_error() or status>"; returns 1. */
 int cli_fail_status(const char *what, linattn_status st);
+
+/* Strict number flags: the whole text is the number (no leading blanks, no
+ * junk after, no sign on unsigned values) and it lies in [lo, hi]; else
+ * "linattn: CMD: FLAG: expected ..., got 'TEXT'" and 1. */
+int cli_parse_long(const char *cmd, const char *flag, const char *text, long lo, long hi,
+                   long *out);
+int cli_parse_u64(const char *cmd, const char *flag, const char *text, uint64_t *out);
+int cli_parse_float(const char *cmd, const char *flag, const char *text, double lo, double hi,
+                    float *out);
 
 /* Applies --isa TEXT (flag) or a config's isa (config) over LINATTN_ISA. */
 int cli_apply_isa(const char *text, linattn_isa_source source);

@@ -88,28 +88,6 @@ static int parse_lengths(const char *text, int **out, int *n)
     return 0;
 }
 
-static int parse_float(const char *flag, const char *text, float *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(text, &end);
-    if (end == text || *end || errno || !isfinite(x))
-        return cli_fail("attend", "%s: expected a number, got '%s'", flag, text);
-    *out = (float)x;
-    return 0;
-}
-
-static int parse_int(const char *flag, const char *text, int *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(text, &end, 10);
-    if (end == text || *end || errno || x < 0 || x > 4096)
-        return cli_fail("attend", "%s: expected an integer 0..4096, got '%s'", flag, text);
-    *out = (int)x;
-    return 0;
-}
-
 /* The config's [attention] and [runtime] values as defaults. */
 static int from_config(const char *path, linattn_config *cfg, attend_args *a, int **owned)
 {
@@ -176,18 +154,37 @@ static int check_shapes(const attend_args *a, const linattn_npy t[3])
     return 0;
 }
 
+/* Flags and config values, merged, through the config's own validator:
+ * one rule for "--scale -1" and "scale = -1". */
+static int validate(const attend_args *a)
+{
+    linattn_config *v = malloc(sizeof *v);
+    if (!v)
+        return cli_fail("attend", "out of memory");
+    linattn_config_defaults(v);
+    snprintf(v->path, sizeof v->path, "command line");
+    v->has_attention = 1;
+    snprintf(v->variant, sizeof v->variant, "%s", a->variant);
+    v->causal = a->causal;
+    v->scale = a->scale;
+    v->attn_eps = a->eps;
+    v->attn_decay = a->decay;
+    v->threads = a->threads;
+    /* the CLI takes any number of lengths; the validator checks a config's */
+    v->n_lengths = a->n_lengths <= LINATTN_MAX_LENGTHS ? a->n_lengths : 0;
+    if (v->n_lengths)
+        memcpy(v->lengths, a->lengths, (size_t)v->n_lengths * sizeof(int));
+    linattn_status st = linattn_config_validate(v);
+    free(v);
+    return st == LINATTN_OK ? 0 : cli_fail_status("attend", st);
+}
+
 static int run(const attend_args *a)
 {
     int softmax = !strcmp(a->variant, "softmax");
-    if (!softmax && strcmp(a->variant, "linear"))
-        return cli_fail("attend", "variant: expected softmax or linear, got '%s'", a->variant);
     for (int i = 0; i < 4; i++)
         if (!a->path[i])
             return cli_fail("attend", "no --%s given", tensor_names[i]);
-    if (a->eps < 0)
-        return cli_fail("attend", "eps must be >= 0, got %g", (double)a->eps);
-    if (a->decay.kind != LINATTN_DECAY_NONE && (softmax || !a->causal))
-        return cli_fail("attend", "decay needs --variant linear and --causal");
     if (a->isa) {
         linattn_isa isa;
         linattn_status st = linattn_isa_parse(a->isa, &isa);
@@ -301,8 +298,14 @@ int cmd_attend(int argc, char **argv)
             rc = parse_lengths(optarg, &flag_lengths, &flags.n_lengths);
             flags.lengths = flag_lengths;
             break;
-        case O_SCALE: rc = parse_float("--scale", optarg, &flags.scale), set_scale = 1; break;
-        case O_EPS: rc = parse_float("--eps", optarg, &flags.eps), set_eps = 1; break;
+        case O_SCALE:
+            rc = cli_parse_float("attend", "--scale", optarg, -HUGE_VAL, HUGE_VAL, &flags.scale);
+            set_scale = 1;
+            break;
+        case O_EPS:
+            rc = cli_parse_float("attend", "--eps", optarg, -HUGE_VAL, HUGE_VAL, &flags.eps);
+            set_eps = 1;
+            break;
         case O_DECAY:
             set_decay = 1;
             if (linattn_decay_parse(optarg, &flags.decay) != LINATTN_OK)
@@ -313,7 +316,13 @@ int cmd_attend(int argc, char **argv)
         case O_V: flags.path[2] = optarg; break;
         case O_OUT: flags.path[3] = optarg; break;
         case O_ISA: flags.isa = optarg; break;
-        case O_THREADS: rc = parse_int("--threads", optarg, &flags.threads), set_threads = 1; break;
+        case O_THREADS: {
+            long t = 0;
+            rc = cli_parse_long("attend", "--threads", optarg, 0, LINATTN_MAX_THREADS, &t);
+            flags.threads = (int)t;
+            set_threads = 1;
+            break;
+        }
         case 'h': fputs(usage, stdout); free(flag_lengths); return 0;
         case ':': rc = cli_fail("attend", "option '%s' needs a value", argv[optind - 1]); break;
         default:
@@ -357,7 +366,7 @@ int cmd_attend(int argc, char **argv)
             a.threads = flags.threads;
         if (!a.variant)
             rc = cli_fail("attend", "no --variant given (softmax or linear)");
-        else
+        else if (!(rc = validate(&a)))
             rc = run(&a);
     }
     free(cfg);

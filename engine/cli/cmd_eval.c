@@ -54,18 +54,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int parse_count(const char *flag, const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi || (text[0] < '0' || text[0] > '9'))
-        return cli_fail("eval", "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi,
-                        text);
-    *out = v;
-    return 0;
-}
-
 /* -log2 p(target) from one row of logits: log-sum-exp in double. */
 static double bits_of(const float *logits, int vocab, int target)
 {
@@ -171,9 +159,9 @@ int cmd_eval(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_TEXT: text_path = optarg; break;
-        case OPT_BLOCK: if (parse_count("--block", optarg, 1, LONG_MAX, &block)) return 1; break;
-        case OPT_WINDOW: if (parse_count("--window", optarg, 1, INT_MAX, &window)) return 1; break;
-        case OPT_THREADS: if (parse_count("--threads", optarg, 0, 1024, &threads)) return 1; break;
+        case OPT_BLOCK: if (cli_parse_long("eval", "--block", optarg, 1, LONG_MAX, &block)) return 1; break;
+        case OPT_WINDOW: if (cli_parse_long("eval", "--window", optarg, 1, INT_MAX, &window)) return 1; break;
+        case OPT_THREADS: if (cli_parse_long("eval", "--threads", optarg, 0, 1024, &threads)) return 1; break;
         case OPT_ISA: isa = optarg; break;
         case OPT_JSON: json = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
@@ -264,7 +252,7 @@ int cmd_eval(int argc, char **argv)
     linattn_tokenize((const char *)text, n, tokens);
     if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
         (st = linattn_session_new(model, &r.sess)) != LINATTN_OK) {
-        cli_fail_status("model", st);
+        cli_fail_status("eval", st);
         goto out;
     }
     linattn_session_set_threads(r.sess, cfg->threads);

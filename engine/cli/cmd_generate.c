@@ -48,43 +48,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int parse_long(const char *flag, const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi)
-        return cli_fail("generate", "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo,
-                        hi, text);
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *flag, const char *text, double lo, double hi, float *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v >= lo && v <= hi))
-        return cli_fail("generate", "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi,
-                        text);
-    *out = (float)v;
-    return 0;
-}
-
-static int parse_seed(const char *text, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*text == '-')
-        return cli_fail("generate", "--seed: expected a non-negative integer, got '%s'", text);
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || *end)
-        return cli_fail("generate", "--seed: expected a non-negative integer, got '%s'", text);
-    *out = v;
-    return 0;
-}
-
 /* The option getopt rejected: "-z" of a cluster like "-zq" (optopt, when it is
  * no option of ours), else the argument it stopped at ("--bogus", "--help=x"). */
 static const char *bad_option(char **argv, const char *known, char buf[3])
@@ -187,12 +150,12 @@ int cmd_generate(int argc, char **argv)
         switch (c) {
         case OPT_PROMPT: prompt = optarg; break;
         case OPT_PROMPT_FILE: prompt_file = optarg; break;
-        case OPT_TOKENS: if (parse_long("--tokens", optarg, 0, INT_MAX, &tokens)) return 1; break;
-        case OPT_TEMP: if (parse_float("--temperature", optarg, 0, 100, &temperature)) return 1; break;
-        case OPT_TOPK: if (parse_long("--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
-        case OPT_TOPP: if (parse_float("--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
-        case OPT_SEED: if (parse_seed(optarg, &seed)) return 1; have_seed = 1; break;
-        case OPT_THREADS: if (parse_long("--threads", optarg, 0, 1024, &threads)) return 1; break;
+        case OPT_TOKENS: if (cli_parse_long("generate", "--tokens", optarg, 0, INT_MAX, &tokens)) return 1; break;
+        case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &temperature)) return 1; break;
+        case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
+        case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
+        case OPT_SEED: if (cli_parse_u64("generate", "--seed", optarg, &seed)) return 1; have_seed = 1; break;
+        case OPT_THREADS: if (cli_parse_long("generate", "--threads", optarg, 0, 1024, &threads)) return 1; break;
         case OPT_ISA: isa = optarg; break;
         case OPT_STATS: stats = 1; break;
         case OPT_SAVE: save = optarg; break;
@@ -276,7 +239,7 @@ int cmd_generate(int argc, char **argv)
         (st = linattn_session_new(model, &sess)) != LINATTN_OK ||
         (st = linattn_sampler_new(cfg->vocab_size, cfg->temperature, cfg->top_k, cfg->top_p,
                                   cfg->seed, &sampler)) != LINATTN_OK) {
-        cli_fail_status("model", st);
+        cli_fail_status("generate", st);
         goto out;
     }
     linattn_session_set_threads(sess, cfg->threads);

@@ -57,35 +57,35 @@ int cmd_info(int argc, char **argv)
     }
     if (optind + 1 < argc)
         return cli_fail("info", "unexpected argument '%s'", argv[optind + 1]);
-    int threads = -1;
-    if (threads_flag) {
-        char *end;
-        long t = strtol(threads_flag, &end, 10);
-        if (end == threads_flag || *end || t < 0 || t > 1024)
-            return cli_fail("info", "--threads: expected an integer in [0, 1024], got '%s'", threads_flag);
-        threads = (int)t;
-    }
-    linattn_model *model = NULL;
+    long threads = -1;
+    if (threads_flag && cli_parse_long("info", "--threads", threads_flag, 0, 1024, &threads))
+        return 1;
+    /* With a config: its sizes come from the shape; a weights file is
+     * loaded too (its tensors checked), random weights are not made. */
+    linattn_config *cfg = NULL;
+    linattn_model_sizes sizes;
     if (optind < argc) {
-        linattn_config *cfg = malloc(sizeof *cfg);
-        if (!cfg)
+        if (!(cfg = malloc(sizeof *cfg)))
             return cli_fail("info", "out of memory");
         linattn_status cst = linattn_config_load(argv[optind], cfg);
-        if (cst != LINATTN_OK) {
-            free(cfg);
-            return cli_fail_status("config", cst);
+        int failed = cst != LINATTN_OK ? cli_fail_status("info", cst)
+                     : isa_flag        ? cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)
+                     : cfg->isa[0]     ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG)
+                                       : 0;
+        if (!failed && threads >= 0)
+            cfg->threads = (int)threads;
+        if (!failed && (cst = linattn_config_sizes(cfg, &sizes)) != LINATTN_OK)
+            failed = cli_fail_status("info", cst);
+        if (!failed && strncmp(cfg->weights, "random:", 7) != 0) {
+            linattn_model *model = NULL;
+            if ((cst = linattn_model_from_config(cfg, &model)) != LINATTN_OK)
+                failed = cli_fail_status("info", cst);
+            linattn_model_free(model);
         }
-        int isa_failed = isa_flag ? cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)
-                         : cfg->isa[0] ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG) : 0;
-        if (threads >= 0)
-            cfg->threads = threads;
-        if (!isa_failed)
-            cst = linattn_model_from_config(cfg, &model);
-        free(cfg);
-        if (isa_failed)
+        if (failed) {
+            free(cfg);
             return 1;
-        if (cst != LINATTN_OK)
-            return cli_fail_status("model", cst);
+        }
     } else if (isa_flag && cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)) {
         return 1;
     }
@@ -94,7 +94,7 @@ int cmd_info(int argc, char **argv)
     linattn_isa_source source;
     linattn_status st = linattn_get_isa(&isa, &source);
     if (st != LINATTN_OK) {
-        linattn_model_free(model);
+        free(cfg);
         return cli_fail_status("isa", st);
     }
 
@@ -113,8 +113,8 @@ int cmd_info(int argc, char **argv)
     printf("isa: %s (%s)\n", linattn_isa_name(isa), linattn_isa_source_name(source));
     printf("openmp: %s, %d threads\n", linattn_has_openmp() ? "yes" : "no", linattn_max_threads());
     printf("sleef: %s\n", linattn_sleef_version());
-    if (model) {
-        const linattn_config *c = linattn_model_config(model);
+    if (cfg) {
+        const linattn_config *c = cfg;
         int linear = c->attention == LINATTN_ATTN_LINEAR;
         printf("model: %s\n", c->path);
         printf("  attention: %s, %d layers, d_model %d, %d heads, d_ff %d, vocab %d\n",
@@ -138,17 +138,16 @@ int cmd_info(int argc, char **argv)
             printf("%s tokens\n", shown < c->n_heads ? " ..." : "");
         }
         free(g);
-        printf("  parameters: %llu\n", (unsigned long long)linattn_model_params(model));
-        printf("  weight bytes: %zu\n", linattn_model_weight_bytes(model));
+        printf("  parameters: %llu\n", (unsigned long long)sizes.params);
+        printf("  weight bytes: %zu\n", sizes.weight_bytes);
         if (linear)
             printf("  state bytes per stream: %zu (fixed, whatever the length)\n",
-                   linattn_model_state_bytes(model, 0));
+                   sizes.state_bytes);
         else
-            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d\n",
-                   linattn_model_state_bytes(model, 1),
-                   linattn_model_state_bytes(model, (uint64_t)c->max_seq_len), c->max_seq_len);
+            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d\n", sizes.state_bytes,
+                   sizes.state_bytes * (size_t)c->max_seq_len, c->max_seq_len);
         printf("  threads: %d\n", c->threads > 0 ? c->threads : linattn_max_threads());
-        linattn_model_free(model);
+        free(cfg);
     }
     return 0;
 }

@@ -1,5 +1,8 @@
 /* main.c: the `linattn` program: picks a subcommand and hands it the rest of argv. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +33,52 @@ int cli_fail(const char *what, const char *fmt, ...)
     linattn_escape(safe, sizeof safe, raw); /* values from argv and files */
     fprintf(stderr, "linattn: %s: %s\n", what, safe);
     return 1;
+}
+
+/* Digits (with an optional '-' when signed) from the first byte to the last:
+ * no leading blanks, no sign on unsigned values, nothing after. */
+static int plain_number(const char *text, int allow_minus)
+{
+    const char *p = text + (allow_minus && text[0] == '-');
+    return *p >= '0' && *p <= '9';
+}
+
+int cli_parse_long(const char *cmd, const char *flag, const char *text, long lo, long hi,
+                   long *out)
+{
+    char *end;
+    errno = 0;
+    long v = plain_number(text, lo < 0) ? strtol(text, &end, 10) : 0;
+    if (!plain_number(text, lo < 0) || errno || *end || v < lo || v > hi)
+        return cli_fail(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi,
+                        text);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *flag, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = plain_number(text, 0) ? strtoull(text, &end, 10) : 0;
+    if (!plain_number(text, 0) || errno || *end)
+        return cli_fail(cmd, "%s: expected a non-negative integer, got '%s'", flag, text);
+    *out = v;
+    return 0;
+}
+
+int cli_parse_float(const char *cmd, const char *flag, const char *text, double lo, double hi,
+                    float *out)
+{
+    char *end;
+    errno = 0;
+    int plain = plain_number(text, 1) || (text[0] == '.' && plain_number(text + 1, 0)) ||
+                (text[0] == '-' && text[1] == '.');
+    double v = plain ? strtod(text, &end) : 0;
+    if (!plain || errno || *end || !(v >= lo && v <= hi))
+        return cli_fail(cmd, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, text);
+    *out = (float)v;
+    return 0;
 }
 
 int cli_fail_status(const char *what, linattn_status st)
