@@ -74,7 +74,7 @@ linattn_status attn_workspace_get(const linattn_attention_desc *d, size_t bytes,
                                "(see linattn_attention_%s_workspace)",
                                op, d->workspace_bytes, bytes, op);
     } else {
-        base = malloc(bytes);
+        base = mem_alloc(bytes);
         if (!base)
             return linattn_err(LINATTN_ERR_NOMEM, "%s: cannot allocate a workspace of %zu bytes",
                                op, bytes);

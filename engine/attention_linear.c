@@ -596,7 +596,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
             lin_head_split(&s, threads_ws, per_thread, HS, Hz, nt);
         }
     }
-    free(owned);
+    mem_free(owned);
     return LINATTN_OK;
 }
 
@@ -629,7 +629,7 @@ static linattn_status state_workspace(linattn_linear_state *s, int threads, floa
     size_t per_thread = lin_thread_floats((size_t)s->dk, (size_t)s->dv);
     if (threads > s->ws_threads || !s->ws) {
         size_t bytes = attn_workspace_bytes(0, per_thread, threads);
-        void *p = bytes == SIZE_MAX ? NULL : realloc(s->ws, bytes);
+        void *p = bytes == SIZE_MAX ? NULL : mem_realloc(s->ws, bytes);
         if (!p)
             return linattn_err(LINATTN_ERR_NOMEM,
                                "linear state: cannot allocate a prefill workspace for %d threads",
@@ -642,13 +642,13 @@ static linattn_status state_workspace(linattn_linear_state *s, int threads, floa
     return LINATTN_OK;
 }
 
-/* floats zeroed, on an ATTN_ALIGN boundary; free with free(). */
+/* floats zeroed, on an ATTN_ALIGN boundary; free with mem_free(). */
 static float *lin_calloc(size_t floats)
 {
     size_t bytes = attn_mul(attn_round(floats), sizeof(float));
     if (bytes == SIZE_MAX)
         return NULL;
-    float *p = aligned_alloc(ATTN_ALIGN, bytes ? bytes : ATTN_ALIGN);
+    float *p = mem_aligned_alloc(ATTN_ALIGN, bytes ? bytes : ATTN_ALIGN);
     if (p)
         memset(p, 0, bytes);
     return p;
@@ -674,7 +674,7 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     size_t nS = attn_mul((size_t)heads, S_stride);
     if (attn_mul(nS, sizeof(float)) == SIZE_MAX)
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: size overflows");
-    linattn_linear_state *s = calloc(1, sizeof *s);
+    linattn_linear_state *s = mem_calloc(1, sizeof *s);
     if (!s)
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
     s->heads = heads;
@@ -705,12 +705,12 @@ void linattn_linear_state_free(linattn_linear_state *s)
 {
     if (!s)
         return;
-    free(s->S);
-    free(s->z);
-    free(s->phi);
-    free(s->decay);
-    free(s->ws);
-    free(s);
+    mem_free(s->S);
+    mem_free(s->z);
+    mem_free(s->phi);
+    mem_free(s->decay);
+    mem_free(s->ws);
+    mem_free(s);
 }
 
 void linattn_linear_state_reset(linattn_linear_state *s)

@@ -244,6 +244,6 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
             sm_block(kt, &p, &hd, i0, p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ, &b);
         }
     }
-    free(owned);
+    mem_free(owned);
     return LINATTN_OK;
 }

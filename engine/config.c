@@ -893,7 +893,7 @@ linattn_status linattn_config_load(const char *path, linattn_config *c)
                            sizeof c->path - 1);
 
     struct parse p = {.path = path, .section = -1};
-    p.c = malloc(sizeof *p.c);
+    p.c = mem_alloc(sizeof *p.c);
     if (!p.c)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     linattn_config_defaults(p.c);
@@ -904,7 +904,7 @@ linattn_status linattn_config_load(const char *path, linattn_config *c)
     linattn_status st = load(&p);
     if (st == LINATTN_OK)
         memcpy(c, p.c, sizeof *c);
-    free(p.text);
-    free(p.c);
+    mem_free(p.text);
+    mem_free(p.c);
     return st;
 }

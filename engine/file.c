@@ -21,7 +21,7 @@
 static char *dup_str(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = mem_alloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -34,12 +34,26 @@ static char *folder_of(const char *path)
     if (!slash)
         return dup_str(".");
     size_t n = slash == path ? 1 : (size_t)(slash - path);
-    char *d = malloc(n + 1);
+    char *d = mem_alloc(n + 1);
     if (d) {
         memcpy(d, path, n);
         d[n] = '\0';
     }
     return d;
+}
+
+/* The folder part of path into buf[PATH_MAX] without allocating (for the
+ * best-effort steps: cleaning stale temporaries, syncing the folder); 0
+ * when it does not fit. */
+static int folder_into(char buf[PATH_MAX], const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= PATH_MAX)
+        return 0;
+    memcpy(buf, slash ? path : ".", n);
+    buf[n] = '\0';
+    return 1;
 }
 
 static const char *base_of(const char *path)
@@ -69,7 +83,7 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     for (int hop = 0;; hop++) {
         if (hop == MAX_HOPS) {
-            free(cur);
+            mem_free(cur);
             return linattn_err(LINATTN_ERR_IO, "%s: %s: too many levels of symbolic links", path,
                                what);
         }
@@ -77,7 +91,7 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
             if (errno != ENOENT) {
                 linattn_status s = linattn_err(LINATTN_ERR_IO, "%s: %s: %s", path, what,
                                                strerror(errno));
-                free(cur);
+                mem_free(cur);
                 return s;
             }
             *exists = 0;
@@ -92,7 +106,7 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
         if (n < 0) {
             linattn_status s =
                 linattn_err(LINATTN_ERR_IO, "%s: %s: %s", path, what, strerror(errno));
-            free(cur);
+            mem_free(cur);
             return s;
         }
         link[n] = '\0';
@@ -101,12 +115,12 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
             next = dup_str(link);
         } else { /* relative to the link's folder */
             char *dir = folder_of(cur);
-            next = dir ? malloc(strlen(dir) + 1 + (size_t)n + 1) : NULL;
+            next = dir ? mem_alloc(strlen(dir) + 1 + (size_t)n + 1) : NULL;
             if (next)
                 sprintf(next, "%s/%s", dir, link);
-            free(dir);
+            mem_free(dir);
         }
-        free(cur);
+        mem_free(cur);
         if (!(cur = next))
             return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     }
@@ -117,12 +131,10 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
 /* Removes TARGET.tmp.PID.N files of processes that no longer run. */
 static void remove_stale(const char *target)
 {
-    char *dir = folder_of(target);
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d) {
-        free(dir);
+    char dir[PATH_MAX];
+    DIR *d = folder_into(dir, target) ? opendir(dir) : NULL;
+    if (!d)
         return;
-    }
     const char *base = base_of(target);
     size_t blen = strlen(base);
     const long self = (long)getpid();
@@ -145,7 +157,6 @@ static void remove_stale(const char *target)
             unlinkat(dirfd(d), name, 0);
     }
     closedir(d);
-    free(dir);
 }
 
 linattn_status safe_file_begin(safe_file *w, const char *path, const char *what)
@@ -163,13 +174,13 @@ linattn_status safe_file_begin(safe_file *w, const char *path, const char *what)
     if (exists && !S_ISREG(st.st_mode)) {
         s = linattn_err(LINATTN_ERR_IO, "%s: %s is %s; refusing to replace it", path, what,
                         kind_of(st.st_mode));
-        free(target);
+        mem_free(target);
         return s;
     }
     size_t tlen = strlen(target);
     if (tlen && target[tlen - 1] == '/') {
         s = linattn_err(LINATTN_ERR_IO, "%s: %s path names a folder (ends with '/')", path, what);
-        free(target);
+        mem_free(target);
         return s;
     }
     if (strlen(base_of(target)) + TMP_SUFFIX_MAX > NAME_MAX) {
@@ -177,15 +188,15 @@ linattn_status safe_file_begin(safe_file *w, const char *path, const char *what)
                         "%s: %s name too long: with its temporary suffix (.tmp.PID.N) it must "
                         "stay within %d bytes",
                         path, what, NAME_MAX);
-        free(target);
+        mem_free(target);
         return s;
     }
     remove_stale(target);
 
     static _Atomic unsigned counter;
-    char *tmp = malloc(tlen + TMP_SUFFIX_MAX + 1);
+    char *tmp = mem_alloc(tlen + TMP_SUFFIX_MAX + 1);
     if (!tmp) {
-        free(target);
+        mem_free(target);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     }
     int fd = -1;
@@ -200,9 +211,9 @@ linattn_status safe_file_begin(safe_file *w, const char *path, const char *what)
         char *dir = folder_of(target);
         s = linattn_err(LINATTN_ERR_IO, "%s: cannot create %s in folder '%s': %s", path, what,
                         dir ? dir : "?", strerror(errno));
-        free(dir);
-        free(tmp);
-        free(target);
+        mem_free(dir);
+        mem_free(tmp);
+        mem_free(target);
         return s;
     }
     if (exists) { /* a re-write keeps the file's mode, and its owner where allowed */
@@ -238,8 +249,8 @@ void safe_file_write(safe_file *w, const void *p, size_t n)
 
 static void release(safe_file *w)
 {
-    free(w->target);
-    free(w->tmp);
+    mem_free(w->target);
+    mem_free(w->tmp);
     w->target = w->tmp = NULL;
     w->fd = -1;
 }
@@ -276,13 +287,12 @@ linattn_status safe_file_commit(safe_file *w, const char *what)
         return s;
     }
     /* the rename itself survives a crash once the folder is synced */
-    char *dir = folder_of(w->target);
-    int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    char dir[PATH_MAX];
+    int dfd = folder_into(dir, w->target) ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (dfd >= 0) {
         fsync(dfd);
         close(dfd);
     }
-    free(dir);
     release(w);
     return LINATTN_OK;
 }
@@ -337,7 +347,7 @@ linattn_status safe_read_all(const char *path, const char *what, size_t max_byte
     linattn_status s = safe_open_read(path, what, max_bytes, &fd, &size);
     if (s != LINATTN_OK)
         return s;
-    char *buf = malloc(size + 1);
+    char *buf = mem_alloc(size + 1);
     if (!buf) {
         close(fd);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: cannot allocate %zu bytes for %s", path, size,
@@ -357,7 +367,7 @@ linattn_status safe_read_all(const char *path, const char *what, size_t max_byte
     }
     close(fd);
     if (s != LINATTN_OK) {
-        free(buf);
+        mem_free(buf);
         return s;
     }
     buf[n] = '\0';

@@ -4,6 +4,7 @@
 
 #include "linattn.h"
 #include "../simd/kernels.h"
+#include "mem.h"
 
 #if defined(__GNUC__)
 #define LINATTN_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -164,7 +164,7 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
     const linattn_kernels *k;
     if ((st = linattn_kernels_current(&k)) != LINATTN_OK)
         return st;
-    linattn_model *m = calloc(1, sizeof *m);
+    linattn_model *m = mem_calloc(1, sizeof *m);
     if (!m)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     m->cfg = *config;
@@ -173,8 +173,8 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
     m->dh = m->d / m->h;
     m->dff = config->d_ff;
     m->vocab = config->vocab_size;
-    m->layers = calloc((size_t)config->n_layers, sizeof *m->layers);
-    m->inv_freq = malloc((size_t)(m->d / 2 + 1) * sizeof *m->inv_freq);
+    m->layers = mem_calloc((size_t)config->n_layers, sizeof *m->layers);
+    m->inv_freq = mem_alloc((size_t)(m->d / 2 + 1) * sizeof *m->inv_freq);
     if (!m->layers || !m->inv_freq) {
         linattn_model_free(m);
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
@@ -183,7 +183,7 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
         m->inv_freq[i] = pow(10000.0, -2.0 * i / m->d);
     if (config->decay.kind != LINATTN_DECAY_NONE) {
         int any;
-        if (!(m->decay = malloc((size_t)m->h * sizeof *m->decay))) {
+        if (!(m->decay = mem_alloc((size_t)m->h * sizeof *m->decay))) {
             linattn_model_free(m);
             return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
         }
@@ -192,7 +192,7 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
             return st;
         }
         if (!any) { /* every head 1: the plain model, same hash and state files */
-            free(m->decay);
+            mem_free(m->decay);
             m->decay = NULL;
         }
     }
@@ -209,7 +209,7 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
     }
     if (rnd) {
         src.rng = seed;
-        src.arena = m->owned = malloc(n_floats * sizeof(float));
+        src.arena = m->owned = mem_alloc(n_floats * sizeof(float));
         if (!m->owned) {
             linattn_model_free(m);
             return linattn_err(LINATTN_ERR_NOMEM, "model: cannot allocate %zu bytes of random weights",
@@ -247,13 +247,13 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
 linattn_status linattn_model_load(const char *config_path, linattn_model **out)
 {
     *out = NULL;
-    linattn_config *c = malloc(sizeof *c);
+    linattn_config *c = mem_alloc(sizeof *c);
     if (!c)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     linattn_status st = linattn_config_load(config_path, c);
     if (st == LINATTN_OK)
         st = linattn_model_from_config(c, out);
-    free(c);
+    mem_free(c);
     return st;
 }
 
@@ -263,11 +263,11 @@ void linattn_model_free(linattn_model *m)
         return;
     if (m->file)
         linattn_weights_close(m->file);
-    free(m->owned);
-    free(m->layers);
-    free(m->inv_freq);
-    free(m->decay);
-    free(m);
+    mem_free(m->owned);
+    mem_free(m->layers);
+    mem_free(m->inv_freq);
+    mem_free(m->decay);
+    mem_free(m);
 }
 
 const linattn_config *linattn_model_config(const linattn_model *m) { return &m->cfg; }

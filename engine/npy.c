@@ -17,7 +17,7 @@ void linattn_npy_free(linattn_npy *a)
 {
     if (!a)
         return;
-    free(a->data);
+    mem_free(a->data);
     memset(a, 0, sizeof *a);
 }
 
@@ -219,7 +219,7 @@ linattn_status linattn_npy_parse(const void *bytes, size_t size, const char *nam
                            name, size - data_at, count * item);
     }
     a->count = count;
-    a->data = malloc(count ? count * sizeof(float) : 1);
+    a->data = mem_alloc(count ? count * sizeof(float) : 1);
     if (!a->data) {
         memset(a, 0, sizeof *a);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: cannot allocate %zu floats", name, count);
@@ -253,7 +253,7 @@ linattn_status linattn_npy_read(const char *path, linattn_npy *a)
     if (st != LINATTN_OK)
         return st;
     st = linattn_npy_parse(buf, size, path, a);
-    free(buf);
+    mem_free(buf);
     return st;
 }
 

@@ -37,11 +37,11 @@ linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, floa
         return linattn_err(LINATTN_ERR_INVALID, "sampler: top_k %d must be >= 0", top_k);
     if (!(top_p > 0.0f && top_p <= 1.0f))
         return linattn_err(LINATTN_ERR_INVALID, "sampler: top_p %g must be in (0, 1]", (double)top_p);
-    linattn_sampler *s = calloc(1, sizeof *s);
+    linattn_sampler *s = mem_calloc(1, sizeof *s);
     if (s)
-        s->scratch = malloc((size_t)vocab * sizeof *s->scratch);
+        s->scratch = mem_alloc((size_t)vocab * sizeof *s->scratch);
     if (!s || !s->scratch) {
-        free(s);
+        mem_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "sampler: out of memory");
     }
     s->vocab = vocab;
@@ -56,8 +56,8 @@ linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, floa
 void linattn_sampler_free(linattn_sampler *s)
 {
     if (s)
-        free(s->scratch);
-    free(s);
+        mem_free(s->scratch);
+    mem_free(s);
 }
 
 uint64_t linattn_sampler_get_state(const linattn_sampler *s) { return s->state; }

@@ -19,7 +19,7 @@
 
 static void *alloc_floats(size_t n, int *failed)
 {
-    void *p = calloc(n ? n : 1, sizeof(float));
+    void *p = mem_calloc(n ? n : 1, sizeof(float));
     if (!p)
         *failed = 1;
     return p;
@@ -42,10 +42,10 @@ static linattn_status size_workspace(linattn_session *s)
     size_t bytes = linattn_attention_softmax_workspace(&desc);
     if (bytes <= s->attn_ws_bytes)
         return LINATTN_OK;
-    void *ws = malloc(bytes);
+    void *ws = mem_alloc(bytes);
     if (!ws)
         return linattn_err(LINATTN_ERR_NOMEM, "session: cannot allocate %zu bytes of workspace", bytes);
-    free(s->attn_ws);
+    mem_free(s->attn_ws);
     s->attn_ws = ws;
     s->attn_ws_bytes = bytes;
     return LINATTN_OK;
@@ -56,7 +56,7 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     *out = NULL;
     if (!m)
         return linattn_err(LINATTN_ERR_INVALID, "session: no model");
-    linattn_session *s = calloc(1, sizeof *s);
+    linattn_session *s = mem_calloc(1, sizeof *s);
     if (!s)
         return linattn_err(LINATTN_ERR_NOMEM, "session: out of memory");
     s->m = m;
@@ -72,7 +72,7 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
-        s->lin = calloc((size_t)L, sizeof *s->lin);
+        s->lin = mem_calloc((size_t)L, sizeof *s->lin);
         failed |= !s->lin;
         for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
             st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, m->decay,
@@ -99,18 +99,18 @@ void linattn_session_free(linattn_session *s)
     if (s->lin)
         for (int l = 0; l < s->m->cfg.n_layers; l++)
             linattn_linear_state_free(s->lin[l]);
-    free(s->lin);
-    free(s->kcache);
-    free(s->vcache);
-    free(s->attn_ws);
-    free(s->x);
-    free(s->hbuf);
-    free(s->q);
-    free(s->k);
-    free(s->v);
-    free(s->a);
-    free(s->u);
-    free(s);
+    mem_free(s->lin);
+    mem_free(s->kcache);
+    mem_free(s->vcache);
+    mem_free(s->attn_ws);
+    mem_free(s->x);
+    mem_free(s->hbuf);
+    mem_free(s->q);
+    mem_free(s->k);
+    mem_free(s->v);
+    mem_free(s->a);
+    mem_free(s->u);
+    mem_free(s);
 }
 
 void linattn_session_reset(linattn_session *s)
@@ -404,7 +404,7 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
         goto out;
     }
     size_t body_bytes = (size_t)(payload + xbytes + 4);
-    body = malloc(body_bytes);
+    body = mem_alloc(body_bytes);
     if (!body) {
         st = linattn_err(LINATTN_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, body_bytes);
         goto out;
@@ -449,7 +449,7 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
     if (extra_bytes)
         *extra_bytes = (size_t)xbytes;
 out:
-    free(body);
+    mem_free(body);
     fclose(f);
     return st;
 }

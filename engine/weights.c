@@ -72,7 +72,7 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
 static char *dup_string(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = mem_alloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -112,18 +112,18 @@ void linattn_weights_close(linattn_weights *w)
     if (!w)
         return;
     for (int i = 0; i < w->n_tensors; i++) {
-        free(w->tensors[i].name);
-        free(w->tensors[i].owned);
+        mem_free(w->tensors[i].name);
+        mem_free(w->tensors[i].owned);
     }
     for (int i = 0; i < 2 * w->n_meta; i++)
-        free(w->meta[i]);
-    free(w->meta);
-    free(w->tensors);
-    free(w->by_name);
+        mem_free(w->meta[i]);
+    mem_free(w->meta);
+    mem_free(w->tensors);
+    mem_free(w->by_name);
     if (w->map)
         munmap(w->map, w->map_size);
-    free(w->path);
-    free(w);
+    mem_free(w->path);
+    mem_free(w);
 }
 
 /* Fills t from a header entry; errors name the tensor. */
@@ -211,7 +211,7 @@ static linattn_status parse_metadata(linattn_weights *w, const cJSON *meta)
     if (!cJSON_IsObject(meta))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: \"__metadata__\" is not an object", w->path);
     int n = cJSON_GetArraySize(meta);
-    w->meta = calloc((size_t)n * 2 + 1, sizeof *w->meta);
+    w->meta = mem_calloc((size_t)n * 2 + 1, sizeof *w->meta);
     if (!w->meta)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
     const cJSON *item;
@@ -246,10 +246,10 @@ static int by_begin_cmp(const void *a, const void *b)
 static linattn_status check_layout(linattn_weights *w)
 {
     size_t n = (size_t)w->n_tensors;
-    struct tensor **by_begin = malloc((n ? n : 1) * sizeof *by_begin);
-    w->by_name = malloc((n ? n : 1) * sizeof *w->by_name);
+    struct tensor **by_begin = mem_alloc((n ? n : 1) * sizeof *by_begin);
+    w->by_name = mem_alloc((n ? n : 1) * sizeof *w->by_name);
     if (!by_begin || !w->by_name) {
-        free(by_begin);
+        mem_free(by_begin);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
     }
     for (size_t i = 0; i < n; i++)
@@ -274,14 +274,14 @@ static linattn_status check_layout(linattn_weights *w)
                              w->path, t->name, last->name);
         last = t;
     }
-    free(by_begin);
+    mem_free(by_begin);
     return st;
 }
 
 static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
 {
     /* A NUL-terminated copy: cJSON then never reads past it, whatever the bytes. */
-    char *text = malloc((size_t)header_len + 1);
+    char *text = mem_alloc((size_t)header_len + 1);
     if (!text)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
     memcpy(text, w->map + 8, (size_t)header_len);
@@ -309,7 +309,7 @@ static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
     }
 
     int n = cJSON_GetArraySize(root);
-    w->tensors = calloc((size_t)(n ? n : 1), sizeof *w->tensors);
+    w->tensors = mem_calloc((size_t)(n ? n : 1), sizeof *w->tensors);
     if (!w->tensors) {
         st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
         goto done;
@@ -340,7 +340,7 @@ static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
     st = check_layout(w);
 done:
     cJSON_Delete(root);
-    free(text);
+    mem_free(text);
     return st;
 }
 
@@ -349,9 +349,9 @@ linattn_status linattn_weights_open(const char *path, linattn_weights **out)
     if (!path || !out)
         return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
     *out = NULL;
-    linattn_weights *w = calloc(1, sizeof *w);
+    linattn_weights *w = mem_calloc(1, sizeof *w);
     if (!w || !(w->path = dup_string(path))) {
-        free(w);
+        mem_free(w);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     }
 
@@ -452,7 +452,7 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
         t->f32 = (const float *)(const void *)src;
         return LINATTN_OK;
     }
-    float *dst = malloc(n * sizeof *dst);
+    float *dst = mem_alloc(n * sizeof *dst);
     if (!dst)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: tensor '%.200s': out of memory (%zu floats)",
                            w->path, t->name, n);

@@ -3,6 +3,7 @@
 #   scripts/install-deps.sh            build + test dependencies (native)
 #   scripts/install-deps.sh --cross    also the aarch64 cross toolchain and qemu
 #   scripts/install-deps.sh --python   also PyTorch, numpy and the KJV text (tools/ only)
+#   scripts/install-deps.sh --check    also clang + libFuzzer and valgrind (.ci/run's fuzz and memcheck steps)
 # Idempotent; waits for the apt lock instead of failing. Run as root.
 set -eu
 
@@ -11,13 +12,15 @@ native="meson ninja-build pkg-config gcc libc6-dev libsleef-dev libcriterion-dev
 cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-dev:arm64
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
+check="clang libclang-rt-14-dev valgrind"
 
 want="$native"
 for arg in "$@"; do
     case "$arg" in
     --cross) want="$want $cross" ;;
     --python) want="$want $python" ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    --check) want="$want $check" ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
