@@ -12,13 +12,14 @@
 #include <omp.h>
 #endif
 
-/* Rows per chunk of the chunked prefill (its intra-chunk product is
- * C x C). Small chunks keep the masked product cheap (2C(dk+dv) per row
+/* Keys summed alone before they join S (a block; see lin_sums), and the
+ * rows per chunk of the chunked prefill, which folds a chunk as a block.
+ * Small chunks keep the masked C x C product cheap (2C(dk+dv) per row
  * against 4 dk dv for the state); measured with the AVX2 kernels at
  * d = 64..256, C = 16 beat 32, 48, 64 and 128 by 5-30%. */
-#ifndef LIN_C
-#define LIN_C 16
-#endif
+#define LIN_B LINATTN_BLOCK_ROWS
+#define LIN_C LIN_B
+_Static_assert(LINATTN_BLOCK_ROWS == LINATTN_LINEAR_BLOCK, "the kernels' block is the state's");
 /* Rows per block of the passes with no intra-block dependency (phi,
  * absorb, read). */
 #define LIN_RC 64
@@ -82,10 +83,23 @@ static linattn_linear_mode lin_mode(int n, int dk, int dv)
     return f != LINATTN_LINEAR_AUTO ? (linattn_linear_mode)f : linattn_linear_auto_mode(n, dk, dv);
 }
 
+/* One head's sums: S and z hold every key up to the last whole block
+ * (folded); the keys since, fewer than a block, wait as rows of phi(k) and
+ * v. A read adds the rows to what S gives; a full block is summed alone
+ * and then added to S once. Adding one key at a time to a large S loses
+ * its low bits: after 10M tokens the outputs were off by 5e-3 (relative,
+ * against float64 sums); adding sums of 16 keys keeps them within 1e-5
+ * (measured in test_attention's long-stream test). */
+typedef struct lin_sums {
+    float *S, *z; /* [dk][dv], [dk] */
+    float *K, *V; /* [LIN_B][dk], [LIN_B][dv]: phi(k), v of the rows since the fold */
+    int rows;     /* 0 .. LIN_B - 1 */
+} lin_sums;
+
 /* One thread's buffers, carved from the workspace. */
 typedef struct lin_buffers {
-    float *S, *z;   /* [dk][dv], [dk]  working state */
-    float *LS, *Lz; /* [dk][dv], [dk]  a segment's own sums (parallel split) */
+    lin_sums own;   /* working sums (with their rows) */
+    lin_sums seg;   /* a segment's own sums (parallel split) */
     float *pq;      /* [RC][dk]  phi(q) rows */
     float *pk;      /* [RC][dk]  phi(k) rows */
     float *pkt;     /* [dk][RC]  phi(k) transposed */
@@ -93,14 +107,34 @@ typedef struct lin_buffers {
     float *den;     /* [RC]      denominators */
 } lin_buffers;
 
-static size_t lin_state_floats(size_t dk, size_t dv)
+/* Floats of one set of sums with its rows. */
+static size_t lin_sums_floats(size_t dk, size_t dv)
 {
-    return attn_add(attn_round(attn_mul(dk, dv)), attn_round(dk));
+    size_t f = attn_add(attn_round(attn_mul(dk, dv)), attn_round(dk));
+    return attn_add(f, attn_add(attn_round(attn_mul(LIN_B, dk)), attn_round(attn_mul(LIN_B, dv))));
+}
+
+static lin_sums lin_sums_at(float *base, size_t dk, size_t dv)
+{
+    lin_sums s;
+    s.S = base;
+    s.z = s.S + attn_round(dk * dv);
+    s.K = s.z + attn_round(dk);
+    s.V = s.K + attn_round(LIN_B * dk);
+    s.rows = 0;
+    return s;
+}
+
+static void lin_sums_clear(lin_sums *s, size_t dk, size_t dv)
+{
+    memset(s->S, 0, dk * dv * sizeof(float));
+    memset(s->z, 0, dk * sizeof(float));
+    s->rows = 0;
 }
 
 static size_t lin_thread_floats(size_t dk, size_t dv)
 {
-    size_t f = attn_mul(2, lin_state_floats(dk, dv));
+    size_t f = attn_mul(2, lin_sums_floats(dk, dv));
     f = attn_add(f, attn_mul(3, attn_round(attn_mul(LIN_RC, dk))));
     f = attn_add(f, attn_round((size_t)LIN_C * LIN_C));
     return attn_add(f, attn_round(LIN_RC));
@@ -109,11 +143,9 @@ static size_t lin_thread_floats(size_t dk, size_t dv)
 static lin_buffers lin_carve(float *base, size_t dk, size_t dv)
 {
     lin_buffers b;
-    b.S = base;
-    b.z = b.S + attn_round(dk * dv);
-    b.LS = b.z + attn_round(dk);
-    b.Lz = b.LS + attn_round(dk * dv);
-    b.pq = b.Lz + attn_round(dk);
+    b.own = lin_sums_at(base, dk, dv);
+    b.seg = lin_sums_at(base + lin_sums_floats(dk, dv), dk, dv);
+    b.pq = base + 2 * lin_sums_floats(dk, dv);
     b.pk = b.pq + attn_round(LIN_RC * dk);
     b.pkt = b.pk + attn_round(LIN_RC * dk);
     b.a = b.pkt + attn_round(LIN_RC * dk);
@@ -126,9 +158,19 @@ size_t linattn_attention_linear_workspace(const linattn_attention_desc *d)
     if (!d || d->d_k <= 0 || d->d_v <= 0 || d->threads < 0)
         return 0;
     size_t dk = (size_t)d->d_k, dv = (size_t)d->d_v;
-    return attn_workspace_bytes(lin_state_floats(dk, dv), lin_thread_floats(dk, dv),
+    return attn_workspace_bytes(lin_sums_floats(dk, dv), lin_thread_floats(dk, dv),
                                 attn_threads(d->threads));
 }
+
+/* A head's powers of its decay g: pw[n] = g^n for the block sizes the
+ * passes use, rw[j] = g^(LIN_RC - 1 - j) (rw + LIN_RC - n weighs n rows,
+ * oldest first). Made once per head: no pow on the hot path. */
+typedef struct lin_pow {
+    float pw[LIN_RC + 1];
+    float rw[LIN_RC];
+} lin_pow;
+
+static void lin_pow_make(lin_pow *p, float g);
 
 /* One head's sequence: its tensors and which rows do what. */
 typedef struct lin_seq {
@@ -139,9 +181,9 @@ typedef struct lin_seq {
     int Lq, Lk, len, causal, dk, dv;
     float eps;
     /* Decay g of this head (1: none, and every path runs its undecayed
-     * arithmetic) and pw[n] = g^n for the block sizes the passes use. */
+     * arithmetic) and its powers. */
     float decay;
-    float pw[LIN_RC + 1];
+    const lin_pow *pow;
     /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
      * before any row; rows [0, zero_end) see no key and output 0; rows
      * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
@@ -173,12 +215,21 @@ static float decay_pow(float g, double n)
     return g == 1.0f ? 1.0f : (float)exp(n * log((double)g));
 }
 
-/* Sets the head's decay and its table of powers g^0 .. g^LIN_RC. */
-static void lin_seq_decay(lin_seq *s, float g)
+static void lin_pow_make(lin_pow *p, float g)
+{
+    for (int n = 0; n <= LIN_RC; n++)
+        p->pw[n] = decay_pow(g, n);
+    for (int j = 0; j < LIN_RC; j++)
+        p->rw[j] = p->pw[LIN_RC - 1 - j];
+}
+
+/* Sets the head's decay and its powers (made in *storage, which must
+ * outlive s). */
+static void lin_seq_decay(lin_seq *s, float g, lin_pow *storage)
 {
     s->decay = g;
-    for (int n = 0; n <= LIN_RC; n++)
-        s->pw[n] = decay_pow(g, n);
+    lin_pow_make(storage, g);
+    s->pow = storage;
 }
 
 /* o[0..n) = c o / den: by one reciprocal while it is finite, by division
@@ -209,68 +260,113 @@ static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src
         kt->elu1(dst + (size_t)r * d, src + (size_t)r * ld, d);
 }
 
-/* dst[c][r] = src[r][c] for m rows of width d; dst has row stride ld. */
-static void transpose(float *dst, size_t ld, const float *src, size_t m, size_t d)
-{
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = 0; c < d; c++)
-            dst[c * ld + r] = src[r * d + c];
-}
-
-/* S += phi(K)^T V, z += sum phi(K) over keys [j0, j1); decayed, a block
- * of m keys gives S = g^m S + sum_r g^(m-1-r) phi(k_r) v_r^T. */
-static void lin_absorb(const lin_seq *s, lin_buffers *b, float *S, float *z, int j0, int j1)
+/* S, z = g^m S, z + the sums of m rows of phi(k) (K, row stride kr) and
+ * v (V, row stride vr), row r weighed g^(m-1-r). gemm_nn forms the rows'
+ * sums apart and adds them to S and z once (kernels.h). */
+static void lin_fold_rows(const lin_seq *s, lin_buffers *b, float *S, float *z, const float *K,
+                          size_t kr, const float *V, size_t vr, int m)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
-    for (int c0 = j0; c0 < j1; c0 += LIN_RC) {
-        int m = j1 - c0 < LIN_RC ? j1 - c0 : LIN_RC;
-        lin_phi_rows(kt, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, dk);
-        if (s->decay != 1.0f) {
-            kt->scale(S, s->pw[m], dk * dv);
-            kt->scale(z, s->pw[m], dk);
-            for (int r = 0; r < m; r++)
-                kt->scale(b->pk + (size_t)r * dk, s->pw[m - 1 - r], dk);
-        }
-        transpose(b->pkt, LIN_RC, b->pk, (size_t)m, dk);
-        kt->gemm_nn(S, dv, b->pkt, LIN_RC, s->v + (size_t)c0 * s->vr, s->vr, dk, dv, (size_t)m);
+    const float *w = s->pow->rw + LIN_RC - m; /* all 1 without decay */
+    for (int r = 0; r < m; r++) /* transposed, each row weighed */
         for (size_t c = 0; c < dk; c++)
-            z[c] += kt->sum(b->pkt + c * LIN_RC, (size_t)m);
+            b->pkt[c * LIN_RC + (size_t)r] = w[r] * K[(size_t)r * kr + c];
+    if (s->decay != 1.0f) {
+        kt->scale(S, s->pow->pw[m], dk * dv);
+        kt->scale(z, s->pow->pw[m], dk);
+    }
+    kt->gemm_nn(S, dv, b->pkt, LIN_RC, V, vr, dk, dv, (size_t)m);
+    kt->gemm_nn(z, dk, w, (size_t)m, K, kr, 1, dk, (size_t)m);
+}
+
+/* The waiting rows join S (a whole block, or what is left at the end of
+ * an operator call). */
+static void lin_fold(const lin_seq *s, lin_buffers *b, lin_sums *st)
+{
+    if (st->rows == 0)
+        return;
+    lin_fold_rows(s, b, st->S, st->z, st->K, (size_t)s->dk, st->V, (size_t)s->dv, st->rows);
+    st->rows = 0;
+}
+
+/* One key (phi(k) row pk, value v) joins the rows; a full block folds. */
+static void lin_push(const lin_seq *s, lin_buffers *b, lin_sums *st, const float *pk,
+                     const float *v)
+{
+    memcpy(st->K + (size_t)st->rows * s->dk, pk, (size_t)s->dk * sizeof(float));
+    memcpy(st->V + (size_t)st->rows * s->dv, v, (size_t)s->dv * sizeof(float));
+    if (++st->rows == LIN_B)
+        lin_fold(s, b, st);
+}
+
+/* Keys [j0, j1) join the sums, unread: row by row up to a block boundary,
+ * the whole blocks of each phi batch in one fold, the rest as rows. */
+static void lin_absorb(const lin_seq *s, lin_buffers *b, lin_sums *st, int j0, int j1)
+{
+    const linattn_kernels *kt = s->kt;
+    const size_t dk = (size_t)s->dk;
+    for (int c0 = j0; c0 < j1; c0 += LIN_RC) {
+        int m = j1 - c0 < LIN_RC ? j1 - c0 : LIN_RC, r = 0;
+        lin_phi_rows(kt, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, dk);
+        const float *v = s->v + (size_t)c0 * s->vr;
+        while (r < m && st->rows != 0) {
+            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * s->vr);
+            r++;
+        }
+        /* whole blocks at once (up to LIN_RC keys): one gemm, summed alone */
+        int whole = (m - r) / LIN_B * LIN_B;
+        if (whole > 0)
+            lin_fold_rows(s, b, st->S, st->z, b->pk + (size_t)r * dk, dk, v + (size_t)r * s->vr,
+                          s->vr, whole);
+        r += whole;
+        for (; r < m; r++)
+            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * s->vr);
     }
 }
 
-/* Rows [i0, i1) read the state: out = phi(q)^T S / (phi(q)^T z + eps).
+/* Rows [i0, i1) read the final state: out = phi(q)^T S / (phi(q)^T z + eps)
+ * (waiting rows folded first: an operator call, nothing reads after).
  * Decayed (causal), the state holds the keys up to len - 1 and row i reads
  * it g^(i + Lk - Lq - len + 1) later: numerator and denominator both scale. */
-static void lin_read(const lin_seq *s, lin_buffers *b, const float *S, const float *z, int i0,
-                     int i1)
+static void lin_read(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    if (i0 < i1)
+        lin_fold(s, b, st);
     for (int c0 = i0; c0 < i1; c0 += LIN_RC) {
         int m = i1 - c0 < LIN_RC ? i1 - c0 : LIN_RC;
         float *o = s->out + (size_t)c0 * s->orow;
         lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
         for (int r = 0; r < m; r++)
             memset(o + (size_t)r * s->orow, 0, dv * sizeof(float));
-        kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, (size_t)m, dv, dk);
+        kt->gemm_nn(o, s->orow, b->pq, dk, st->S, dv, (size_t)m, dv, dk);
         for (int r = 0; r < m; r++) {
             float g = 1.0f;
             if (s->decay != 1.0f && s->causal)
                 g = decay_pow(s->decay, (double)c0 + r + s->Lk - s->Lq - s->len + 1);
-            float den = g * kt->dot(b->pq + (size_t)r * dk, z, dk) + s->eps;
+            float den = g * kt->dot(b->pq + (size_t)r * dk, st->z, dk) + s->eps;
             lin_divide(kt, o + (size_t)r * s->orow, dv, g, den);
         }
     }
 }
 
-/* Paired rows [i0, i1), token by token with the fused kernel: the same
- * arithmetic as linattn_linear_step. */
-static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0,
-                                int i1)
+/* One query row against the sums and the waiting rows (which include its
+ * own key): the blocked step, the same arithmetic as linattn_linear_step. */
+static void lin_read_row(const lin_seq *s, const lin_sums *st, const float *pq, float *out)
+{
+    const int n = st->rows;
+    s->kt->linear_block_read(out, pq, st->S, st->z, st->K, st->V, s->pow->rw + LIN_RC - n, n,
+                             s->pow->pw[n], (size_t)s->dk, (size_t)s->dv, s->eps);
+}
+
+/* Paired rows [i0, i1), token by token: each key joins the rows, the row
+ * reads, a full block folds. */
+static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
 {
     const linattn_kernels *kt = s->kt;
-    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    const size_t dk = (size_t)s->dk;
     const int off = s->Lk - s->Lq;
     for (int c0 = i0; c0 < i1; c0 += LIN_RB) {
         int m = i1 - c0 < LIN_RB ? i1 - c0 : LIN_RB;
@@ -278,28 +374,32 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, float *S, floa
         lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
         const float *v = s->v + (size_t)(c0 + off) * s->vr;
         float *o = s->out + (size_t)c0 * s->orow;
-        for (int r = 0; r < m; r++)
-            kt->linear_update_read(S, z, b->pk + (size_t)r * dk, v + (size_t)r * s->vr,
-                                   b->pq + (size_t)r * dk, o + (size_t)r * s->orow, dk, dv,
-                                   s->eps, s->decay);
+        for (int r = 0; r < m; r++) {
+            memcpy(st->K + (size_t)st->rows * dk, b->pk + (size_t)r * dk, dk * sizeof(float));
+            memcpy(st->V + (size_t)st->rows * s->dv, v + (size_t)r * s->vr,
+                   (size_t)s->dv * sizeof(float));
+            st->rows++;
+            lin_read_row(s, st, b->pq + (size_t)r * dk, o + (size_t)r * s->orow);
+            if (st->rows == LIN_B)
+                lin_fold(s, b, st);
+        }
     }
 }
 
-/* Paired rows [i0, i1), C at a time, all by gemm:
+/* Whole blocks of paired rows [i0, i1) (a multiple of C = LIN_B, the sums
+ * with no waiting row), all by gemm:
  *   out = (phiQ S + mask(phiQ phiK^T) V) / (phiQ z + rowsum mask(phiQ phiK^T) + eps)
- *   S += phiK^T V,  z += colsum phiK
- * where mask keeps the lower triangle (row r sees the chunk's keys 0..r).
- * Decayed, row r reads g^(r+1) S, the mask weighs key j by g^(r-j), and
- * the chunk of m rows leaves g^m S + sum_j g^(m-1-j) phi(k_j) v_j^T. */
-static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0,
-                              int i1)
+ * where mask keeps the lower triangle (row r sees the chunk's keys 0..r),
+ * then the chunk folds into S as a block does. Decayed, row r reads
+ * g^(r+1) S and the mask weighs key j by g^(r-j). */
+static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const int off = s->Lk - s->Lq;
     const int decayed = s->decay != 1.0f;
     for (int c0 = i0; c0 < i1; c0 += LIN_C) {
-        const size_t m = (size_t)(i1 - c0 < LIN_C ? i1 - c0 : LIN_C);
+        const size_t m = LIN_C;
         lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, (int)m, dk);
         lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, (int)m, dk);
         const float *v = s->v + (size_t)(c0 + off) * s->vr;
@@ -308,13 +408,13 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float 
         /* Earlier chunks, through the state. */
         for (size_t r = 0; r < m; r++)
             memset(o + r * s->orow, 0, dv * sizeof(float));
-        kt->gemm_nn(o, s->orow, b->pq, dk, S, dv, m, dv, dk);
+        kt->gemm_nn(o, s->orow, b->pq, dk, st->S, dv, m, dv, dk);
         for (size_t r = 0; r < m; r++)
-            b->den[r] = kt->dot(b->pq + r * dk, z, dk);
+            b->den[r] = kt->dot(b->pq + r * dk, st->z, dk);
         if (decayed)
             for (size_t r = 0; r < m; r++) {
-                kt->scale(o + r * s->orow, s->pw[r + 1], dv);
-                b->den[r] *= s->pw[r + 1];
+                kt->scale(o + r * s->orow, s->pow->pw[r + 1], dv);
+                b->den[r] *= s->pow->pw[r + 1];
             }
 
         /* This chunk, through the masked scores. */
@@ -326,40 +426,39 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, float *S, float 
             memset(row + r + 1, 0, (m - r - 1) * sizeof(float));
             if (decayed)
                 for (size_t j = 0; j <= r; j++)
-                    row[j] *= s->pw[r - j];
+                    row[j] *= s->pow->pw[r - j];
             b->den[r] += kt->sum(row, r + 1);
         }
         /* Row r reads values 0..r only: a masked zero times a later inf or
          * NaN value would be NaN, and causality must hold for those too. */
         for (size_t r = 0; r < m; r++)
             kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
-        for (size_t r = 0; r < m; r++) {
-            float den = b->den[r] + s->eps;
-            lin_divide(kt, o + r * s->orow, dv, 1.0f, den);
-        }
+        for (size_t r = 0; r < m; r++)
+            lin_divide(kt, o + r * s->orow, dv, 1.0f, b->den[r] + s->eps);
 
-        /* Then the chunk joins the state. */
-        if (decayed) {
-            kt->scale(S, s->pw[m], dk * dv);
-            kt->scale(z, s->pw[m], dk);
-            for (size_t r = 0; r < m; r++)
-                kt->scale(b->pk + r * dk, s->pw[m - 1 - r], dk);
-        }
-        transpose(b->pkt, LIN_RC, b->pk, m, dk);
-        kt->gemm_nn(S, dv, b->pkt, LIN_RC, v, s->vr, dk, dv, m);
-        for (size_t c = 0; c < dk; c++)
-            z[c] += kt->sum(b->pkt + c * LIN_RC, m);
+        /* Then the chunk joins the state, as a block. */
+        lin_fold_rows(s, b, st->S, st->z, b->pk, dk, v, s->vr, LIN_C);
     }
 }
 
-static void lin_pairs(const lin_seq *s, lin_buffers *b, float *S, float *z, int i0, int i1)
+/* Paired rows [i0, i1). The chunked form takes whole blocks only: the
+ * waiting rows are completed row by row first, and what is left after the
+ * last whole block waits as rows, so blocks fold at the same keys on every
+ * path (a stream's keys 16 t .. 16 t + 15). */
+static void lin_pairs(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
 {
     if (i1 <= i0)
         return;
-    if (lin_mode(i1 - i0, s->dk, s->dv) == LINATTN_LINEAR_CHUNKED)
-        lin_pairs_chunked(s, b, S, z, i0, i1);
-    else
-        lin_pairs_recurrent(s, b, S, z, i0, i1);
+    if (lin_mode(i1 - i0, s->dk, s->dv) == LINATTN_LINEAR_CHUNKED) {
+        int head = st->rows ? LIN_B - st->rows : 0;
+        head = head < i1 - i0 ? head : i1 - i0;
+        lin_pairs_recurrent(s, b, st, i0, i0 + head);
+        i0 += head;
+        int whole = (i1 - i0) / LIN_C * LIN_C;
+        lin_pairs_chunked(s, b, st, i0, i0 + whole);
+        i0 += whole;
+    }
+    lin_pairs_recurrent(s, b, st, i0, i1);
 }
 
 static void lin_zero_rows(const lin_seq *s, int i0, int i1)
@@ -368,13 +467,13 @@ static void lin_zero_rows(const lin_seq *s, int i0, int i1)
         memset(s->out + (size_t)i * s->orow, 0, (size_t)s->dv * sizeof(float));
 }
 
-/* One head on one thread; S, z hold the state before and after. */
-static void lin_head_seq(const lin_seq *s, lin_buffers *b, float *S, float *z)
+/* One head on one thread; st holds the sums before and after. */
+static void lin_head_seq(const lin_seq *s, lin_buffers *b, lin_sums *st)
 {
-    lin_absorb(s, b, S, z, 0, s->absorb_end);
+    lin_absorb(s, b, st, 0, s->absorb_end);
     lin_zero_rows(s, 0, s->zero_end);
-    lin_pairs(s, b, S, z, s->zero_end, s->pair_end);
-    lin_read(s, b, S, z, s->pair_end, s->Lq);
+    lin_pairs(s, b, st, s->zero_end, s->pair_end);
+    lin_read(s, b, st, s->pair_end, s->Lq);
 }
 
 /* dst += c src (c = 1: a plain add, as without decay). */
@@ -391,7 +490,9 @@ static void add_scaled(float *dst, const float *src, size_t n, float c)
 
 /* Start, within n paired rows, of thread t's segment of T. Thread 0 spends
  * the others' absorb phase already processing, so its segment is longer:
- * x0 = n / (1 + (T-1)(1-ratio)), the rest share n - x0 evenly. */
+ * x0 = n / (1 + (T-1)(1-ratio)), the rest share n - x0 evenly. Every start
+ * is a multiple of LIN_B, so blocks fold at the keys they fold at on one
+ * thread. */
 static int seg_start(int n, int T, int t)
 {
     if (t <= 0)
@@ -399,136 +500,147 @@ static int seg_start(int n, int T, int t)
     if (t >= T)
         return n;
     int x0 = (int)((double)n / (1.0 + (T - 1) * (1.0 - lin_absorb_ratio)));
-    return x0 + (int)((long long)(n - x0) * (t - 1) / (T - 1));
+    int x = x0 + (int)((long long)(n - x0) * (t - 1) / (T - 1));
+    return x / LIN_B * LIN_B;
 }
 
 /* One head spread over nt threads (when there are fewer heads than
  * threads). The state after keys [0, j) is the state before plus the sum
  * of their phi(k) v^T, so: keys before the first query are absorbed in
- * parallel and reduced; the paired rows are cut into segments, thread t
- * absorbs segment t-1 while thread 0 starts segment 0, then thread t
- * rebuilds its starting state as a prefix sum and processes segment t.
- * HS, Hz: the head's state before and after. ws: nt thread blocks. */
-static void lin_head_split(const lin_seq *s, float *ws, size_t per_thread, float *HS, float *Hz,
-                           int nt)
+ * parallel and reduced; the paired rows are cut into segments of whole
+ * blocks, thread t absorbs segment t-1 while thread 0 starts segment 0,
+ * then thread t rebuilds its starting state as a prefix sum and processes
+ * segment t. The rows before the first block boundary and after the last
+ * go row by row on the calling thread, so the waiting rows at the end are
+ * the stream's own. st: the head's sums before and after. ws: nt thread
+ * blocks. */
+static void lin_head_split(const lin_seq *s, float *ws, size_t per_thread, lin_sums *st, int nt)
 {
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv, nS = dk * dv;
+    lin_buffers b0 = lin_carve(ws, dk, dv);
+    /* keys every row sees: in parts over the threads, or here */
+    int parallel_absorb = s->absorb_end >= nt * LIN_SPLIT_MIN;
+    if (!parallel_absorb)
+        lin_absorb(s, &b0, st, 0, s->absorb_end);
+    else
+        lin_fold(s, &b0, st);
+    lin_zero_rows(s, 0, s->zero_end);
+    /* paired rows: up to a block boundary here, whole blocks in parallel */
+    int p0 = s->zero_end, head = st->rows && !parallel_absorb ? LIN_B - st->rows : 0;
+    head = head < s->pair_end - p0 ? head : s->pair_end - p0;
+    lin_pairs_recurrent(s, &b0, st, p0, p0 + head);
+    p0 += head;
+    const int npair = (s->pair_end - p0) / LIN_B * LIN_B;
+    const int split = nt > 1 && npair >= nt * LIN_SPLIT_MIN;
+    float *HS = st->S, *Hz = st->z;
+
+    if (parallel_absorb || split) {
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp parallel num_threads(nt)
 #endif
-    {
-        const int t = attn_thread_id();
+        {
+            const int t = attn_thread_id();
 #ifdef LINATTN_HAVE_OPENMP
-        const int T = omp_get_num_threads();
+            const int T = omp_get_num_threads();
 #else
-        const int T = 1;
+            const int T = 1;
 #endif
-        (void)nt;
-        lin_buffers b = lin_carve(ws + (size_t)t * per_thread, dk, dv);
+            lin_buffers b = lin_carve(ws + (size_t)t * per_thread, dk, dv);
 
-        /* Keys every row sees. */
-        if (s->absorb_end >= T * LIN_SPLIT_MIN) {
-            int n = s->absorb_end;
-            memset(b.LS, 0, nS * sizeof(float));
-            memset(b.Lz, 0, dk * sizeof(float));
-            lin_absorb(s, &b, b.LS, b.Lz, (int)((long long)n * t / T),
-                       (int)((long long)n * (t + 1) / T));
+            if (parallel_absorb) {
+                const int n = s->absorb_end;
+                lin_sums_clear(&b.seg, dk, dv);
+                lin_absorb(s, &b, &b.seg, (int)((long long)n * t / T),
+                           (int)((long long)n * (t + 1) / T));
+                lin_fold(s, &b, &b.seg);
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp barrier
 #pragma omp for schedule(static)
 #endif
-            for (long c = 0; c < (long)dk; c++) {
-                /* decayed: the state before ages by n keys, part u by the
-                 * keys after its end */
-                if (s->decay != 1.0f) {
-                    const float gn = decay_pow(s->decay, n);
-                    for (size_t j = 0; j < dv; j++)
-                        HS[(size_t)c * dv + j] *= gn;
-                    Hz[c] *= gn;
+                for (long c = 0; c < (long)dk; c++) {
+                    /* decayed: the state before ages by n keys, part u by
+                     * the keys after its end */
+                    if (s->decay != 1.0f) {
+                        const float gn = decay_pow(s->decay, n);
+                        for (size_t j = 0; j < dv; j++)
+                            HS[(size_t)c * dv + j] *= gn;
+                        Hz[c] *= gn;
+                    }
+                    for (int u = 0; u < T; u++) {
+                        lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
+                        const float g =
+                            decay_pow(s->decay, n - (int)((long long)n * (u + 1) / T));
+                        add_scaled(HS + (size_t)c * dv, bu.seg.S + (size_t)c * dv, dv, g);
+                        Hz[c] += g * bu.seg.z[c];
+                    }
                 }
-                for (int u = 0; u < T; u++) {
-                    lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
-                    const float g = decay_pow(s->decay, n - (int)((long long)n * (u + 1) / T));
-                    add_scaled(HS + (size_t)c * dv, bu.LS + (size_t)c * dv, dv, g);
-                    Hz[c] += g * bu.Lz[c];
-                }
-            }
-        } else {
-#ifdef LINATTN_HAVE_OPENMP
-#pragma omp single
-#endif
-            lin_absorb(s, &b, HS, Hz, 0, s->absorb_end);
-        }
-
-        if (t == 0)
-            lin_zero_rows(s, 0, s->zero_end);
-
-        const int npair = s->pair_end - s->zero_end;
-        if (T > 1 && npair >= T * LIN_SPLIT_MIN) {
-            const int base = s->zero_end, off = s->Lk - s->Lq;
-            const int a0 = base + seg_start(npair, T, t), a1 = base + seg_start(npair, T, t + 1);
-            const int y = a0 + (int)(lin_absorb_ratio * (a1 - a0));
-            if (t == 0) {
-                memcpy(b.S, HS, nS * sizeof(float));
-                memcpy(b.z, Hz, dk * sizeof(float));
-                lin_pairs(s, &b, b.S, b.z, a0, y);
-            } else {
-                const int p0 = base + seg_start(npair, T, t - 1);
-                memset(b.LS, 0, nS * sizeof(float));
-                memset(b.Lz, 0, dk * sizeof(float));
-                lin_absorb(s, &b, b.LS, b.Lz, p0 + off, a0 + off);
-            }
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp barrier
 #endif
-            if (t == 0) {
-                lin_pairs(s, &b, b.S, b.z, y, a1);
-            } else {
-                /* the state at a0: the one before, aged by a0 - base keys,
-                 * plus each earlier segment's sums aged by the keys since */
-                memcpy(b.S, HS, nS * sizeof(float));
-                memcpy(b.z, Hz, dk * sizeof(float));
-                if (s->decay != 1.0f) {
-                    const float g = decay_pow(s->decay, a0 - base);
-                    s->kt->scale(b.S, g, nS);
-                    s->kt->scale(b.z, g, dk);
-                }
-                for (int u = 1; u <= t; u++) {
-                    lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
-                    const float g = decay_pow(s->decay, a0 - (base + seg_start(npair, T, u)));
-                    add_scaled(b.S, bu.LS, nS, g);
-                    add_scaled(b.z, bu.Lz, dk, g);
-                }
-                lin_pairs(s, &b, b.S, b.z, a0, a1);
             }
-#ifdef LINATTN_HAVE_OPENMP
-#pragma omp barrier
-#endif
-            if (t == T - 1) {
-                memcpy(HS, b.S, nS * sizeof(float));
-                memcpy(Hz, b.z, dk * sizeof(float));
-            }
-        } else if (t == 0) {
-            lin_pairs(s, &b, HS, Hz, s->zero_end, s->pair_end);
-        }
-#ifdef LINATTN_HAVE_OPENMP
-#pragma omp barrier
-#endif
 
-        /* Rows reading the final state, in chunks. */
-        const long first = s->pair_end, nchunks = (s->Lq - first + LIN_RC - 1) / LIN_RC;
+            if (split && T > 1) {
+                const int base = p0, off = s->Lk - s->Lq;
+                const int a0 = base + seg_start(npair, T, t);
+                const int a1 = base + seg_start(npair, T, t + 1);
+                const int y = a0 + (int)(lin_absorb_ratio * (a1 - a0)) / LIN_B * LIN_B;
+                if (t == 0) {
+                    memcpy(b.own.S, HS, nS * sizeof(float));
+                    memcpy(b.own.z, Hz, dk * sizeof(float));
+                    b.own.rows = 0;
+                    lin_pairs(s, &b, &b.own, a0, y);
+                } else {
+                    const int q0 = base + seg_start(npair, T, t - 1);
+                    lin_sums_clear(&b.seg, dk, dv);
+                    lin_absorb(s, &b, &b.seg, q0 + off, a0 + off);
+                }
 #ifdef LINATTN_HAVE_OPENMP
-#pragma omp for schedule(static)
+#pragma omp barrier
 #endif
-        for (long c = 0; c < nchunks; c++) {
-            int i0 = (int)(first + c * LIN_RC);
-            lin_read(s, &b, HS, Hz, i0, i0 + LIN_RC < s->Lq ? i0 + LIN_RC : s->Lq);
+                if (t == 0) {
+                    lin_pairs(s, &b, &b.own, y, a1);
+                } else {
+                    /* the state at a0: the one before, aged by a0 - base
+                     * keys, plus each earlier segment's sums aged by the
+                     * keys since */
+                    memcpy(b.own.S, HS, nS * sizeof(float));
+                    memcpy(b.own.z, Hz, dk * sizeof(float));
+                    b.own.rows = 0;
+                    if (s->decay != 1.0f) {
+                        const float g = decay_pow(s->decay, a0 - base);
+                        s->kt->scale(b.own.S, g, nS);
+                        s->kt->scale(b.own.z, g, dk);
+                    }
+                    for (int u = 1; u <= t; u++) {
+                        lin_buffers bu = lin_carve(ws + (size_t)u * per_thread, dk, dv);
+                        const float g =
+                            decay_pow(s->decay, a0 - (base + seg_start(npair, T, u)));
+                        add_scaled(b.own.S, bu.seg.S, nS, g);
+                        add_scaled(b.own.z, bu.seg.z, dk, g);
+                    }
+                    lin_pairs(s, &b, &b.own, a0, a1);
+                }
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp barrier
+#endif
+                if (t == T - 1) {
+                    memcpy(HS, b.own.S, nS * sizeof(float));
+                    memcpy(Hz, b.own.z, dk * sizeof(float));
+                }
+            } else if (t == 0) {
+                lin_pairs(s, &b, st, p0, p0 + npair);
+            }
         }
+    } else {
+        lin_pairs(s, &b0, st, p0, p0 + npair);
     }
+    /* the rest, row by row: they wait as the sums' rows */
+    lin_pairs(s, &b0, st, p0 + npair, s->pair_end);
+    lin_read(s, &b0, st, s->pair_end, s->Lq);
 }
 
 static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const float *q,
-                          const float *k, const float *v, float *out, size_t bh)
+                          const float *k, const float *v, float *out, size_t bh, lin_pow *pow)
 {
     size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
     lin_seq s;
@@ -548,7 +660,7 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     s.dk = p->dk;
     s.dv = p->dv;
     s.eps = p->eps;
-    lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f);
+    lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f, pow);
     lin_seq_ranges(&s, 1);
     return s;
 }
@@ -565,7 +677,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
         return st;
 
     const size_t dk = (size_t)p.dk, dv = (size_t)p.dv;
-    const size_t shared = lin_state_floats(dk, dv), per_thread = lin_thread_floats(dk, dv);
+    const size_t shared = lin_sums_floats(dk, dv), per_thread = lin_thread_floats(dk, dv);
     float *ws = NULL;
     void *owned;
     st = attn_workspace_get(d, attn_workspace_bytes(shared, per_thread, p.threads), "linear", &ws,
@@ -582,18 +694,18 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
 #endif
         for (long bh = 0; bh < heads; bh++) {
             lin_buffers b = lin_carve(threads_ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh);
-            memset(b.S, 0, dk * dv * sizeof(float));
-            memset(b.z, 0, dk * sizeof(float));
-            lin_head_seq(&s, &b, b.S, b.z);
+            lin_pow pow;
+            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
+            lin_sums_clear(&b.own, dk, dv);
+            lin_head_seq(&s, &b, &b.own);
         }
     } else {
-        float *HS = ws, *Hz = ws + attn_round(dk * dv);
+        lin_sums head = lin_sums_at(ws, dk, dv);
         for (long bh = 0; bh < heads; bh++) {
-            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh);
-            memset(HS, 0, dk * dv * sizeof(float));
-            memset(Hz, 0, dk * sizeof(float));
-            lin_head_split(&s, threads_ws, per_thread, HS, Hz, nt);
+            lin_pow pow;
+            lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
+            lin_sums_clear(&head, dk, dv);
+            lin_head_split(&s, threads_ws, per_thread, &head, nt);
         }
     }
     mem_free(owned);
@@ -607,22 +719,31 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
 struct linattn_linear_state {
     int heads, dk, dv;
     float eps;
-    float *decay; /* [heads], 1 for a head without decay */
+    float *decay;   /* [heads], 1 for a head without decay */
+    lin_pow *pows;  /* [heads] their powers */
     uint64_t tokens;
-    /* Each head's S and z start on a cache line (each head's block is
-     * padded to whole lines): the AVX2 kernel's 32-byte accesses then never
-     * split a line, 222 against 333 ns per 64x64 head with calloc's 16-byte
-     * alignment. */
-    size_t S_stride, z_stride; /* floats from one head to the next */
-    float *S;   /* [heads][S_stride], dk x dv used */
-    float *z;   /* [heads][z_stride], dk used */
-    float *phi; /* [2][heads][dk] step scratch: phi(q), phi(k) */
+    /* Each head's sums (S, z, then the waiting rows K, V: lin_sums_at) start
+     * on a cache line, so 32-byte accesses never split one (222 against
+     * 333 ns per 64x64 head with calloc's 16-byte alignment). The waiting
+     * rows are the last tokens % LIN_B keys. */
+    size_t stride; /* floats from one head to the next */
+    float *sums;   /* [heads][stride] */
+    float *phi;    /* [2][heads][dk] step scratch: phi(q), phi(k) */
     /* Prefill workspace: ws_threads blocks of lin_thread_floats, sized at
      * creation for the OpenMP default so that feeding tokens allocates
-     * nothing; a call asking for more threads grows it once. */
+     * nothing (the step folds in block 0); a call asking for more threads
+     * grows it once. */
     void *ws;
     int ws_threads;
 };
+
+/* Head h's sums, with its waiting rows. */
+static lin_sums state_sums(const linattn_linear_state *s, int h)
+{
+    lin_sums v = lin_sums_at(s->sums + (size_t)h * s->stride, (size_t)s->dk, (size_t)s->dv);
+    v.rows = (int)(s->tokens % LIN_B);
+    return v;
+}
 
 static linattn_status state_workspace(linattn_linear_state *s, int threads, float **ws)
 {
@@ -670,9 +791,9 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     linattn_status st;
     if (decay && (st = attn_check_decay(decay, heads, "linear state")) != LINATTN_OK)
         return st;
-    const size_t S_stride = attn_round(attn_mul((size_t)d_k, (size_t)d_v));
-    size_t nS = attn_mul((size_t)heads, S_stride);
-    if (attn_mul(nS, sizeof(float)) == SIZE_MAX)
+    const size_t stride = lin_sums_floats((size_t)d_k, (size_t)d_v);
+    size_t n = attn_mul((size_t)heads, stride);
+    if (attn_mul(n, sizeof(float)) == SIZE_MAX)
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: size overflows");
     linattn_linear_state *s = mem_calloc(1, sizeof *s);
     if (!s)
@@ -681,21 +802,22 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     s->dk = d_k;
     s->dv = d_v;
     s->eps = eps;
-    s->S_stride = S_stride;
-    s->z_stride = attn_round((size_t)d_k);
-    s->S = lin_calloc(nS);
-    s->z = lin_calloc((size_t)heads * s->z_stride);
+    s->stride = stride;
+    s->sums = lin_calloc(n);
     s->phi = lin_calloc(2 * (size_t)heads * (size_t)d_k);
     s->decay = lin_calloc((size_t)heads);
-    if (s->decay)
-        for (int h = 0; h < heads; h++)
+    s->pows = mem_calloc((size_t)heads, sizeof *s->pows);
+    if (s->decay && s->pows)
+        for (int h = 0; h < heads; h++) {
             s->decay[h] = decay ? decay[h] : 1.0f;
+            lin_pow_make(&s->pows[h], s->decay[h]);
+        }
     float *ws = NULL;
-    if (!s->S || !s->z || !s->phi || !s->decay ||
+    if (!s->sums || !s->phi || !s->decay || !s->pows ||
         state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
         linattn_linear_state_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: cannot allocate %zu bytes",
-                           nS * sizeof(float));
+                           n * sizeof(float));
     }
     *out = s;
     return LINATTN_OK;
@@ -705,10 +827,10 @@ void linattn_linear_state_free(linattn_linear_state *s)
 {
     if (!s)
         return;
-    mem_free(s->S);
-    mem_free(s->z);
+    mem_free(s->sums);
     mem_free(s->phi);
     mem_free(s->decay);
+    mem_free(s->pows);
     mem_free(s->ws);
     mem_free(s);
 }
@@ -717,8 +839,7 @@ void linattn_linear_state_reset(linattn_linear_state *s)
 {
     if (!s)
         return;
-    memset(s->S, 0, (size_t)s->heads * s->S_stride * sizeof(float));
-    memset(s->z, 0, (size_t)s->heads * s->z_stride * sizeof(float));
+    memset(s->sums, 0, (size_t)s->heads * s->stride * sizeof(float));
     s->tokens = 0;
 }
 
@@ -726,7 +847,8 @@ size_t linattn_linear_state_bytes(const linattn_linear_state *s)
 {
     if (!s)
         return 0;
-    return (size_t)s->heads * ((size_t)s->dk * (size_t)s->dv + (size_t)s->dk) * sizeof(float);
+    size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    return (size_t)s->heads * (dk * dv + dk + LIN_B * (dk + dv)) * sizeof(float);
 }
 
 uint64_t linattn_linear_state_tokens(const linattn_linear_state *s)
@@ -738,14 +860,28 @@ float *linattn_linear_state_S(linattn_linear_state *s, int head)
 {
     if (!s || head < 0 || head >= s->heads)
         return NULL;
-    return s->S + (size_t)head * s->S_stride;
+    return state_sums(s, head).S;
 }
 
 float *linattn_linear_state_z(linattn_linear_state *s, int head)
 {
     if (!s || head < 0 || head >= s->heads)
         return NULL;
-    return s->z + (size_t)head * s->z_stride;
+    return state_sums(s, head).z;
+}
+
+float *linattn_linear_state_rows_k(linattn_linear_state *s, int head)
+{
+    if (!s || head < 0 || head >= s->heads)
+        return NULL;
+    return state_sums(s, head).K;
+}
+
+float *linattn_linear_state_rows_v(linattn_linear_state *s, int head)
+{
+    if (!s || head < 0 || head >= s->heads)
+        return NULL;
+    return state_sums(s, head).V;
 }
 
 void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens)
@@ -827,8 +963,10 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
             sq.k = k + (size_t)h * l[1].head;
             sq.v = v + (size_t)h * l[2].head;
             sq.out = out + (size_t)h * l[3].head;
-            lin_seq_decay(&sq, s->decay[h]);
-            lin_head_seq(&sq, &b, linattn_linear_state_S(s, h), linattn_linear_state_z(s, h));
+            sq.decay = s->decay[h];
+            sq.pow = &s->pows[h];
+            lin_sums sums = state_sums(s, h);
+            lin_head_seq(&sq, &b, &sums);
         }
     } else {
         for (int h = 0; h < H; h++) {
@@ -837,9 +975,10 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
             sq.k = k + (size_t)h * l[1].head;
             sq.v = v + (size_t)h * l[2].head;
             sq.out = out + (size_t)h * l[3].head;
-            lin_seq_decay(&sq, s->decay[h]);
-            lin_head_split(&sq, ws, per_thread, linattn_linear_state_S(s, h),
-                           linattn_linear_state_z(s, h), nt);
+            sq.decay = s->decay[h];
+            sq.pow = &s->pows[h];
+            lin_sums sums = state_sums(s, h);
+            lin_head_split(&sq, ws, per_thread, &sums, nt);
         }
     }
     s->tokens += (uint64_t)len;
@@ -862,23 +1001,38 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
     linattn_status st = linattn_kernels_current(&kt);
     if (st != LINATTN_OK)
         return st;
+    float *ws = NULL;
+    if ((st = state_workspace(s, 1, &ws)) != LINATTN_OK) /* allocated at creation */
+        return st;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const size_t n = (size_t)s->heads * dk;
     float *pq = s->phi, *pk = s->phi + n;
     kt->elu1(pq, q, n);
     kt->elu1(pk, k, n);
-    /* Each step reads and writes every head's S once. 8 heads of 64 x 64
-     * are 128 KiB, more than L1 (48 KiB here), and a 16 KiB head streamed
-     * in from L2 and written back costs about 350 ns, against 210 ns for
-     * the kernel on a head already in L1. Odd steps walk the heads
-     * backwards, so a step starts with the heads the previous one left in
-     * L1: 3.65 -> 3.35 us per step (AVX2, H = 8, d = 64). */
+    lin_buffers b = lin_carve(ws, dk, dv);
+    lin_seq sq;
+    memset(&sq, 0, sizeof sq);
+    sq.kt = kt;
+    sq.dk = s->dk;
+    sq.dv = s->dv;
+    sq.eps = s->eps;
+    /* Each step reads every head's S once (and folds every LIN_B-th). 8
+     * heads of 64 x 64 are 128 KiB, more than L1 (48 KiB here). Odd steps
+     * walk the heads backwards, so a step starts with the heads the
+     * previous one left in L1: 3.65 -> 3.35 us per step (AVX2, H = 8,
+     * d = 64, when each step also wrote S). */
     const int backwards = (int)(s->tokens & 1);
     for (int i = 0; i < s->heads; i++) {
         const int h = backwards ? s->heads - 1 - i : i;
-        kt->linear_update_read(linattn_linear_state_S(s, h), linattn_linear_state_z(s, h),
-                               pk + (size_t)h * dk, v + (size_t)h * dv, pq + (size_t)h * dk,
-                               out + (size_t)h * dv, dk, dv, s->eps, s->decay[h]);
+        lin_sums sums = state_sums(s, h);
+        sq.decay = s->decay[h];
+        sq.pow = &s->pows[h];
+        memcpy(sums.K + (size_t)sums.rows * dk, pk + (size_t)h * dk, dk * sizeof(float));
+        memcpy(sums.V + (size_t)sums.rows * dv, v + (size_t)h * dv, dv * sizeof(float));
+        sums.rows++;
+        lin_read_row(&sq, &sums, pq + (size_t)h * dk, out + (size_t)h * dv);
+        if (sums.rows == LIN_B)
+            lin_fold(&sq, &b, &sums);
     }
     s->tokens++;
     return LINATTN_OK;

@@ -278,8 +278,8 @@ uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash
 static size_t state_bytes(const linattn_config *c, uint64_t tokens)
 {
     size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, dh = (size_t)(c->d_model / c->n_heads);
-    if (c->attention == LINATTN_ATTN_LINEAR)
-        return L * H * (dh * dh + dh) * sizeof(float);
+    if (c->attention == LINATTN_ATTN_LINEAR) /* S, z and the waiting rows */
+        return L * H * (dh * dh + dh + LINATTN_LINEAR_BLOCK * 2 * dh) * sizeof(float);
     return L * 2 * (size_t)c->d_model * (size_t)tokens * sizeof(float);
 }
 

@@ -253,12 +253,19 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
 /* File: header, payload (linear: per layer and head S then z; softmax: per
  * layer K then V rows 0..tokens-1), extra, CRC32 of all that precedes. */
 #define SESSION_MAGIC "LINATTNS"
-#define SESSION_VERSION 1u
+/* 2: a linear state also stores its waiting rows (tokens % 16 of them) */
+#define SESSION_VERSION 2u
 #define HEADER_BYTES 48
 
 static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
 {
-    return linattn_model_state_bytes(s->m, tokens);
+    const linattn_model *m = s->m;
+    if (m->cfg.attention != LINATTN_ATTN_LINEAR)
+        return linattn_model_state_bytes(m, tokens);
+    /* per layer and head: S, z, and the waiting rows of phi(k) and v */
+    size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
+    return (size_t)m->cfg.n_layers * (size_t)m->h * (dh * dh + dh + rows * 2 * dh) *
+           sizeof(float);
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -309,8 +316,11 @@ static void put_state(writer *w, const linattn_session *s)
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (s->lin) {
             for (int h = 0; h < m->h; h++) {
+                size_t rows = (size_t)(s->tokens % LINATTN_LINEAR_BLOCK);
                 put(w, linattn_linear_state_S(s->lin[l], h), dh * dh * sizeof(float));
                 put(w, linattn_linear_state_z(s->lin[l], h), dh * sizeof(float));
+                put(w, linattn_linear_state_rows_k(s->lin[l], h), rows * dh * sizeof(float));
+                put(w, linattn_linear_state_rows_v(s->lin[l], h), rows * dh * sizeof(float));
             }
             continue;
         }
@@ -429,10 +439,15 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
     for (int l = 0; l < c->n_layers; l++) {
         if (s->lin) {
             for (int h = 0; h < m->h; h++) {
+                size_t rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK) * dh * sizeof(float);
                 memcpy(linattn_linear_state_S(s->lin[l], h), p, dh * dh * sizeof(float));
                 p += dh * dh * sizeof(float);
                 memcpy(linattn_linear_state_z(s->lin[l], h), p, dh * sizeof(float));
                 p += dh * sizeof(float);
+                memcpy(linattn_linear_state_rows_k(s->lin[l], h), p, rows);
+                p += rows;
+                memcpy(linattn_linear_state_rows_v(s->lin[l], h), p, rows);
+                p += rows;
             }
             linattn_linear_state_set_tokens(s->lin[l], tokens);
             continue;

@@ -4,6 +4,10 @@
 
 #include <stddef.h>
 
+/* Rows a blocked linear-attention state keeps before folding them into its
+ * sums (engine/attention_linear.c): the most linear_block_read takes. */
+#define LINATTN_BLOCK_ROWS 16
+
 /* All tensors fp32, row-major. Pointers need no alignment. n may be 0. */
 typedef struct linattn_kernels {
     /* sum a[i]*b[i] */
@@ -30,23 +34,27 @@ typedef struct linattn_kernels {
                       size_t n, float eps);
     /* y = x / sqrt(mean(x^2) + eps) * w. y may alias x. */
     void (*rmsnorm)(float *y, const float *x, const float *w, size_t n, float eps);
-    /* One head, one token, one pass over S (dk x dv, row-major):
-     *   S = decay S + phik v^T;  z = decay z + phik;
-     *   out = (phiq^T S) / (phiq^T z + eps)
-     * S and z are the updated sums (they include this token). decay is in
-     * (0, 1]; decay == 1 runs the undecayed loop, bit for bit. The division:
-     * by a reciprocal while den >= FLT_MIN, elementwise below it (1/den
-     * would overflow), and out = 0 when den == 0. */
-    void (*linear_update_read)(float *S, float *z, const float *phik, const float *v,
-                               const float *phiq, float *out, size_t dk, size_t dv,
-                               float eps, float decay);
+    /* One query row of one head against a blocked linear-attention state
+     * (the state is only read):
+     *   w_j = pw[j] (phiq . K_j) for j < n;
+     *   out = (c phiq^T S + sum_j w_j V_j) / (c phiq . z + sum_j w_j + eps)
+     * S is dk x dv row-major, z dk; K (n x dk) and V (n x dv) are dense
+     * rows, 0 <= n <= LINATTN_BLOCK_ROWS; pw[n] and c are weights >= 0 (1
+     * without decay). The division: by a reciprocal while den >= FLT_MIN,
+     * elementwise below it (1/den would overflow), out = 0 when den == 0. */
+    void (*linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
+                              const float *K, const float *V, const float *pw, int n, float c,
+                              size_t dk, size_t dv, float eps);
     /* y[r] = W[r,:] . x + (b ? b[r] : 0), W is rows x cols with row stride ldw. */
     void (*gemv)(float *y, const float *W, size_t ldw, const float *x, const float *b,
                  size_t rows, size_t cols);
     /* C[M x N] += A[M x K] . B[N x K]^T, leading dimensions lda, ldb, ldc. */
     void (*gemm_nt)(float *C, size_t ldc, const float *A, size_t lda, const float *B,
                     size_t ldb, size_t M, size_t N, size_t K);
-    /* C[M x N] += A[M x K] . B[K x N], leading dimensions lda, ldb, ldc. */
+    /* C[M x N] += A[M x K] . B[K x N], leading dimensions lda, ldb, ldc.
+     * Each C element's K-term sum is formed apart from C and added to it
+     * once (per 256 terms): a linear state folds a block of keys into a
+     * large S this way without losing their low bits (checked by checkasm). */
     void (*gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *B,
                     size_t ldb, size_t M, size_t N, size_t K);
 } linattn_kernels;

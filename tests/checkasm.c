@@ -47,7 +47,7 @@ enum tol_kind { TOL_EXACT, TOL_ULP, TOL_BOUND };
 /* Kernel ids, in the order of the table below (and of linattn_kernels). */
 enum {
     K_DOT, K_MAX, K_SUM, K_AXPY, K_SCALE, K_EXP_SUB_SUM, K_ELU1, K_RELU, K_GELU, K_LAYERNORM,
-    K_RMSNORM, K_LINEAR_UPDATE_READ, K_GEMV, K_GEMM_NT, K_GEMM_NN,
+    K_RMSNORM, K_LINEAR_BLOCK_READ, K_GEMV, K_GEMM_NT, K_GEMM_NN,
 };
 
 static const struct tolerance {
@@ -78,17 +78,18 @@ static const struct tolerance {
      "1/sqrt by <= (n+c) u relatively, then the scale, weight and bias roundings"},
     {"rmsnorm", TOL_BOUND, 8, "(n/2+c) u |y| + tiny (1+|w|)",
      "sum of squares within n u relatively (all terms >= 0), halved by the sqrt, then c roundings"},
-    {"linear_update_read", TOL_BOUND, 4,
-     "S, z: 2u(1+u)(|g S|+|k v|); out: (dk+c) u [sum|q|(|g S|+|k v|) + |out| sum|q|(|g z|+|k|)] / |den|",
-     "each S, z element is one FMA or add after the decay product g S (exact for g = 1): "
-     "at most two roundings; out is a dk-term dot (gamma_dk) divided by a dk-term dot, c "
-     "for the division and the S' roundings it reads"},
+    {"linear_block_read", TOL_BOUND, 4,
+     "(dk+n+c) u [sum|num terms| + |out| sum|den terms|] / |den| + tiny",
+     "num is a (dk+n)-term sum of products (the n row weights each a dk-term dot, gamma_dk "
+     "relative, carried into num and den alike), den likewise; c for the scaling by c, the "
+     "division and the final product"},
     {"gemv", TOL_BOUND, 2, "(cols+c) u (sum|W x| + |b|) + cols tiny",
      "a cols-term dot product in any order, c for the bias add and the lane reduction"},
     {"gemm_nt", TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
      "a K-term dot product added to C, in any blocking or order"},
     {"gemm_nn", TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
-     "a K-term sum of products added to C, in any blocking or order"},
+     "a K-term sum of products added to C, in any blocking or order; and each sum formed "
+     "apart and added to C once (checked exactly)"},
 };
 
 #define N_KERNELS (sizeof tolerances / sizeof tolerances[0])
@@ -771,105 +772,84 @@ static void check_rmsnorm(const linattn_kernels *k, const linattn_kernels *sc, r
 }
 
 /* ------------------------------------------------------------------------ */
-/* linear_update_read                                                        */
+/* linear_block_read                                                         */
 /* ------------------------------------------------------------------------ */
 
-static void check_linear_update_read(const linattn_kernels *k, const linattn_kernels *sc,
-                                     report *r)
+static void check_linear_block_read(const linattn_kernels *k, const linattn_kernels *sc,
+                                    report *r)
 {
-    const double c = tol_of("linear_update_read")->c;
+    const double cst = tol_of("linear_block_read")->c;
     const float eps = 1e-6f;
-    /* no decay, a short horizon, RetNet's longest, and one drawn per shape */
-    const float decays[] = {1.0f, 0.5f, 0.99951171875f, 0.0f};
     for (size_t a = 0; a < N_SIZES; a++) {
         for (size_t b = 0; b < N_SIZES; b++) {
             size_t dk = sizes[a], dv = sizes[b];
             if (dk * dv > SHAPE_LIMIT)
                 continue;
-            for (size_t di = 0; di < sizeof decays / sizeof decays[0]; di++)
-            for (int fresh = 0; fresh < 2; fresh++) { /* 1: the first token, S = z = 0 */
-                const float g = decays[di] > 0 ? decays[di] : rnd_range(0.01, 1);
-                buf bS, bz, bk, bv, bq, bo, bSs, bzs, bos;
-                float *S = buf_out(&bS, dk * dv), *z = buf_out(&bz, dk);
-                float *phik = buf_new(&bk, dk), *v = buf_new(&bv, dv), *phiq = buf_new(&bq, dk);
-                float *out = buf_out(&bo, dv), *Ss = buf_out(&bSs, dk * dv);
-                float *zs = buf_out(&bzs, dk), *outs = buf_out(&bos, dv);
-                for (size_t i = 0; i < dk; i++) {
-                    phik[i] = rnd_range(0.01, 3); /* elu(x)+1 > 0 */
-                    phiq[i] = rnd_range(0.01, 3);
-                    z[i] = fresh ? 0 : rnd_range(0, 50);
-                }
-                for (size_t j = 0; j < dv; j++)
-                    v[j] = rnd_range(-1, 1);
-                for (size_t i = 0; i < dk * dv; i++)
-                    S[i] = fresh ? 0 : rnd_range(-10, 10);
-                memcpy(Ss, S, dk * dv * sizeof *S);
-                memcpy(zs, z, dk * sizeof *z);
-
-                double den = eps, den_abs = 0;
-                double *zr = malloc(dk * sizeof *zr), *Sr = malloc(dk * dv * sizeof *Sr);
-                for (size_t i = 0; i < dk; i++) {
-                    zr[i] = (double)g * z[i] + phik[i];
-                    den += phiq[i] * zr[i];
-                    /* z' and S' carry the rounding of their update: |g z|+|k|, not |z'| */
-                    den_abs += fabs(phiq[i]) * (g * fabs(z[i]) + fabs(phik[i]));
-                    for (size_t j = 0; j < dv; j++)
-                        Sr[i * dv + j] = (double)g * S[i * dv + j] + (double)phik[i] * v[j];
-                }
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d S", dk, dv, (double)g,
-                         fresh);
-                float *S0 = malloc(dk * dv * sizeof *S0), *z0 = malloc(dk * sizeof *z0);
-                memcpy(S0, S, dk * dv * sizeof *S);
-                memcpy(z0, z, dk * sizeof *z);
-                double *Sb = malloc(dk * dv * sizeof *Sb), *zb = malloc(dk * sizeof *zb);
-                for (size_t i = 0; i < dk; i++) {
-                    /* two roundings, the second of a value already off by u:
-                     * 2u(1+u), not 2u, is the exact worst case */
-                    zb[i] = 2 * U * (1 + U) * (g * fabs(z0[i]) + fabs(phik[i])) + TINY;
-                    for (size_t j = 0; j < dv; j++)
-                        Sb[i * dv + j] = 2 * U * (1 + U) *
-                                             (g * fabs(S0[i * dv + j]) +
-                                              fabs((double)phik[i] * v[j])) +
-                                         TINY;
-                }
-                k->linear_update_read(S, z, phik, v, phiq, out, dk, dv, eps, g);
-                sc->linear_update_read(Ss, zs, phik, v, phiq, outs, dk, dv, eps, g);
-                for (size_t i = 0; i < dk * dv; i++)
-                    note(r, bound_ratio(S[i], Sr[i], Sb[i]), 1, bound_ratio(S[i], Ss[i], Sb[i]),
-                         shape, i, S[i], Sr[i], Ss[i]);
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d z", dk, dv, (double)g,
-                         fresh);
-                for (size_t i = 0; i < dk; i++)
-                    note(r, bound_ratio(z[i], zr[i], zb[i]), 1, bound_ratio(z[i], zs[i], zb[i]),
-                         shape, i, z[i], zr[i], zs[i]);
-                snprintf(shape, sizeof shape, "dk=%zu dv=%zu g=%g fresh=%d out", dk, dv,
-                         (double)g, fresh);
-                for (size_t j = 0; j < dv; j++) {
-                    double num = 0, num_abs = 0;
+            /* rows: none, one, a partial and a full block; weights: none (1)
+             * or decayed; the sums: empty (c = 0 allowed) or filled */
+            static const int rows[] = {0, 1, 7, LINATTN_BLOCK_ROWS};
+            for (size_t ri = 0; ri < 4; ri++)
+                for (int decayed = 0; decayed < 2; decayed++) {
+                    const int n = rows[ri];
+                    buf bS, bz, bK, bV, bq, bw, bo, bos;
+                    float *S = buf_new(&bS, dk * dv), *z = buf_new(&bz, dk);
+                    float *K = buf_new(&bK, (size_t)n * dk + 1), *V = buf_new(&bV, (size_t)n * dv + 1);
+                    float *phiq = buf_new(&bq, dk), *pw = buf_new(&bw, LINATTN_BLOCK_ROWS);
+                    float *out = buf_out(&bo, dv), *outs = buf_out(&bos, dv);
+                    const int empty = n > 0 && rnd_below(4) == 0; /* a fresh block */
                     for (size_t i = 0; i < dk; i++) {
-                        num += phiq[i] * Sr[i * dv + j];
-                        num_abs += fabs(phiq[i]) * (g * fabs(S0[i * dv + j]) +
-                                                    fabs((double)phik[i] * v[j]));
+                        phiq[i] = rnd_range(0.01, 3); /* elu(x)+1 > 0 */
+                        z[i] = empty ? 0.0f : rnd_range(0, 50);
                     }
-                    double ref = num / den;
-                    double bound =
-                        ((double)dk + c) * U * (num_abs + fabs(ref) * den_abs) / fabs(den) + TINY;
-                    note(r, bound_ratio(out[j], ref, bound), 1, bound_ratio(out[j], outs[j], bound),
-                         shape, j, out[j], ref, outs[j]);
+                    for (size_t i = 0; i < dk * dv; i++)
+                        S[i] = empty ? 0.0f : rnd_range(-10, 10);
+                    for (size_t i = 0; i < (size_t)n * dk; i++)
+                        K[i] = rnd_range(0.01, 3);
+                    for (size_t i = 0; i < (size_t)n * dv; i++)
+                        V[i] = rnd_range(-1, 1);
+                    for (int j = 0; j < LINATTN_BLOCK_ROWS; j++)
+                        pw[j] = decayed ? rnd_range(0.05, 1) : 1.0f;
+                    const float c = decayed ? rnd_range(0.05, 1) : 1.0f;
+
+                    double den = eps, den_abs = 0, w[LINATTN_BLOCK_ROWS];
+                    for (size_t i = 0; i < dk; i++) {
+                        den += (double)c * phiq[i] * z[i];
+                        den_abs += (double)c * fabs(phiq[i] * z[i]);
+                    }
+                    for (int j = 0; j < n; j++) {
+                        double d = 0;
+                        for (size_t i = 0; i < dk; i++)
+                            d += (double)phiq[i] * K[(size_t)j * dk + i];
+                        w[j] = pw[j] * d;
+                        den += w[j];
+                        den_abs += fabs(w[j]);
+                    }
+                    k->linear_block_read(out, phiq, S, z, K, V, pw, n, c, dk, dv, eps);
+                    sc->linear_block_read(outs, phiq, S, z, K, V, pw, n, c, dk, dv, eps);
+                    snprintf(shape, sizeof shape, "dk=%zu dv=%zu n=%d decayed=%d out", dk, dv, n,
+                             decayed);
+                    for (size_t col = 0; col < dv; col++) {
+                        double num = 0, num_abs = 0;
+                        for (size_t i = 0; i < dk; i++) {
+                            num += (double)c * phiq[i] * S[i * dv + col];
+                            num_abs += (double)c * fabs((double)phiq[i] * S[i * dv + col]);
+                        }
+                        for (int j = 0; j < n; j++) {
+                            num += w[j] * V[(size_t)j * dv + col];
+                            num_abs += fabs(w[j] * V[(size_t)j * dv + col]);
+                        }
+                        double ref = num / den;
+                        double bound = ((double)dk + n + cst) * U *
+                                           (num_abs + fabs(ref) * den_abs) / fabs(den) + TINY;
+                        note(r, bound_ratio(out[col], ref, bound), 1,
+                             bound_ratio(out[col], outs[col], bound), shape, col, out[col], ref,
+                             outs[col]);
+                    }
+                    check_guards(r, &bo, "out");
+                    buf *all[] = {&bS, &bz, &bK, &bV, &bq, &bw, &bo, &bos};
+                    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                        buf_free(all[i]);
                 }
-                check_guards(r, &bS, "S");
-                check_guards(r, &bz, "z");
-                check_guards(r, &bo, "out");
-                free(S0);
-                free(z0);
-                free(zr);
-                free(Sr);
-                free(Sb);
-                free(zb);
-                buf *all[] = {&bS, &bz, &bk, &bv, &bq, &bo, &bSs, &bzs, &bos};
-                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-                    buf_free(all[i]);
-            }
         }
     }
 }
@@ -992,6 +972,41 @@ static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t
     buf_free(&bS);
 }
 
+/* gemm_nn's contract (kernels.h): each C element's K-term sum is formed
+ * apart and added once, which a linear state relies on to fold a block
+ * of keys into a large S. With C = 2^24 and K products of 0.5, adding
+ * them one at a time rounds every one away (2^24 + 0.5 ties to 2^24);
+ * added as one sum they give 2^24 + K/2 exactly. Every path: one row, few
+ * rows (panels read in place), many (packed), column tails. */
+static void check_gemm_nn_sums_apart(const linattn_kernels *k, report *r)
+{
+    static const size_t Ms[] = {1, 3, 7, 40, 64}, Ns[] = {5, 16, 37, 64}, Ks[] = {2, 16, 64};
+    for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+        for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
+            for (size_t c = 0; c < sizeof Ks / sizeof Ks[0]; c++) {
+                size_t M = Ms[a], N = Ns[b], K = Ks[c];
+                float *C = malloc(M * N * sizeof *C), *A = malloc(M * K * sizeof *A);
+                float *B = malloc(K * N * sizeof *B);
+                for (size_t i = 0; i < M * N; i++)
+                    C[i] = 0x1p24f;
+                for (size_t i = 0; i < M * K; i++)
+                    A[i] = 1.0f;
+                for (size_t i = 0; i < K * N; i++)
+                    B[i] = 0.5f;
+                k->gemm_nn(C, N, A, K, B, N, M, N, K);
+                snprintf(shape, sizeof shape, "sums apart M=%zu N=%zu K=%zu", M, N, K);
+                for (size_t i = 0; i < M * N; i++)
+                    if (C[i] != 0x1p24f + 0.5f * (float)K) {
+                        fail(r, "%s: C[%zu] = %.9g, want 2^24 + %g: the products were added to "
+                                "C one at a time", shape, i, (double)C[i], 0.5 * (double)K);
+                        break;
+                    }
+                free(C);
+                free(A);
+                free(B);
+            }
+}
+
 static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, report *r, int nt)
 {
     const double c = tol_of(nt ? "gemm_nt" : "gemm_nn")->c;
@@ -1067,10 +1082,13 @@ static void run_check(size_t kernel, const linattn_kernels *k, const linattn_ker
     case K_GELU: check_map(k, sc, r, 2); break;
     case K_LAYERNORM: check_layernorm(k, sc, r); break;
     case K_RMSNORM: check_rmsnorm(k, sc, r); break;
-    case K_LINEAR_UPDATE_READ: check_linear_update_read(k, sc, r); break;
+    case K_LINEAR_BLOCK_READ: check_linear_block_read(k, sc, r); break;
     case K_GEMV: check_gemv(k, sc, r); break;
     case K_GEMM_NT: check_gemm(k, sc, r, 1); break;
-    case K_GEMM_NN: check_gemm(k, sc, r, 0); break;
+    case K_GEMM_NN:
+        check_gemm(k, sc, r, 0);
+        check_gemm_nn_sums_apart(k, r);
+        break;
     default: break;
     }
 }
@@ -1103,8 +1121,8 @@ static double now_ns(void)
 typedef struct bench_case {
     const char *kernel;
     size_t a, b, c; /* n; dk dv; rows cols; M N K */
-    int heads;      /* linear_update_read over this many heads' states per call */
-    float decay;    /* linear_update_read: 0 for none (1) */
+    int heads;      /* linear_block_read over this many heads' states per call */
+    float decay;    /* linear_block_read: 0 for none (c = 1, weights 1) */
 } bench_case;
 
 static const bench_case bench_cases[] = {
@@ -1119,9 +1137,9 @@ static const bench_case bench_cases[] = {
     {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
     {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
     {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
-    {"linear_update_read", 64, 64, 0, 1, 0},
-    {"linear_update_read", 64, 64, 0, 8, 0},
-    {"linear_update_read", 64, 64, 0, 8, 0.96875f},
+    {"linear_block_read", 64, 64, 0, 1, 0},
+    {"linear_block_read", 64, 64, 0, 8, 0},
+    {"linear_block_read", 64, 64, 0, 8, 0.96875f},
     {"gemv", 512, 512, 0, 0, 0},      {"gemv", 2048, 512, 0, 0, 0},
     {"gemm_nt", 64, 64, 64, 0, 0},    {"gemm_nt", 128, 512, 512, 0, 0},
     {"gemm_nt", 1, 2048, 2048, 0, 0}, {"gemm_nt", 16, 1024, 1024, 0, 0},
@@ -1134,6 +1152,11 @@ typedef struct bench_data {
     int id; /* K_* */
     float *x, *y, *w, *b, *S, *z, *C;
 } bench_data;
+
+/* Row weights of linear_block_read: decayed-looking, all the same. */
+static const float bench_weights[LINATTN_BLOCK_ROWS] = {
+    0.6f, 0.62f, 0.64f, 0.67f, 0.69f, 0.71f, 0.74f, 0.76f,
+    0.79f, 0.81f, 0.84f, 0.87f, 0.9f, 0.93f, 0.96f, 1.0f};
 
 /* Results of timed reductions land here so the calls are not optimized away. */
 volatile float bench_sink;
@@ -1153,12 +1176,12 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_GELU: k->gelu(d->y, d->x, n); break;
     case K_LAYERNORM: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
     case K_RMSNORM: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
-    case K_LINEAR_UPDATE_READ:
+    case K_LINEAR_BLOCK_READ: /* a half-full block (8 rows, shared by the heads) */
         for (int h = 0; h < bc->heads; h++)
-            k->linear_update_read(d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
-                                  d->w + (size_t)h * bc->a, d->x + (size_t)h * bc->b,
-                                  d->b + (size_t)h * bc->a, d->y + (size_t)h * bc->b, bc->a,
-                                  bc->b, 1e-6f, bc->decay > 0 ? bc->decay : 1.0f);
+            k->linear_block_read(d->y + (size_t)h * bc->b, d->w + (size_t)h * bc->a,
+                                 d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
+                                 d->x, d->x + 8 * bc->a, bench_weights, 8,
+                                 bc->decay > 0 ? bc->decay : 1.0f, bc->a, bc->b, 1e-6f);
         break;
     case K_GEMV: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_GEMM_NT: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;

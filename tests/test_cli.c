@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "linattn.h"
 #include "testutil.h"
 
 #define LINEAR "tiny-linear-pre-ln-gelu-sincos.ini"
@@ -12,6 +13,9 @@
 
 /* The tiny golden shape: d_model 32, 4 heads, 2 layers, d_ff 64, vocab 256, max_seq_len 64. */
 enum { D = 32, H = 4, LAYERS = 2, DFF = 64, VOCAB = 256, MAX_SEQ = 64, DH = D / H };
+/* A linear stream's state: per layer and head S, z and the waiting rows of
+ * phi(k) and v (LINATTN_LINEAR_BLOCK of each). */
+#define STATE_BYTES (LAYERS * H * (DH * DH + DH + LINATTN_LINEAR_BLOCK * 2 * DH) * 4)
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -179,7 +183,7 @@ static void check_stats(const char *config, const char *memory)
 Test(cli, stats_linear_reports_state_bytes)
 {
     char want[64];
-    snprintf(want, sizeof want, "state %d bytes", LAYERS * H * (DH * DH + DH) * 4);
+    snprintf(want, sizeof want, "state %d bytes", STATE_BYTES);
     check_stats(LINEAR, want);
 }
 
@@ -445,9 +449,10 @@ Test(cli_info_model, random_weights_are_not_made)
 Test(cli_info_model, linear_state_bytes)
 {
     char want[128];
-    /* layers * heads * (d_k*d_v + d_k) floats: 2 * 4 * (8*8 + 8) * 4 = 2304 */
-    snprintf(want, sizeof want, "state bytes per stream: %d ", LAYERS * H * (DH * DH + DH) * 4);
-    cr_assert_eq(LAYERS * H * (DH * DH + DH) * 4, 2304);
+    /* layers * heads * (d_k*d_v + d_k + 16 (d_k + d_v)) floats:
+     * 2 * 4 * (8*8 + 8 + 16*16) * 4 = 10496 */
+    snprintf(want, sizeof want, "state bytes per stream: %d ", STATE_BYTES);
+    cr_assert_eq(STATE_BYTES, 10496);
     check_info(LINEAR, want);
 }
 
@@ -483,8 +488,7 @@ Test(example, stream_loads_feeds_saves_resumes)
               "example and CLI greedy texts differ");
     /* then the token count: 16 prompt tokens + 39 of the 40 samples fed */
     char tail[128];
-    snprintf(tail, sizeof tail, "%d tokens, %d bytes of state\n", 16 + 39,
-             LAYERS * H * (DH * DH + DH) * 4);
+    snprintf(tail, sizeof tail, "%d tokens, %d bytes of state\n", 16 + 39, STATE_BYTES);
     cr_assert_eq(r.out_len - g.out_len, strlen(tail));
     cr_assert(!memcmp(r.out + g.out_len, tail, strlen(tail)), "want '%s' after the text", tail);
 

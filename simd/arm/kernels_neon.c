@@ -223,155 +223,106 @@ static void rmsnorm_neon(float *y, const float *x, const float *w, size_t n, flo
         y[i] = x[i] * inv * w[i];
 }
 
-/* z = decay z + phik, and phiq . z. An fma by 1 rounds z + phik once, as
- * an add does, so decay 1 gives the undecayed sums bit for bit. */
-static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk,
-                          float decay)
-{
-    float32x4_t d0 = vdupq_n_f32(0.0f), d1 = d0;
-    size_t i = 0;
-    for (; i + 8 <= dk; i += 8) {
-        float32x4_t z0 = vfmaq_n_f32(vld1q_f32(phik + i), vld1q_f32(z + i), decay);
-        float32x4_t z1 = vfmaq_n_f32(vld1q_f32(phik + i + 4), vld1q_f32(z + i + 4), decay);
-        vst1q_f32(z + i, z0);
-        vst1q_f32(z + i + 4, z1);
-        d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
-        d1 = vfmaq_f32(d1, vld1q_f32(phiq + i + 4), z1);
-    }
-    for (; i + 4 <= dk; i += 4) {
-        float32x4_t z0 = vfmaq_n_f32(vld1q_f32(phik + i), vld1q_f32(z + i), decay);
-        vst1q_f32(z + i, z0);
-        d0 = vfmaq_f32(d0, vld1q_f32(phiq + i), z0);
-    }
-    float den = vaddvq_f32(vaddq_f32(d0, d1));
-    for (; i < dk; i++) {
-        z[i] = fmaf(decay, z[i], phik[i]);
-        den += phiq[i] * z[i];
-    }
-    return den;
-}
-
-/* Columns [0, 4 nc) of S (row stride dv) and v: S[i] = decay S[i] + phik[i] v,
- * with the out block (4 nc <= 64 floats, up to 16 registers of the 32) held
- * in registers and two S rows per iteration sharing each v load. Each S
- * element is loaded and stored once. decayed is a constant in every copy:
- * 0 leaves out the multiply (the undecayed arithmetic exactly). */
-LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
-                              float *out, size_t dk, size_t dv, float inv, int nc, int decayed,
-                              float decay)
+/* Columns [0, 4 nc) of out: c phiq^T S + sum_j w_j V_j, times inv, with the
+ * out block (4 nc <= 64 floats, up to 16 registers of the 32) held in
+ * registers; S is read once, two rows per iteration. */
+LINATTN_INLINE void lbr_block(float *out, const float *phiq, const float *S, const float *V,
+                              const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                              int nc)
 {
     float32x4_t acc[16];
 #pragma GCC unroll 16
-    for (int c = 0; c < nc; c++)
-        acc[c] = vdupq_n_f32(0.0f);
+    for (int k = 0; k < nc; k++)
+        acc[k] = vdupq_n_f32(0.0f);
     size_t i = 0;
     for (; i + 2 <= dk; i += 2) {
-        float *s0 = S + i * dv, *s1 = s0 + dv;
-        float k0 = phik[i], k1 = phik[i + 1], q0 = phiq[i], q1 = phiq[i + 1];
+        const float *s0 = S + i * dv, *s1 = s0 + dv;
+        float q0 = phiq[i], q1 = phiq[i + 1];
 #pragma GCC unroll 16
-        for (int c = 0; c < nc; c++) {
-            float32x4_t vc = vld1q_f32(v + 4 * c);
-            float32x4_t p0 = vld1q_f32(s0 + 4 * c), p1 = vld1q_f32(s1 + 4 * c);
-            if (decayed) {
-                p0 = vmulq_n_f32(p0, decay);
-                p1 = vmulq_n_f32(p1, decay);
-            }
-            float32x4_t r0 = vfmaq_n_f32(p0, vc, k0);
-            float32x4_t r1 = vfmaq_n_f32(p1, vc, k1);
-            vst1q_f32(s0 + 4 * c, r0);
-            vst1q_f32(s1 + 4 * c, r1);
-            acc[c] = vfmaq_n_f32(acc[c], r0, q0);
-            acc[c] = vfmaq_n_f32(acc[c], r1, q1);
+        for (int k = 0; k < nc; k++) {
+            acc[k] = vfmaq_n_f32(acc[k], vld1q_f32(s0 + 4 * k), q0);
+            acc[k] = vfmaq_n_f32(acc[k], vld1q_f32(s1 + 4 * k), q1);
         }
     }
     if (i < dk) {
-        float *s0 = S + i * dv;
-        float k0 = phik[i], q0 = phiq[i];
 #pragma GCC unroll 16
-        for (int c = 0; c < nc; c++) {
-            float32x4_t p0 = vld1q_f32(s0 + 4 * c);
-            if (decayed)
-                p0 = vmulq_n_f32(p0, decay);
-            float32x4_t r0 = vfmaq_n_f32(p0, vld1q_f32(v + 4 * c), k0);
-            vst1q_f32(s0 + 4 * c, r0);
-            acc[c] = vfmaq_n_f32(acc[c], r0, q0);
-        }
+        for (int k = 0; k < nc; k++)
+            acc[k] = vfmaq_n_f32(acc[k], vld1q_f32(S + i * dv + 4 * k), phiq[i]);
     }
 #pragma GCC unroll 16
-    for (int c = 0; c < nc; c++)
-        vst1q_f32(out + 4 * c, vmulq_n_f32(acc[c], inv));
+    for (int k = 0; k < nc; k++)
+        acc[k] = vmulq_n_f32(acc[k], c);
+    for (int j = 0; j < n; j++) {
+        const float *vj = V + (size_t)j * dv;
+#pragma GCC unroll 16
+        for (int k = 0; k < nc; k++)
+            acc[k] = vfmaq_n_f32(acc[k], vld1q_f32(vj + 4 * k), w[j]);
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < nc; k++)
+        vst1q_f32(out + 4 * k, vmulq_n_f32(acc[k], inv));
 }
 
 /* One copy per chunk count so nc is a constant in each. */
-LINATTN_INLINE void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
-                                 float *out, size_t dk, size_t dv, float inv, size_t nc,
-                                 int decayed, float decay)
+static void lbr_dispatch(float *out, const float *phiq, const float *S, const float *V,
+                         const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                         size_t nc)
 {
-#define LUR(nc_) lur_block(S, phik, v, phiq, out, dk, dv, inv, nc_, decayed, decay)
+#define LBR(nc_) lbr_block(out, phiq, S, V, w, n, c, dk, dv, inv, nc_)
     switch (nc) {
-    case 1: LUR(1); break;
-    case 2: LUR(2); break;
-    case 3: LUR(3); break;
-    case 4: LUR(4); break;
-    case 5: LUR(5); break;
-    case 6: LUR(6); break;
-    case 7: LUR(7); break;
-    case 8: LUR(8); break;
-    case 9: LUR(9); break;
-    case 10: LUR(10); break;
-    case 11: LUR(11); break;
-    case 12: LUR(12); break;
-    case 13: LUR(13); break;
-    case 14: LUR(14); break;
-    case 15: LUR(15); break;
-    case 16: LUR(16); break;
+    case 1: LBR(1); break;
+    case 2: LBR(2); break;
+    case 3: LBR(3); break;
+    case 4: LBR(4); break;
+    case 5: LBR(5); break;
+    case 6: LBR(6); break;
+    case 7: LBR(7); break;
+    case 8: LBR(8); break;
+    case 9: LBR(9); break;
+    case 10: LBR(10); break;
+    case 11: LBR(11); break;
+    case 12: LBR(12); break;
+    case 13: LBR(13); break;
+    case 14: LBR(14); break;
+    case 15: LBR(15); break;
+    case 16: LBR(16); break;
     default: break;
     }
-#undef LUR
+#undef LBR
 }
 
-/* The two specialisations: without the decay multiply, and with it. */
-static void lur_plain(float *S, const float *phik, const float *v, const float *phiq, float *out,
-                      size_t dk, size_t dv, float inv, size_t nc)
+/* The row weights and the denominator first (dots), then out in column
+ * blocks of up to 64 (registers); the last dv % 4 columns one at a time. */
+static void linear_block_read_neon(float *out, const float *phiq, const float *S, const float *z,
+                                   const float *K, const float *V, const float *pw, int n,
+                                   float c, size_t dk, size_t dv, float eps)
 {
-    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, nc, 0, 1.0f);
-}
-
-static void lur_decayed(float *S, const float *phik, const float *v, const float *phiq,
-                        float *out, size_t dk, size_t dv, float inv, size_t nc, float decay)
-{
-    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, nc, 1, decay);
-}
-
-/* z and the denominator first, then S in column blocks of up to 64 (the
- * out block in registers); the last dv % 4 columns one at a time. */
-static void linear_update_read_neon(float *S, float *z, const float *phik, const float *v,
-                                    const float *phiq, float *out, size_t dk, size_t dv,
-                                    float eps, float decay)
-{
-    const float d = update_z_den(z, phik, phiq, dk, decay) + eps;
+    float w[LINATTN_BLOCK_ROWS];
+    float den = c * dot_neon(phiq, z, dk);
+    for (int j = 0; j < n; j++) {
+        w[j] = pw[j] * dot_neon(phiq, K + (size_t)j * dk, dk);
+        den += w[j];
+    }
+    const float d = den + eps;
     const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
     const float inv = normal ? 1.0f / d : 1.0f;
     size_t full = dv & ~(size_t)3;
     for (size_t j = 0; j < full; j += 64) {
         size_t width = full - j < 64 ? full - j : 64;
-        if (decay == 1.0f)
-            lur_plain(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4);
-        else
-            lur_decayed(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width / 4, decay);
+        lbr_dispatch(out + j, phiq, S + j, V + j, w, n, c, dk, dv, inv, width / 4);
     }
-    for (size_t j = full; j < dv; j++) {
+    for (size_t col = full; col < dv; col++) {
         float o = 0.0f;
-        for (size_t i = 0; i < dk; i++) {
-            float s = fmaf(phik[i], v[j], decay * S[i * dv + j]);
-            S[i * dv + j] = s;
-            o = fmaf(phiq[i], s, o);
-        }
-        out[j] = o * inv;
+        for (size_t i = 0; i < dk; i++)
+            o = fmaf(phiq[i], S[i * dv + col], o);
+        o *= c;
+        for (int j = 0; j < n; j++)
+            o = fmaf(w[j], V[(size_t)j * dv + col], o);
+        out[col] = o * inv;
     }
     if (!normal)
-        for (size_t j = 0; j < dv; j++)
-            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+        for (size_t col = 0; col < dv; col++)
+            out[col] = d == 0.0f ? 0.0f : out[col] / d;
 }
 
 void linattn_kernels_init_neon(linattn_kernels *k)
@@ -387,7 +338,7 @@ void linattn_kernels_init_neon(linattn_kernels *k)
     k->gelu = gelu_neon;
     k->layernorm = layernorm_neon;
     k->rmsnorm = rmsnorm_neon;
-    k->linear_update_read = linear_update_read_neon;
+    k->linear_block_read = linear_block_read_neon;
     k->gemv = linattn_gemv_neon;
     k->gemm_nt = linattn_gemm_nt_neon;
     k->gemm_nn = linattn_gemm_nn_neon;

@@ -96,40 +96,33 @@ static void rmsnorm_scalar(float *y, const float *x, const float *w, size_t n, f
         y[i] = x[i] * inv * w[i];
 }
 
-/* decay == 1 keeps its own loop: "decay * S + k v" could be contracted
- * differently from "S + k v" where the compiler fuses multiply-adds. */
-static void linear_update_read_scalar(float *S, float *z, const float *phik, const float *v,
-                                      const float *phiq, float *out, size_t dk, size_t dv,
-                                      float eps, float decay)
+static void linear_block_read_scalar(float *out, const float *phiq, const float *S,
+                                     const float *z, const float *K, const float *V,
+                                     const float *pw, int n, float c, size_t dk, size_t dv,
+                                     float eps)
 {
-    float den = 0.0f;
-    for (size_t j = 0; j < dv; j++)
-        out[j] = 0.0f;
-    for (size_t i = 0; i < dk; i++) {
-        float *row = S + i * dv;
-        if (decay == 1.0f) {
-            z[i] += phik[i];
-            for (size_t j = 0; j < dv; j++) {
-                row[j] += phik[i] * v[j];
-                out[j] += phiq[i] * row[j];
-            }
-        } else {
-            z[i] = decay * z[i] + phik[i];
-            for (size_t j = 0; j < dv; j++) {
-                row[j] = decay * row[j] + phik[i] * v[j];
-                out[j] += phiq[i] * row[j];
-            }
-        }
-        den += phiq[i] * z[i];
+    float w[LINATTN_BLOCK_ROWS];
+    float den = c * dot_scalar(phiq, z, dk);
+    for (int j = 0; j < n; j++) {
+        w[j] = pw[j] * dot_scalar(phiq, K + (size_t)j * dk, dk);
+        den += w[j];
     }
+    for (size_t col = 0; col < dv; col++)
+        out[col] = 0.0f;
+    for (size_t i = 0; i < dk; i++)
+        axpy_scalar(out, phiq[i], S + i * dv, dv);
+    for (size_t col = 0; col < dv; col++)
+        out[col] *= c;
+    for (int j = 0; j < n; j++)
+        axpy_scalar(out, w[j], V + (size_t)j * dv, dv);
     float d = den + eps;
     if (d >= FLT_MIN) {
         float inv = 1.0f / d;
-        for (size_t j = 0; j < dv; j++)
-            out[j] *= inv;
+        for (size_t col = 0; col < dv; col++)
+            out[col] *= inv;
     } else {
-        for (size_t j = 0; j < dv; j++)
-            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+        for (size_t col = 0; col < dv; col++)
+            out[col] = d == 0.0f ? 0.0f : out[col] / d;
     }
 }
 
@@ -148,12 +141,21 @@ static void gemm_nt_scalar(float *C, size_t ldc, const float *A, size_t lda, con
             C[i * ldc + j] += dot_scalar(A + i * lda, B + j * ldb, K);
 }
 
+/* Each row's sums are formed in t, then added to C once (see kernels.h). */
 static void gemm_nn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
                            size_t ldb, size_t M, size_t N, size_t K)
 {
+    float t[64];
     for (size_t i = 0; i < M; i++)
-        for (size_t p = 0; p < K; p++)
-            axpy_scalar(C + i * ldc, A[i * lda + p], B + p * ldb, N);
+        for (size_t j0 = 0; j0 < N; j0 += 64) {
+            size_t w = N - j0 < 64 ? N - j0 : 64;
+            for (size_t j = 0; j < w; j++)
+                t[j] = 0.0f;
+            for (size_t p = 0; p < K; p++)
+                axpy_scalar(t, A[i * lda + p], B + p * ldb + j0, w);
+            for (size_t j = 0; j < w; j++)
+                C[i * ldc + j0 + j] += t[j];
+        }
 }
 
 void linattn_kernels_init_scalar(linattn_kernels *k)
@@ -169,7 +171,7 @@ void linattn_kernels_init_scalar(linattn_kernels *k)
     k->gelu = gelu_scalar;
     k->layernorm = layernorm_scalar;
     k->rmsnorm = rmsnorm_scalar;
-    k->linear_update_read = linear_update_read_scalar;
+    k->linear_block_read = linear_block_read_scalar;
     k->gemv = gemv_scalar;
     k->gemm_nt = gemm_nt_scalar;
     k->gemm_nn = gemm_nn_scalar;

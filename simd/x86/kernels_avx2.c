@@ -264,36 +264,6 @@ static void rmsnorm_avx2(float *y, const float *x, const float *w, size_t n, flo
     }
 }
 
-/* z = decay z + phik, and phiq . z. An fma by 1 rounds z + phik once, as
- * an add does, so decay 1 gives the undecayed sums bit for bit. */
-static float update_z_den(float *z, const float *phik, const float *phiq, size_t dk,
-                          float decay)
-{
-    const __m256 g = _mm256_set1_ps(decay);
-    __m256 d0 = _mm256_setzero_ps(), d1 = d0;
-    size_t i = 0;
-    for (; i + 16 <= dk; i += 16) {
-        __m256 z0 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
-        __m256 z1 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i + 8), _mm256_loadu_ps(phik + i + 8));
-        _mm256_storeu_ps(z + i, z0);
-        _mm256_storeu_ps(z + i + 8, z1);
-        d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
-        d1 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i + 8), z1, d1);
-    }
-    for (; i + 8 <= dk; i += 8) {
-        __m256 z0 = _mm256_fmadd_ps(g, _mm256_loadu_ps(z + i), _mm256_loadu_ps(phik + i));
-        _mm256_storeu_ps(z + i, z0);
-        d0 = _mm256_fmadd_ps(_mm256_loadu_ps(phiq + i), z0, d0);
-    }
-    if (i < dk) {
-        __m256i m = avx2_tail_mask(dk - i);
-        __m256 z0 = _mm256_fmadd_ps(g, _mm256_maskload_ps(z + i, m), _mm256_maskload_ps(phik + i, m));
-        _mm256_maskstore_ps(z + i, m, z0);
-        d1 = _mm256_fmadd_ps(_mm256_maskload_ps(phiq + i, m), z0, d1);
-    }
-    return avx2_hsum(_mm256_add_ps(d0, d1));
-}
-
 LINATTN_INLINE __m256 load_chunk(const float *p, int masked, __m256i m)
 {
     return masked ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
@@ -307,130 +277,108 @@ LINATTN_INLINE void store_chunk(float *p, __m256 v, int masked, __m256i m)
         _mm256_storeu_ps(p, v);
 }
 
-/* Columns [0, 8 nc) of S (row stride dv) and v: S[i] = decay S[i] + phik[i] v,
- * the out block (8 nc floats) in registers, two S rows per iteration so each
- * v chunk load feeds both. With tail set the last chunk is the masked tail.
- * Each S element is loaded and stored once, the least traffic there is; per
- * 8 floats that is one store and two FMAs (a multiply more when decayed), so
- * the loop runs at the store and FMA limits. With nc <= 4 the odd rows get
- * their own accumulators, else the two dependent FMAs per row pair would
- * leave the FMA units idle. decayed is a constant in every copy: 0 leaves
- * out the multiply (the undecayed arithmetic exactly). */
-LINATTN_INLINE void lur_block(float *S, const float *phik, const float *v, const float *phiq,
-                              float *out, size_t dk, size_t dv, float inv, int nc, int tail,
-                              __m256i tm, int decayed, __m256 g)
+/* Columns [0, 8 nc) of out: c phiq^T S + sum_j w_j V_j, times inv, with the
+ * out block (8 nc floats) in registers; S is read once, two rows per
+ * iteration. With tail set the last chunk is the masked tail. With nc <= 4
+ * the odd rows get their own accumulators, else the FMA chains would be
+ * too few to hide the FMA latency. */
+LINATTN_INLINE void lbr_block(float *out, const float *phiq, const float *S, const float *V,
+                              const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                              int nc, int tail, __m256i tm)
 {
     __m256 acc[8] = {0}, odd[4] = {0};
     size_t i = 0;
     for (; i + 2 <= dk; i += 2) {
-        float *s0 = S + i * dv, *s1 = s0 + dv;
-        __m256 k0 = _mm256_broadcast_ss(phik + i), k1 = _mm256_broadcast_ss(phik + i + 1);
+        const float *s0 = S + i * dv, *s1 = s0 + dv;
         __m256 q0 = _mm256_broadcast_ss(phiq + i), q1 = _mm256_broadcast_ss(phiq + i + 1);
 #pragma GCC unroll 8
-        for (int c = 0; c < nc; c++) {
-            int mk = tail && c == nc - 1;
-            __m256 vc = load_chunk(v + 8 * c, mk, tm);
-            __m256 p0 = load_chunk(s0 + 8 * c, mk, tm), p1 = load_chunk(s1 + 8 * c, mk, tm);
-            if (decayed) {
-                p0 = _mm256_mul_ps(g, p0);
-                p1 = _mm256_mul_ps(g, p1);
-            }
-            __m256 r0 = _mm256_fmadd_ps(k0, vc, p0);
-            __m256 r1 = _mm256_fmadd_ps(k1, vc, p1);
-            store_chunk(s0 + 8 * c, r0, mk, tm);
-            store_chunk(s1 + 8 * c, r1, mk, tm);
-            acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
+        for (int k = 0; k < nc; k++) {
+            int mk = tail && k == nc - 1;
+            acc[k] = _mm256_fmadd_ps(q0, load_chunk(s0 + 8 * k, mk, tm), acc[k]);
             if (nc <= 4)
-                odd[c & 3] = _mm256_fmadd_ps(q1, r1, odd[c & 3]);
+                odd[k & 3] = _mm256_fmadd_ps(q1, load_chunk(s1 + 8 * k, mk, tm), odd[k & 3]);
             else
-                acc[c] = _mm256_fmadd_ps(q1, r1, acc[c]);
+                acc[k] = _mm256_fmadd_ps(q1, load_chunk(s1 + 8 * k, mk, tm), acc[k]);
         }
     }
     if (nc <= 4) {
 #pragma GCC unroll 4
-        for (int c = 0; c < nc; c++)
-            acc[c] = _mm256_add_ps(acc[c], odd[c & 3]);
+        for (int k = 0; k < nc; k++)
+            acc[k] = _mm256_add_ps(acc[k], odd[k & 3]);
     }
     if (i < dk) {
-        float *s0 = S + i * dv;
-        __m256 k0 = _mm256_broadcast_ss(phik + i), q0 = _mm256_broadcast_ss(phiq + i);
+        __m256 q0 = _mm256_broadcast_ss(phiq + i);
 #pragma GCC unroll 8
-        for (int c = 0; c < nc; c++) {
-            int mk = tail && c == nc - 1;
-            __m256 p0 = load_chunk(s0 + 8 * c, mk, tm);
-            if (decayed)
-                p0 = _mm256_mul_ps(g, p0);
-            __m256 r0 = _mm256_fmadd_ps(k0, load_chunk(v + 8 * c, mk, tm), p0);
-            store_chunk(s0 + 8 * c, r0, mk, tm);
-            acc[c] = _mm256_fmadd_ps(q0, r0, acc[c]);
-        }
+        for (int k = 0; k < nc; k++)
+            acc[k] = _mm256_fmadd_ps(q0, load_chunk(S + i * dv + 8 * k, tail && k == nc - 1, tm),
+                                     acc[k]);
+    }
+    const __m256 vc = _mm256_set1_ps(c);
+#pragma GCC unroll 8
+    for (int k = 0; k < nc; k++)
+        acc[k] = _mm256_mul_ps(acc[k], vc);
+    for (int j = 0; j < n; j++) {
+        __m256 wj = _mm256_broadcast_ss(w + j);
+        const float *vj = V + (size_t)j * dv;
+#pragma GCC unroll 8
+        for (int k = 0; k < nc; k++)
+            acc[k] = _mm256_fmadd_ps(wj, load_chunk(vj + 8 * k, tail && k == nc - 1, tm), acc[k]);
     }
     const __m256 vinv = _mm256_set1_ps(inv);
 #pragma GCC unroll 8
-    for (int c = 0; c < nc; c++)
-        store_chunk(out + 8 * c, _mm256_mul_ps(acc[c], vinv), tail && c == nc - 1, tm);
+    for (int k = 0; k < nc; k++)
+        store_chunk(out + 8 * k, _mm256_mul_ps(acc[k], vinv), tail && k == nc - 1, tm);
 }
 
-/* One call per block width so nc and tail are constants in each copy. */
-LINATTN_INLINE void lur_dispatch(float *S, const float *phik, const float *v, const float *phiq,
-                                 float *out, size_t dk, size_t dv, float inv, size_t width,
-                                 int decayed, __m256 g)
+/* One copy per block width so nc and tail are constants in each. */
+static void lbr_dispatch(float *out, const float *phiq, const float *S, const float *V,
+                         const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                         size_t width)
 {
     size_t nc = (width + 7) / 8;
     int tail = (width & 7) != 0;
     __m256i tm = avx2_tail_mask(tail ? width & 7 : 8);
-#define LUR(nc_, tail_) lur_block(S, phik, v, phiq, out, dk, dv, inv, nc_, tail_, tm, decayed, g)
+#define LBR(nc_, tail_) lbr_block(out, phiq, S, V, w, n, c, dk, dv, inv, nc_, tail_, tm)
     switch (nc * 2 + (size_t)tail) {
-    case 2: LUR(1, 0); break;
-    case 3: LUR(1, 1); break;
-    case 4: LUR(2, 0); break;
-    case 5: LUR(2, 1); break;
-    case 6: LUR(3, 0); break;
-    case 7: LUR(3, 1); break;
-    case 8: LUR(4, 0); break;
-    case 9: LUR(4, 1); break;
-    case 10: LUR(5, 0); break;
-    case 11: LUR(5, 1); break;
-    case 12: LUR(6, 0); break;
-    case 13: LUR(6, 1); break;
-    case 14: LUR(7, 0); break;
-    case 15: LUR(7, 1); break;
-    case 16: LUR(8, 0); break;
-    case 17: LUR(8, 1); break;
+    case 2: LBR(1, 0); break;
+    case 3: LBR(1, 1); break;
+    case 4: LBR(2, 0); break;
+    case 5: LBR(2, 1); break;
+    case 6: LBR(3, 0); break;
+    case 7: LBR(3, 1); break;
+    case 8: LBR(4, 0); break;
+    case 9: LBR(4, 1); break;
+    case 10: LBR(5, 0); break;
+    case 11: LBR(5, 1); break;
+    case 12: LBR(6, 0); break;
+    case 13: LBR(6, 1); break;
+    case 14: LBR(7, 0); break;
+    case 15: LBR(7, 1); break;
+    case 16: LBR(8, 0); break;
+    case 17: LBR(8, 1); break;
     default: break;
     }
-#undef LUR
+#undef LBR
 }
 
-/* The two specialisations: without the decay multiply, and with it. */
-static void lur_plain(float *S, const float *phik, const float *v, const float *phiq, float *out,
-                      size_t dk, size_t dv, float inv, size_t width)
+/* The row weights and the denominator first (dots), then out in column
+ * blocks of up to 64 so each block's accumulator stays in registers. */
+static void linear_block_read_avx2(float *out, const float *phiq, const float *S, const float *z,
+                                   const float *K, const float *V, const float *pw, int n,
+                                   float c, size_t dk, size_t dv, float eps)
 {
-    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, width, 0, _mm256_set1_ps(1.0f));
-}
-
-static void lur_decayed(float *S, const float *phik, const float *v, const float *phiq,
-                        float *out, size_t dk, size_t dv, float inv, size_t width, float decay)
-{
-    lur_dispatch(S, phik, v, phiq, out, dk, dv, inv, width, 1, _mm256_set1_ps(decay));
-}
-
-/* z and the denominator first (they need only z), then S in column blocks
- * of up to 64 so each block's out accumulator stays in registers. */
-static void linear_update_read_avx2(float *S, float *z, const float *phik, const float *v,
-                                    const float *phiq, float *out, size_t dk, size_t dv,
-                                    float eps, float decay)
-{
-    const float d = update_z_den(z, phik, phiq, dk, decay) + eps;
+    float w[LINATTN_BLOCK_ROWS];
+    float den = c * dot_avx2(phiq, z, dk);
+    for (int j = 0; j < n; j++) {
+        w[j] = pw[j] * dot_avx2(phiq, K + (size_t)j * dk, dk);
+        den += w[j];
+    }
+    const float d = den + eps;
     const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
     const float inv = normal ? 1.0f / d : 1.0f;
-    for (size_t j = 0; j < dv; j += 64) {
-        size_t width = dv - j < 64 ? dv - j : 64;
-        if (decay == 1.0f)
-            lur_plain(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width);
-        else
-            lur_decayed(S + j, phik, v + j, phiq, out + j, dk, dv, inv, width, decay);
-    }
+    for (size_t j = 0; j < dv; j += 64)
+        lbr_dispatch(out + j, phiq, S + j, V + j, w, n, c, dk, dv, inv,
+                     dv - j < 64 ? dv - j : 64);
     if (!normal)
         for (size_t j = 0; j < dv; j++)
             out[j] = d == 0.0f ? 0.0f : out[j] / d;
@@ -452,7 +400,7 @@ __attribute__((target("no-avx"))) void linattn_kernels_init_avx2(linattn_kernels
     k->gelu = gelu_avx2;
     k->layernorm = layernorm_avx2;
     k->rmsnorm = rmsnorm_avx2;
-    k->linear_update_read = linear_update_read_avx2;
+    k->linear_block_read = linear_block_read_avx2;
     k->gemv = linattn_gemv_avx2;
     k->gemm_nt = linattn_gemm_nt_avx2;
     k->gemm_nn = linattn_gemm_nn_avx2;
