@@ -18,21 +18,13 @@
 /* The temporary name adds ".tmp.PID.N": at most 4 + 1 + 10 + 1 + 10 bytes. */
 #define TMP_SUFFIX_MAX 26
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = mem_alloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 /* The folder part of path ("." when there is none), malloc'd. */
 static char *folder_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
-        return dup_str(".");
+        return mem_strdup(".");
     size_t n = slash == path ? 1 : (size_t)(slash - path);
     char *d = mem_alloc(n + 1);
     if (d) {
@@ -78,7 +70,7 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
                               int *exists)
 {
     *out = NULL;
-    char *cur = dup_str(path);
+    char *cur = mem_strdup(path);
     if (!cur)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     for (int hop = 0;; hop++) {
@@ -112,7 +104,7 @@ static linattn_status resolve(const char *path, const char *what, char **out, st
         link[n] = '\0';
         char *next;
         if (link[0] == '/') {
-            next = dup_str(link);
+            next = mem_strdup(link);
         } else { /* relative to the link's folder */
             char *dir = folder_of(cur);
             next = dir ? mem_alloc(strlen(dir) + 1 + (size_t)n + 1) : NULL;

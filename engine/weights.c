@@ -69,14 +69,6 @@ static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
         snprintf(buf + n, size - n, "]");
 }
 
-static char *dup_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = mem_alloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 static int is_little_endian(void)
 {
@@ -219,8 +211,8 @@ static linattn_status parse_metadata(linattn_weights *w, const cJSON *meta)
         if (!cJSON_IsString(item))
             return linattn_err(LINATTN_ERR_FORMAT, "%s: metadata '%.200s' is not a string",
                                w->path, item->string);
-        w->meta[2 * w->n_meta] = dup_string(item->string);
-        w->meta[2 * w->n_meta + 1] = dup_string(item->valuestring);
+        w->meta[2 * w->n_meta] = mem_strdup(item->string);
+        w->meta[2 * w->n_meta + 1] = mem_strdup(item->valuestring);
         w->n_meta++;
         if (!w->meta[2 * w->n_meta - 2] || !w->meta[2 * w->n_meta - 1])
             return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
@@ -328,7 +320,7 @@ static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
             continue;
         }
         struct tensor *t = &w->tensors[w->n_tensors];
-        t->name = dup_string(item->string);
+        t->name = mem_strdup(item->string);
         if (!t->name) {
             st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
             goto done;
@@ -350,7 +342,7 @@ linattn_status linattn_weights_open(const char *path, linattn_weights **out)
         return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
     *out = NULL;
     linattn_weights *w = mem_calloc(1, sizeof *w);
-    if (!w || !(w->path = dup_string(path))) {
+    if (!w || !(w->path = mem_strdup(path))) {
         mem_free(w);
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
     }

@@ -114,6 +114,19 @@ static float *run_new(enum variant var, const problem *p)
     return out;
 }
 
+/* The ISAs this CPU runs (scalar first) into isas[3]; returns how many. */
+static int cpu_isas(linattn_isa isas[3])
+{
+    int n = 0;
+    unsigned f = linattn_cpu_features();
+    isas[n++] = LINATTN_ISA_SCALAR;
+    if (f & LINATTN_CPU_AVX2)
+        isas[n++] = LINATTN_ISA_AVX2;
+    if (f & LINATTN_CPU_NEON)
+        isas[n++] = LINATTN_ISA_NEON;
+    return n;
+}
+
 static double phi(double x)
 {
     return x > 0 ? x + 1 : exp(x);
@@ -363,13 +376,8 @@ static void check_causality_bad_values(enum variant var)
     const int L = 300, H = 2, dk = 9, dv = 6;
     const int ts[] = {0, 5, 63, 64, 127, 128, 200, 299};
     const float bad[] = {INFINITY, -INFINITY, NAN};
-    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
-    int ni = 1;
-    unsigned f = linattn_cpu_features();
-    if (f & LINATTN_CPU_AVX2)
-        isas[ni++] = LINATTN_ISA_AVX2;
-    if (f & LINATTN_CPU_NEON)
-        isas[ni++] = LINATTN_ISA_NEON;
+    linattn_isa isas[3];
+    int ni = cpu_isas(isas);
     for (int ii = 0; ii < ni; ii++) {
         if (linattn_set_isa(isas[ii]) != LINATTN_OK)
             continue;
@@ -827,13 +835,8 @@ Test(linear, chunked_equals_recurrent)
 
 Test(attention, every_isa_agrees)
 {
-    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
-    int n = 1;
-    unsigned f = linattn_cpu_features();
-    if (f & LINATTN_CPU_AVX2)
-        isas[n++] = LINATTN_ISA_AVX2;
-    if (f & LINATTN_CPU_NEON)
-        isas[n++] = LINATTN_ISA_NEON;
+    linattn_isa isas[3];
+    int n = cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 101);
     int lengths[2] = {150, 97};
     p.lengths = lengths;
@@ -1184,13 +1187,8 @@ Test(decay, ones_are_no_decay_bit_for_bit)
 /* Every ISA, both algorithms, against the reference. */
 Test(decay, every_isa_agrees)
 {
-    linattn_isa isas[3] = {LINATTN_ISA_SCALAR};
-    int n = 1;
-    unsigned f = linattn_cpu_features();
-    if (f & LINATTN_CPU_AVX2)
-        isas[n++] = LINATTN_ISA_AVX2;
-    if (f & LINATTN_CPU_NEON)
-        isas[n++] = LINATTN_ISA_NEON;
+    linattn_isa isas[3];
+    int n = cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 620);
     int lengths[2] = {150, 97};
     p.lengths = lengths;
