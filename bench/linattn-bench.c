@@ -510,7 +510,7 @@ int main(int argc, char **argv)
         return 0;
     }
 
-    linattn_isa isas[3];
+    linattn_isa isas[LINATTN_ISA_COUNT];
     int n_isas = 0;
     if (isa_text) {
         if (linattn_isa_parse(isa_text, &isas[0]) != LINATTN_OK ||
@@ -521,11 +521,9 @@ int main(int argc, char **argv)
         linattn_get_isa(&isas[0], NULL);
         n_isas = 1;
     } else {
-        isas[n_isas++] = LINATTN_ISA_SCALAR;
-        const linattn_isa ladder[] = {LINATTN_ISA_AVX2, LINATTN_ISA_NEON};
-        for (int i = 0; i < 2; i++)
-            if (linattn_set_isa(ladder[i]) == LINATTN_OK)
-                isas[n_isas++] = ladder[i];
+        for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
+            if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
+                isas[n_isas++] = (linattn_isa)i;
     }
 
     printf("linattn %s, cpu: %s, openmp: %s (%d threads), peak %.0f GFLOP/s per core%s%s\n",

@@ -43,6 +43,7 @@ enum key_type {
     T_WEIGHTS,  /* like T_PATH, but "random:SEED" stays as is */
     T_LENGTHS,  /* int lengths[] + n_lengths */
     T_DECAY,    /* a linattn_decay field */
+    T_ISA,      /* a char[] field holding an ISA name (linattn_isa_parse) */
 };
 
 enum key_id {
@@ -61,7 +62,6 @@ static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const norm_position_names[] = {"pre", "post", NULL};
 static const char *const ffn_names[] = {"relu", "gelu", NULL};
 static const char *const positions_names[] = {"none", "sincos", "learned", NULL};
-static const char *const isa_names[] = {"auto", "scalar", "avx2", "neon", NULL};
 
 struct key {
     enum section section;
@@ -93,7 +93,7 @@ static const struct key keys[N_KEYS] = {
     [K_TIE_EMBEDDINGS] = {SEC_MODEL, "tie_embeddings", T_BOOL, FIELD(tie_embeddings), NULL},
     [K_DECAY] = {SEC_MODEL, "decay", T_DECAY, FIELD(decay), NULL},
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
-    [K_ISA] = {SEC_RUNTIME, "isa", T_NAME, FIELD(isa), isa_names},
+    [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
     [K_PROMPT] = {SEC_GENERATE, "prompt", T_STRING, FIELD(prompt), NULL},
     [K_MAX_NEW_TOKENS] = {SEC_GENERATE, "max_new_tokens", T_INT, FIELD(max_new_tokens), NULL},
@@ -336,8 +336,11 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         !check_int(o, K_BATCH, c->batch, 1, LINATTN_MAX_BATCH, &st) ||
         !check_string(o, K_ISA, c->isa, sizeof c->isa, &st))
         return st;
-    if (c->isa[0] && !is_name(c->isa, isa_names))
-        return bad_value(o, K_ISA, "expected auto, scalar, avx2 or neon, got '%s'", c->isa);
+    linattn_isa isa; /* a hand-built config spells it as the parser stores it */
+    if (c->isa[0] && (linattn_isa_parse(c->isa, &isa) != LINATTN_OK ||
+                      strcmp(c->isa, linattn_isa_name(isa)) != 0))
+        return bad_value(o, K_ISA, "expected %s (lower case), got '%s'", linattn_isa_choices(),
+                         c->isa);
 
     if (!check_string(o, K_PROMPT, c->prompt, sizeof c->prompt, &st) ||
         !check_int(o, K_MAX_NEW_TOKENS, c->max_new_tokens, 0, INT_MAX, &st) ||
@@ -788,6 +791,14 @@ static int set_value(struct parse *p, enum key_id k, const char *value)
         if ((why = parse_decay(value, &d)))
             return bad_key(p, k, LINATTN_ERR_INVALID, "%s, got '%.60s'", why, value);
         memcpy(field, &d, sizeof d);
+        return 1;
+    }
+    case T_ISA: {
+        linattn_isa isa;
+        if (linattn_isa_parse(value, &isa) != LINATTN_OK)
+            return bad_key(p, k, LINATTN_ERR_INVALID, "expected %s, got '%.60s'",
+                           linattn_isa_choices(), value);
+        snprintf(field, key->size, "%s", linattn_isa_name(isa));
         return 1;
     }
     case T_LENGTHS:

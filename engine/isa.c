@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,19 +13,39 @@
 #endif
 #include <sleef.h>
 
-static const char *const isa_names[] = {"auto", "scalar", "avx2", "neon"};
+/* The ISAs, by linattn_isa value: name, the CPU flags they need, whether
+ * this build has their kernels. Adding an ISA is a line here, its enum
+ * value, its ladder step (simd/kernels.c) and its kernel files. */
+#if defined(LINATTN_HAVE_AVX2)
+#define BUILT_AVX2 1
+#else
+#define BUILT_AVX2 0
+#endif
+#if defined(LINATTN_HAVE_NEON)
+#define BUILT_NEON 1
+#else
+#define BUILT_NEON 0
+#endif
+static const struct isa_entry {
+    const char *name;
+    unsigned flags;
+    int built;
+} isa_table[LINATTN_ISA_COUNT] = {
+    [LINATTN_ISA_AUTO] = {"auto", 0, 1},
+    [LINATTN_ISA_SCALAR] = {"scalar", 0, 1},
+    [LINATTN_ISA_AVX2] = {"avx2", LINATTN_CPU_AVX2, BUILT_AVX2},
+    [LINATTN_ISA_NEON] = {"neon", LINATTN_CPU_NEON, BUILT_NEON},
+};
 
 /* One table per ISA, filled when first chosen (under choose_lock, so only
  * for an ISA the CPU runs); the table in force is swapped atomically so
  * threads reading it never see a half-written one. */
-static linattn_kernels tables[4];
-static int filled[4];
+static linattn_kernels tables[LINATTN_ISA_COUNT];
+static int filled[LINATTN_ISA_COUNT];
 static _Atomic(const linattn_kernels *) current;
 static _Atomic linattn_isa current_isa;
 static _Atomic linattn_isa_source current_source;
 static pthread_mutex_t choose_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static const unsigned isa_flags[4] = {0, 0, LINATTN_CPU_AVX2, LINATTN_CPU_NEON};
 
 const char *linattn_version(void)
 {
@@ -33,9 +54,28 @@ const char *linattn_version(void)
 
 const char *linattn_isa_name(linattn_isa isa)
 {
-    if ((unsigned)isa < sizeof isa_names / sizeof isa_names[0])
-        return isa_names[isa];
+    if ((unsigned)isa < LINATTN_ISA_COUNT)
+        return isa_table[isa].name;
     return "unknown";
+}
+
+static char choices_text[128];
+static pthread_once_t choices_once = PTHREAD_ONCE_INIT;
+
+/* "auto, scalar, avx2 or neon" */
+static void make_choices(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < LINATTN_ISA_COUNT; i++)
+        n += (size_t)snprintf(choices_text + n, sizeof choices_text - n, "%s%s",
+                              i == 0 ? "" : i + 1 < LINATTN_ISA_COUNT ? ", " : " or ",
+                              isa_table[i].name);
+}
+
+const char *linattn_isa_choices(void)
+{
+    pthread_once(&choices_once, make_choices);
+    return choices_text;
 }
 
 const char *linattn_isa_source_name(linattn_isa_source source)
@@ -54,8 +94,8 @@ linattn_status linattn_isa_parse(const char *text, linattn_isa *out)
 {
     if (!text)
         return linattn_err(LINATTN_ERR_INVALID, "no ISA given");
-    for (size_t i = 0; i < sizeof isa_names / sizeof isa_names[0]; i++) {
-        const char *a = text, *b = isa_names[i];
+    for (int i = 0; i < LINATTN_ISA_COUNT; i++) {
+        const char *a = text, *b = isa_table[i].name;
         while (*a && tolower((unsigned char)*a) == *b)
             a++, b++;
         if (!*a && !*b) {
@@ -63,44 +103,29 @@ linattn_status linattn_isa_parse(const char *text, linattn_isa *out)
             return LINATTN_OK;
         }
     }
-    return linattn_err(LINATTN_ERR_INVALID, "unknown ISA '%s' (expected auto, scalar, avx2 or neon)",
-                       text);
+    return linattn_err(LINATTN_ERR_INVALID, "unknown ISA '%s' (expected %s)", text,
+                       linattn_isa_choices());
 }
 
-/* The best ISA the CPU (and this build) can run. */
-static linattn_isa best_isa(void)
-{
-    unsigned f = linattn_cpu_features();
-#if defined(LINATTN_HAVE_AVX2)
-    if (f & LINATTN_CPU_AVX2)
-        return LINATTN_ISA_AVX2;
-#elif defined(LINATTN_HAVE_NEON)
-    if (f & LINATTN_CPU_NEON)
-        return LINATTN_ISA_NEON;
-#endif
-    (void)f;
-    return LINATTN_ISA_SCALAR;
-}
-
+/* An ISA this build has and this CPU runs (auto and scalar always). */
 static int isa_runs_here(linattn_isa isa)
 {
-    unsigned f = linattn_cpu_features();
-    switch (isa) {
-    case LINATTN_ISA_AUTO:
-    case LINATTN_ISA_SCALAR: return 1;
-#if defined(LINATTN_HAVE_AVX2)
-    case LINATTN_ISA_AVX2: return (f & LINATTN_CPU_AVX2) != 0;
-#endif
-#if defined(LINATTN_HAVE_NEON)
-    case LINATTN_ISA_NEON: return (f & LINATTN_CPU_NEON) != 0;
-#endif
-    default: return 0;
-    }
+    const struct isa_entry *e = &isa_table[isa];
+    return e->built && (linattn_cpu_features() & e->flags) == e->flags;
+}
+
+/* The best: the last ISA of the table that runs here. */
+static linattn_isa best_isa(void)
+{
+    for (int i = LINATTN_ISA_COUNT - 1; i > LINATTN_ISA_SCALAR; i--)
+        if (isa_runs_here((linattn_isa)i))
+            return (linattn_isa)i;
+    return LINATTN_ISA_SCALAR;
 }
 
 static linattn_status choose(linattn_isa isa, linattn_isa_source source)
 {
-    if ((unsigned)isa > LINATTN_ISA_NEON)
+    if ((unsigned)isa >= LINATTN_ISA_COUNT)
         return linattn_err(LINATTN_ERR_INVALID, "unknown ISA value %d", (int)isa);
     if (!isa_runs_here(isa))
         return linattn_err(LINATTN_ERR_UNSUPPORTED,
@@ -109,7 +134,7 @@ static linattn_status choose(linattn_isa isa, linattn_isa_source source)
                            linattn_cpu_features_str());
     linattn_isa chosen = isa == LINATTN_ISA_AUTO ? best_isa() : isa;
     if (!filled[chosen]) {
-        linattn_kernels_init(&tables[chosen], isa_flags[chosen]);
+        linattn_kernels_init(&tables[chosen], isa_table[chosen].flags);
         filled[chosen] = 1;
     }
     atomic_store(&current_isa, chosen);
@@ -142,7 +167,8 @@ static linattn_status resolve_default(void)
         if (env && *env) {
             st = linattn_isa_parse(env, &isa);
             if (st != LINATTN_OK)
-                st = linattn_err(st, "LINATTN_ISA: unknown ISA '%s' (expected auto, scalar, avx2 or neon)", env);
+                st = linattn_err(st, "LINATTN_ISA: unknown ISA '%s' (expected %s)", env,
+                                 linattn_isa_choices());
             else
                 st = choose(isa, LINATTN_ISA_FROM_ENV);
         } else {

@@ -42,6 +42,7 @@ typedef enum linattn_isa {
     LINATTN_ISA_SCALAR,
     LINATTN_ISA_AVX2, /* AVX2 + FMA, x86-64 */
     LINATTN_ISA_NEON, /* Advanced SIMD, aarch64 */
+    LINATTN_ISA_COUNT /* not an ISA: how many values there are */
 } linattn_isa;
 
 /* Why the ISA in force was chosen. */
@@ -65,6 +66,8 @@ const char *linattn_cpu_features_str(void);
 
 /* "auto", "scalar", "avx2", "neon". */
 const char *linattn_isa_name(linattn_isa isa);
+/* Every name, for messages and help: "auto, scalar, avx2 or neon". */
+const char *linattn_isa_choices(void);
 const char *linattn_isa_source_name(linattn_isa_source source);
 /* Parses auto|scalar|avx2|neon (case-insensitive); LINATTN_ERR_INVALID otherwise. */
 linattn_status linattn_isa_parse(const char *text, linattn_isa *out);

@@ -1,18 +1,26 @@
-/* kernels.c: fills the kernel table, scalar first, then up the ISA ladder. */
+/* kernels.c: fills the kernel table, scalar first, then up the ISA ladder; built with no ISA flags. */
 #include "linattn.h"
 #include "kernels.h"
 
+/* k->name = linattn_name_isa for every kernel of the list. */
+#define LINATTN_SET(isa, name) k->name = linattn_##name##_##isa;
+#define SET_scalar(name, ret, params) LINATTN_SET(scalar, name)
+#define SET_avx2(name, ret, params) LINATTN_SET(avx2, name)
+#define SET_neon(name, ret, params) LINATTN_SET(neon, name)
+
+/* Each step up the ladder needs its CPU flags and replaces every kernel;
+ * a missing flag ends the climb (the dav1d *_dsp_init ladder). */
 void linattn_kernels_init(linattn_kernels *k, unsigned flags)
 {
-    linattn_kernels_init_scalar(k);
+    LINATTN_KERNELS(SET_scalar)
 #if defined(LINATTN_HAVE_AVX2)
     if (!(flags & LINATTN_CPU_AVX2))
         return;
-    linattn_kernels_init_avx2(k);
+    LINATTN_KERNELS(SET_avx2)
 #elif defined(LINATTN_HAVE_NEON)
     if (!(flags & LINATTN_CPU_NEON))
         return;
-    linattn_kernels_init_neon(k);
+    LINATTN_KERNELS(SET_neon)
 #else
     (void)flags;
 #endif

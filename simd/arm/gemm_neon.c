@@ -2,6 +2,7 @@
 #include <arm_neon.h>
 #include <math.h>
 
+#include "../kernels.h"
 #include "neon.h"
 
 /* k block: a packed 256 x 16 panel of B is 16 KiB and stays in L1 while

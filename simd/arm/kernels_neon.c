@@ -7,7 +7,7 @@
 #include "../kernels.h"
 #include "neon.h"
 
-static float dot_neon(const float *a, const float *b, size_t n)
+float linattn_dot_neon(const float *a, const float *b, size_t n)
 {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     size_t i = 0;
@@ -25,7 +25,7 @@ static float dot_neon(const float *a, const float *b, size_t n)
 }
 
 /* maxNum ignores a NaN x, as the scalar compare does. */
-static float max_neon(const float *x, size_t n)
+float linattn_max_neon(const float *x, size_t n)
 {
     const float32x4_t ninf = vdupq_n_f32(-INFINITY);
     float32x4_t m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
@@ -44,7 +44,7 @@ static float max_neon(const float *x, size_t n)
     return m;
 }
 
-static float sum_neon(const float *x, size_t n)
+float linattn_sum_neon(const float *x, size_t n)
 {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     size_t i = 0;
@@ -61,7 +61,7 @@ static float sum_neon(const float *x, size_t n)
     return vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
 }
 
-static void axpy_neon(float *y, float a, const float *x, size_t n)
+void linattn_axpy_neon(float *y, float a, const float *x, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -74,7 +74,7 @@ static void axpy_neon(float *y, float a, const float *x, size_t n)
         y[i] = fmaf(a, x[i], y[i]);
 }
 
-static void scale_neon(float *x, float a, size_t n)
+void linattn_scale_neon(float *x, float a, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -87,7 +87,7 @@ static void scale_neon(float *x, float a, size_t n)
         x[i] *= a;
 }
 
-static float exp_sub_sum_neon(float *y, const float *x, float m, size_t n)
+float linattn_exp_sub_sum_neon(float *y, const float *x, float m, size_t n)
 {
     const float32x4_t vm = vdupq_n_f32(m);
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0;
@@ -122,7 +122,7 @@ LINATTN_INLINE float32x4_t elu1_4(float32x4_t x)
     return vbslq_f32(pos, vaddq_f32(x, vdupq_n_f32(1.0f)), Sleef_expf4_u10advsimd(x));
 }
 
-static void elu1_neon(float *y, const float *x, size_t n)
+void linattn_elu1_neon(float *y, const float *x, size_t n)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
@@ -132,7 +132,7 @@ static void elu1_neon(float *y, const float *x, size_t n)
 }
 
 /* maxNum(x, 0) gives 0 for a NaN x, as the scalar compare does. */
-static void relu_neon(float *y, const float *x, size_t n)
+void linattn_relu_neon(float *y, const float *x, size_t n)
 {
     const float32x4_t zero = vdupq_n_f32(0.0f);
     size_t i = 0;
@@ -162,7 +162,7 @@ LINATTN_INLINE float32x4_t gelu_4(float32x4_t x)
     return vfmaq_f32(hx, hx, t);
 }
 
-static void gelu_neon(float *y, const float *x, size_t n)
+void linattn_gelu_neon(float *y, const float *x, size_t n)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
@@ -192,12 +192,12 @@ static float sum_sq_dev(const float *x, float mean, size_t n)
     return s;
 }
 
-static void layernorm_neon(float *y, const float *x, const float *w, const float *b, size_t n,
+void linattn_layernorm_neon(float *y, const float *x, const float *w, const float *b, size_t n,
                            float eps)
 {
     if (n == 0)
         return;
-    float mean = sum_neon(x, n) / (float)n;
+    float mean = linattn_sum_neon(x, n) / (float)n;
     float var = sum_sq_dev(x, mean, n) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
     const float32x4_t vm = vdupq_n_f32(mean);
@@ -211,11 +211,11 @@ static void layernorm_neon(float *y, const float *x, const float *w, const float
         y[i] = fmaf((x[i] - mean) * inv, w[i], b ? b[i] : 0.0f);
 }
 
-static void rmsnorm_neon(float *y, const float *x, const float *w, size_t n, float eps)
+void linattn_rmsnorm_neon(float *y, const float *x, const float *w, size_t n, float eps)
 {
     if (n == 0)
         return;
-    float inv = 1.0f / sqrtf(dot_neon(x, x, n) / (float)n + eps);
+    float inv = 1.0f / sqrtf(linattn_dot_neon(x, x, n) / (float)n + eps);
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
         vst1q_f32(y + i, vmulq_f32(vmulq_n_f32(vld1q_f32(x + i), inv), vld1q_f32(w + i)));
@@ -293,14 +293,14 @@ static void lbr_dispatch(float *out, const float *phiq, const float *S, const fl
 
 /* The row weights and the denominator first (dots), then out in column
  * blocks of up to 64 (registers); the last dv % 4 columns one at a time. */
-static void linear_block_read_neon(float *out, const float *phiq, const float *S, const float *z,
+void linattn_linear_block_read_neon(float *out, const float *phiq, const float *S, const float *z,
                                    const float *K, const float *V, const float *pw, int n,
                                    float c, size_t dk, size_t dv, float eps)
 {
     float w[LINATTN_BLOCK_ROWS];
-    float den = c * dot_neon(phiq, z, dk);
+    float den = c * linattn_dot_neon(phiq, z, dk);
     for (int j = 0; j < n; j++) {
-        w[j] = pw[j] * dot_neon(phiq, K + (size_t)j * dk, dk);
+        w[j] = pw[j] * linattn_dot_neon(phiq, K + (size_t)j * dk, dk);
         den += w[j];
     }
     const float d = den + eps;
@@ -323,23 +323,4 @@ static void linear_block_read_neon(float *out, const float *phiq, const float *S
     if (!normal)
         for (size_t col = 0; col < dv; col++)
             out[col] = d == 0.0f ? 0.0f : out[col] / d;
-}
-
-void linattn_kernels_init_neon(linattn_kernels *k)
-{
-    k->dot = dot_neon;
-    k->max = max_neon;
-    k->sum = sum_neon;
-    k->axpy = axpy_neon;
-    k->scale = scale_neon;
-    k->exp_sub_sum = exp_sub_sum_neon;
-    k->elu1 = elu1_neon;
-    k->relu = relu_neon;
-    k->gelu = gelu_neon;
-    k->layernorm = layernorm_neon;
-    k->rmsnorm = rmsnorm_neon;
-    k->linear_block_read = linear_block_read_neon;
-    k->gemv = linattn_gemv_neon;
-    k->gemm_nt = linattn_gemm_nt_neon;
-    k->gemm_nn = linattn_gemm_nn_neon;
 }

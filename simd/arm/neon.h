@@ -30,11 +30,4 @@ LINATTN_INLINE float32x4_t neon_hsum4(float32x4_t a, float32x4_t b, float32x4_t 
     return vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d));
 }
 
-void linattn_gemv_neon(float *y, const float *W, size_t ldw, const float *x, const float *b,
-                       size_t rows, size_t cols);
-void linattn_gemm_nt_neon(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                          size_t ldb, size_t M, size_t N, size_t K);
-void linattn_gemm_nn_neon(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                          size_t ldb, size_t M, size_t N, size_t K);
-
 #endif

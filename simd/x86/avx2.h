@@ -33,11 +33,4 @@ LINATTN_INLINE __m128 avx2_hsum4(__m256 a, __m256 b, __m256 c, __m256 d)
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-void linattn_gemv_avx2(float *y, const float *W, size_t ldw, const float *x, const float *b,
-                       size_t rows, size_t cols);
-void linattn_gemm_nt_avx2(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                          size_t ldb, size_t M, size_t N, size_t K);
-void linattn_gemm_nn_avx2(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                          size_t ldb, size_t M, size_t N, size_t K);
-
 #endif

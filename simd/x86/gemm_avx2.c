@@ -1,6 +1,7 @@
 /* gemm_avx2.c: register-blocked AVX2+FMA gemv and gemms (6x16 broadcast tile, dot tiles). */
 #include <immintrin.h>
 
+#include "../kernels.h"
 #include "avx2.h"
 
 /* k block: a packed 256 x 16 panel of B is 16 KiB and stays in L1 while

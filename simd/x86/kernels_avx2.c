@@ -7,7 +7,7 @@
 #include "../kernels.h"
 #include "avx2.h"
 
-static float dot_avx2(const float *a, const float *b, size_t n)
+float linattn_dot_avx2(const float *a, const float *b, size_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t i = 0;
@@ -27,7 +27,7 @@ static float dot_avx2(const float *a, const float *b, size_t n)
 }
 
 /* max(x, acc) keeps acc when x is NaN, as the scalar compare does. */
-static float max_avx2(const float *x, size_t n)
+float linattn_max_avx2(const float *x, size_t n)
 {
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
@@ -52,7 +52,7 @@ static float max_avx2(const float *x, size_t n)
     return _mm_cvtss_f32(s);
 }
 
-static float sum_avx2(const float *x, size_t n)
+float linattn_sum_avx2(const float *x, size_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     size_t i = 0;
@@ -69,7 +69,7 @@ static float sum_avx2(const float *x, size_t n)
     return avx2_hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
-static void axpy_avx2(float *y, float a, const float *x, size_t n)
+void linattn_axpy_avx2(float *y, float a, const float *x, size_t n)
 {
     const __m256 va = _mm256_set1_ps(a);
     size_t i = 0;
@@ -88,7 +88,7 @@ static void axpy_avx2(float *y, float a, const float *x, size_t n)
     }
 }
 
-static void scale_avx2(float *x, float a, size_t n)
+void linattn_scale_avx2(float *x, float a, size_t n)
 {
     const __m256 va = _mm256_set1_ps(a);
     size_t i = 0;
@@ -106,7 +106,7 @@ static void scale_avx2(float *x, float a, size_t n)
     }
 }
 
-static float exp_sub_sum_avx2(float *y, const float *x, float m, size_t n)
+float linattn_exp_sub_sum_avx2(float *y, const float *x, float m, size_t n)
 {
     const __m256 vm = _mm256_set1_ps(m);
     __m256 s0 = _mm256_setzero_ps(), s1 = s0;
@@ -141,7 +141,7 @@ LINATTN_INLINE __m256 elu1_8(__m256 x)
     return _mm256_blendv_ps(e, _mm256_add_ps(x, _mm256_set1_ps(1.0f)), pos);
 }
 
-static void elu1_avx2(float *y, const float *x, size_t n)
+void linattn_elu1_avx2(float *y, const float *x, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -152,7 +152,7 @@ static void elu1_avx2(float *y, const float *x, size_t n)
     }
 }
 
-static void relu_avx2(float *y, const float *x, size_t n)
+void linattn_relu_avx2(float *y, const float *x, size_t n)
 {
     const __m256 zero = _mm256_setzero_ps();
     size_t i = 0;
@@ -187,7 +187,7 @@ LINATTN_INLINE __m256 gelu_8(__m256 x)
     return _mm256_fmadd_ps(hx, t, hx);
 }
 
-static void gelu_avx2(float *y, const float *x, size_t n)
+void linattn_gelu_avx2(float *y, const float *x, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -223,12 +223,12 @@ static float sum_sq_dev(const float *x, float mean, size_t n)
     return avx2_hsum(_mm256_add_ps(s0, s1));
 }
 
-static void layernorm_avx2(float *y, const float *x, const float *w, const float *b, size_t n,
+void linattn_layernorm_avx2(float *y, const float *x, const float *w, const float *b, size_t n,
                            float eps)
 {
     if (n == 0)
         return;
-    float mean = sum_avx2(x, n) / (float)n;
+    float mean = linattn_sum_avx2(x, n) / (float)n;
     float var = sum_sq_dev(x, mean, n) / (float)n;
     const __m256 vm = _mm256_set1_ps(mean);
     const __m256 vinv = _mm256_set1_ps(1.0f / sqrtf(var + eps));
@@ -246,11 +246,11 @@ static void layernorm_avx2(float *y, const float *x, const float *w, const float
     }
 }
 
-static void rmsnorm_avx2(float *y, const float *x, const float *w, size_t n, float eps)
+void linattn_rmsnorm_avx2(float *y, const float *x, const float *w, size_t n, float eps)
 {
     if (n == 0)
         return;
-    float ss = dot_avx2(x, x, n);
+    float ss = linattn_dot_avx2(x, x, n);
     const __m256 vinv = _mm256_set1_ps(1.0f / sqrtf(ss / (float)n + eps));
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -363,14 +363,14 @@ static void lbr_dispatch(float *out, const float *phiq, const float *S, const fl
 
 /* The row weights and the denominator first (dots), then out in column
  * blocks of up to 64 so each block's accumulator stays in registers. */
-static void linear_block_read_avx2(float *out, const float *phiq, const float *S, const float *z,
+void linattn_linear_block_read_avx2(float *out, const float *phiq, const float *S, const float *z,
                                    const float *K, const float *V, const float *pw, int n,
                                    float c, size_t dk, size_t dv, float eps)
 {
     float w[LINATTN_BLOCK_ROWS];
-    float den = c * dot_avx2(phiq, z, dk);
+    float den = c * linattn_dot_avx2(phiq, z, dk);
     for (int j = 0; j < n; j++) {
-        w[j] = pw[j] * dot_avx2(phiq, K + (size_t)j * dk, dk);
+        w[j] = pw[j] * linattn_dot_avx2(phiq, K + (size_t)j * dk, dk);
         den += w[j];
     }
     const float d = den + eps;
@@ -382,26 +382,4 @@ static void linear_block_read_avx2(float *out, const float *phiq, const float *S
     if (!normal)
         for (size_t j = 0; j < dv; j++)
             out[j] = d == 0.0f ? 0.0f : out[j] / d;
-}
-
-/* Only stores function pointers, yet with -mavx2 GCC would pair them into
- * ymm stores: built without AVX so that filling a table never executes an
- * AVX instruction, even on a CPU that lacks it. */
-__attribute__((target("no-avx"))) void linattn_kernels_init_avx2(linattn_kernels *k)
-{
-    k->dot = dot_avx2;
-    k->max = max_avx2;
-    k->sum = sum_avx2;
-    k->axpy = axpy_avx2;
-    k->scale = scale_avx2;
-    k->exp_sub_sum = exp_sub_sum_avx2;
-    k->elu1 = elu1_avx2;
-    k->relu = relu_avx2;
-    k->gelu = gelu_avx2;
-    k->layernorm = layernorm_avx2;
-    k->rmsnorm = rmsnorm_avx2;
-    k->linear_block_read = linear_block_read_avx2;
-    k->gemv = linattn_gemv_avx2;
-    k->gemm_nt = linattn_gemm_nt_avx2;
-    k->gemm_nn = linattn_gemm_nn_avx2;
 }
