@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "../simd/cpu.h"
 
 #ifdef LINATTN_HAVE_OPENMP
 #include <omp.h>
@@ -63,16 +64,17 @@ void linattn_linear_force_mode(linattn_linear_mode mode)
  *   d        32    64   128   256
  *   recur  1030k  348k   72k   65-78k
  *   chunk   632k  252k   84-87k   94-101k
- * so the recurrent form wins while S (4 dk dv bytes) fits in L1 (48 KiB
- * here: d <= 110) and the chunked one once S spills to L2, where every
- * token would stream S in and out (about 350 ns per 16 KiB). With
- * the scalar kernels (no register-blocked gemm) the recurrent form wins at
- * every d (d = 64: 86k against 48k; d = 256: 31k against 23k). */
+ * so the recurrent form wins while S (4 dk dv bytes) fits in the core's
+ * L1 data cache (read from the CPU: 48 KiB here, d <= 110) and the
+ * chunked one once S spills to L2, where every token would stream S in
+ * and out (about 350 ns per 16 KiB). Without a register-blocked gemm (the
+ * scalar table) the recurrent form wins at every d (d = 64: 86k against
+ * 48k; d = 256: 31k against 23k). */
 linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v)
 {
-    linattn_isa isa = LINATTN_ISA_SCALAR;
-    linattn_get_isa(&isa, NULL);
-    if (isa == LINATTN_ISA_SCALAR || n < 2 * LIN_C || (long long)d_k * d_v <= 12288)
+    const linattn_kernels *kt;
+    if (linattn_kernels_current(&kt) != LINATTN_OK || !kt->blocked_gemm || n < 2 * LIN_C ||
+        (size_t)d_k * (size_t)d_v * sizeof(float) <= linattn_cpu_l1d_bytes())
         return LINATTN_LINEAR_RECURRENT;
     return LINATTN_LINEAR_CHUNKED;
 }

@@ -1,6 +1,8 @@
 /* cpu.c: detects AVX2+FMA (x86-64) or NEON (aarch64) once; built with no ISA flags. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <unistd.h>
 
 #include "linattn.h"
 #include "cpu.h"
@@ -30,6 +32,18 @@ unsigned linattn_cpu_features(void)
 void linattn_cpu_mask(unsigned mask)
 {
     atomic_store(&keep_mask, mask);
+}
+
+size_t linattn_cpu_l1d_bytes(void)
+{
+    static atomic_size_t bytes;
+    size_t b = atomic_load(&bytes);
+    if (!b) {
+        long v = sysconf(_SC_LEVEL1_DCACHE_SIZE); /* CPUID leaf 4 / 0x8000001D, or sysfs */
+        b = v >= 4096 && v <= (1l << 24) ? (size_t)v : 32768;
+        atomic_store(&bytes, b);
+    }
+    return b;
 }
 
 const char *linattn_cpu_features_str(void)

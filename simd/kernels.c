@@ -13,14 +13,17 @@
 void linattn_kernels_init(linattn_kernels *k, unsigned flags)
 {
     LINATTN_KERNELS(SET_scalar)
+    k->blocked_gemm = 0;
 #if defined(LINATTN_HAVE_AVX2)
     if (!(flags & LINATTN_CPU_AVX2))
         return;
     LINATTN_KERNELS(SET_avx2)
+    k->blocked_gemm = 1;
 #elif defined(LINATTN_HAVE_NEON)
     if (!(flags & LINATTN_CPU_NEON))
         return;
     LINATTN_KERNELS(SET_neon)
+    k->blocked_gemm = 1;
 #else
     (void)flags;
 #endif

@@ -74,6 +74,8 @@ typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;
     LINATTN_KERNELS(LINATTN_KERNEL_FIELD)
 #undef LINATTN_KERNEL_FIELD
+    /* What callers choose algorithms by (not the ISA's name): */
+    int blocked_gemm; /* gemm_nn/gemm_nt are register-blocked (not dot by dot) */
 } linattn_kernels;
 
 /* Every ISA's kernels, linattn_<name>_<isa>: one line an ISA (declaring an
