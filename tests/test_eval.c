@@ -221,3 +221,52 @@ Test(eval, bad_input_gives_one_line)
     cr_expect(strstr(r.out, "--window"), "%s", r.out);
     tu_run_free(&r);
 }
+
+/* The shipped streaming model, on the last 64 KiB of the KJV text (held
+ * out of training): the targets it was trained for. One stream at most 1.6
+ * bits/byte overall; in every 4 KiB block at most 1.03 times its own figure
+ * in fresh windows of 256 (a long context may help, never hurt); and below
+ * the softmax twin read in fresh windows of 256 on the same bytes. */
+static double eval_json(const char *config, const char *window, double blocks[16])
+{
+    char json_path[512];
+    snprintf(json_path, sizeof json_path, "%s", tu_path(window ? "w.json" : "s.json"));
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "%s/../../configs/%s", tu_data_dir(), config);
+    const char *args[12] = {"eval", cfg, "--text", tu_data("kjv-heldout-64k.txt"), "--json",
+                            json_path, NULL};
+    if (window) {
+        args[6] = "--window";
+        args[7] = window;
+        args[8] = NULL;
+    }
+    tu_run_result r = tu_run_args(args);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    size_t len;
+    char *json = tu_read_file(json_path, &len);
+    double bpb = json_number(json, "bits_per_byte");
+    const char *p = strstr(json, "\"blocks\"");
+    for (int b = 0; b < 16; b++) {
+        p = strstr(p + 1, "\"offset\"");
+        cr_assert(p, "block %d missing: %s", b, json);
+        blocks[b] = json_number(p, "bits_per_byte");
+    }
+    free(json);
+    return bpb;
+}
+
+Test(eval, shipped_linear_model_streams)
+{
+    double sb[16], wb[16], xb[16];
+    double stream = eval_json("kjv-linear.ini", NULL, sb);
+    double windows = eval_json("kjv-linear.ini", "256", wb);
+    double twin = eval_json("kjv-softmax.ini", "256", xb);
+    cr_log_info("kjv-linear: one stream %.4f, windows of 256 %.4f; kjv-softmax windows %.4f",
+                stream, windows, twin);
+    cr_expect(stream <= 1.6, "one stream: %.4f bits/byte, target 1.6", stream);
+    cr_expect(stream < twin, "one stream %.4f is not below the softmax twin's %.4f", stream, twin);
+    for (int b = 0; b < 16; b++)
+        cr_expect(sb[b] <= 1.03 * wb[b], "block %d (bytes %d..): stream %.4f > 1.03 x windows %.4f",
+                  b, b * 4096, sb[b], wb[b]);
+}

@@ -165,6 +165,7 @@ Test(golden, shipped_demo_models_match_pytorch)
     /* configs/kjv-*.ini with their F16 weights in models/; PyTorch logits
      * computed in float64 from the same F16-rounded weights */
     check_golden("kjv-linear", "tokens", "logits");
+    check_golden("kjv-linear-plain", "tokens", "logits");
     check_golden("kjv-softmax", "tokens", "logits");
 }
 

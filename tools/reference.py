@@ -20,8 +20,8 @@ Operator goldens for decayed causal linear attention, from a float64 NumPy
 loop written from the definition (lengths, Lq != Lk both ways, d_v != d_k):
     decay-op-*.{q,k,v,decay}.npy ('<f4'), .lengths.npy ('<f8'), .out.npy ('<f8')
 
-For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini),
-if present:
+For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini,
+configs/kjv-linear-plain.ini), if present:
     kjv-<variant>.tokens.npy ('<f8') [32], kjv-<variant>.logits.npy ('<f4') [32, V]
 
 All logits are computed in float64 from the weights as stored (i.e. after the
@@ -450,7 +450,7 @@ def make_tiny(out_dir: str) -> None:
 
 def make_kjv(out_dir: str) -> None:
     toks = kjv_tokens()
-    for variant in ("softmax", "linear"):
+    for variant in ("softmax", "linear", "linear-plain"):
         ini = os.path.join(ROOT, "configs", f"kjv-{variant}.ini")
         if not os.path.exists(ini):
             print(f"skip kjv-{variant}: {ini} not found")

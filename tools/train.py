@@ -71,8 +71,10 @@ def load_kjv(cache: str = "/tmp/kjv.txt") -> bytes:
 def make_config(args, attention: str) -> M.Config:
     return M.Config(vocab_size=256, d_model=args.d_model, n_heads=args.n_heads,
                     n_layers=args.n_layers, d_ff=args.d_ff, attention=attention,
-                    norm=args.norm, norm_position="pre", ffn="gelu", positions="sincos",
-                    max_seq_len=args.ctx, eps=1e-6, tie_embeddings=False)
+                    norm=args.norm, norm_position="pre", ffn="gelu",
+                    positions=args.positions, max_seq_len=args.ctx, eps=1e-6,
+                    tie_embeddings=False,
+                    decay=args.decay if attention == "linear" else "none")
 
 
 def init_weights(model: M.LinAttnLM, seed: int) -> None:
@@ -134,6 +136,38 @@ def evaluate_stream_bpb(model: M.LinAttnLM, data: np.ndarray, n_bytes: int,
     return float(bits.mean()), bits
 
 
+def tail_report(model: M.LinAttnLM, val: np.ndarray, n_bytes: int, ctx: int,
+                block: int = 4096) -> dict:
+    """The issue-8 protocol on the last n_bytes of the text (inside the held-out
+    split): bits/byte as one stream and in fresh windows of ctx, per block."""
+    tail = val[-(n_bytes + 1):]
+    out = {"bytes": n_bytes}
+    if model.cfg.attention == "linear":
+        out["stream"], bits = evaluate_stream_bpb(model, tail, n_bytes)
+        out["stream_blocks"] = [round(float(bits[a:a + block].mean()), 4)
+                                for a in range(0, n_bytes, block)]
+    wbits = window_bits(model, tail, ctx, n_bytes)
+    out["windows"] = float(wbits.mean())
+    out["window_blocks"] = [round(float(wbits[a:a + block].mean()), 4)
+                            for a in range(0, n_bytes, block)]
+    return out
+
+
+@torch.no_grad()
+def window_bits(model: M.LinAttnLM, data: np.ndarray, ctx: int, n_bytes: int) -> np.ndarray:
+    """Per-byte bits, data[1..n_bytes] predicted in fresh windows of ctx bytes."""
+    model.eval()
+    bits = []
+    for s in range(0, n_bytes, ctx):
+        e = min(n_bytes, s + ctx)
+        x = torch.from_numpy(data[s:e].astype(np.int64))[None]
+        y = torch.from_numpy(data[s + 1:e + 1].astype(np.int64))
+        lg = model(x, chunk=ctx)
+        bits.append(torch.nn.functional.cross_entropy(lg[0].float(), y, reduction="none"))
+    model.train()
+    return torch.cat(bits).numpy() / math.log(2)
+
+
 def lr_at(frac: float, peak: float, warmup: float, floor: float) -> float:
     if frac < warmup:
         return peak * max(frac, 1e-3) / warmup
@@ -142,6 +176,7 @@ def lr_at(frac: float, peak: float, warmup: float, floor: float) -> float:
 
 
 def write_ini(cfg: M.Config, variant: str, path: str, weights_path: str) -> None:
+    streams = cfg.attention == "linear" and cfg.positions != "learned"
     gen = "\n".join([
         "[runtime]",
         "threads = 0",
@@ -149,7 +184,7 @@ def write_ini(cfg: M.Config, variant: str, path: str, weights_path: str) -> None
         "",
         "[generate]",
         f"prompt = {PROMPT}",
-        "max_new_tokens = 200",
+        f"max_new_tokens = {1000 if streams and cfg.decays() else 200}",
         "temperature = 0.8",
         "top_k = 40",
         "top_p = 0.95",
@@ -157,7 +192,11 @@ def write_ini(cfg: M.Config, variant: str, path: str, weights_path: str) -> None
     ])
     note = (f"KJV byte-level demo model, {variant} attention; trained by tools/train.py "
             f"(see tools/TRAINING.md).")
-    if variant == "linear":
+    if variant == "linear" and cfg.decays():
+        note += ("\nmax_seq_len is the training window; the model was trained on states "
+                 "carried across windows,\nso it streams at any length with constant "
+                 "memory (linattn eval shows it by position).")
+    elif variant == "linear":
         note += ("\nmax_seq_len is the training context; linear attention with sincos "
                  "positions decodes past it.")
     with open(path, "w") as f:
@@ -177,6 +216,15 @@ def main() -> None:
     ap.add_argument("--d-ff", type=int, default=1024)
     ap.add_argument("--ctx", type=int, default=256)
     ap.add_argument("--norm", choices=["rmsnorm", "layernorm"], default="rmsnorm")
+    ap.add_argument("--positions", choices=["none", "sincos", "learned"], default="sincos")
+    ap.add_argument("--decay", default="none",
+                    help="linear only: none | retnet | g0,g1,... (one per head)")
+    ap.add_argument("--tail-bytes", type=int, default=65536,
+                    help="the held-out tail used for the streaming figures")
+    ap.add_argument("--eval-every", type=float, default=0.0,
+                    help="minutes between stream evaluations of the tail during "
+                         "training (0 = only at the end); eval time is not "
+                         "counted in the budget")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=float, default=0.04, help="fraction of the budget")
@@ -228,9 +276,21 @@ def main() -> None:
     budget = args.minutes * 60.0
     t0 = time.time()
     step, tokens, ema = 0, 0, None
+    paused, next_eval, curve = 0.0, args.eval_every * 60.0, []
     model.train()
     while True:
-        elapsed = time.time() - t0
+        elapsed = time.time() - t0 - paused
+        if args.eval_every > 0 and elapsed >= next_eval and step > 0:
+            te = time.time()
+            rep = tail_report(model, val, args.tail_bytes, args.ctx)
+            curve.append({"train_seconds": round(elapsed), "step": step,
+                          "stream": rep.get("stream"), "windows": rep["windows"]})
+            print(f"eval t {elapsed:6.0f}s step {step}: tail {args.tail_bytes} bytes "
+                  f"stream {rep.get('stream', float('nan')):.4f} windows "
+                  f"{rep['windows']:.4f} [{time.time() - te:.0f}s]", flush=True)
+            paused += time.time() - te
+            next_eval += args.eval_every * 60.0
+            continue
         if elapsed >= budget:
             break
         lr = lr_at(elapsed / budget, args.lr, args.warmup, 0.1)
@@ -264,10 +324,10 @@ def main() -> None:
         bpb = loss.item() / math.log(2)
         ema = bpb if ema is None else 0.95 * ema + 0.05 * bpb
         if step % 20 == 0 or step == 1:
-            el = time.time() - t0
+            el = time.time() - t0 - paused
             print(f"step {step:5d} t {el:6.0f}s lr {lr:.2e} train bpb {bpb:.3f} "
                   f"(ema {ema:.3f}) {tokens / el:.0f} tok/s", flush=True)
-    train_time = time.time() - t0
+    train_time = time.time() - t0 - paused
     print(f"training done: {step} steps, {tokens} tokens, {train_time:.0f}s", flush=True)
 
     os.makedirs(args.models_dir, exist_ok=True)
@@ -302,6 +362,9 @@ def main() -> None:
                           for a, b in zip(edges, edges[1:]) if a < len(bits)}
         print(f"  streaming bpb by position: {stream_buckets}", flush=True)
 
+    tail = tail_report(m16, val, args.tail_bytes, args.ctx)
+    print(f"tail ({args.tail_bytes} bytes): {json.dumps(tail)}", flush=True)
+
     samples = {}
     for name, temp in (("greedy", 0.0), ("t0.8_seed42", 0.8)):
         out = M.generate(m16, PROMPT.encode(), 200, temperature=temp, top_k=40,
@@ -316,7 +379,8 @@ def main() -> None:
                    pos_offset_max=args.pos_offset_max, stateful_windows=args.stateful_windows,
                    amp=args.amp, batch=args.batch, lr=args.lr, ctx=args.ctx,
                    d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
-                   d_ff=args.d_ff, norm=args.norm, samples=samples,
+                   d_ff=args.d_ff, norm=args.norm, positions=args.positions,
+                   decay=args.decay, tail=tail, curve=curve, samples=samples,
                    argv=sys.argv[1:])
     with open(summary_path, "w") as f:
         json.dump(summary, f, indent=1)
