@@ -17,7 +17,7 @@ static const char usage[] =
     "Runs each workload with each ISA this machine has (and scalar), and\n"
     "prints the median of repeated runs.\n"
     "\n"
-    "  --isa ISA         only this ISA (auto|scalar|avx2|neon)\n"
+    "  --isa ISA         only this ISA (auto|scalar|avx2|avx512|neon)\n"
     "  --threads LIST    thread counts for the prefill and model workloads (default 1,2;\n"
     "                    single-thread workloads stay at 1)\n"
     "  --quick           fewer, shorter runs (for CI)\n"

@@ -21,6 +21,11 @@
 #else
 #define BUILT_AVX2 0
 #endif
+#if defined(LINATTN_HAVE_AVX512)
+#define BUILT_AVX512 1
+#else
+#define BUILT_AVX512 0
+#endif
 #if defined(LINATTN_HAVE_NEON)
 #define BUILT_NEON 1
 #else
@@ -34,6 +39,7 @@ static const struct isa_entry {
     [LINATTN_ISA_AUTO] = {"auto", 0, 1},
     [LINATTN_ISA_SCALAR] = {"scalar", 0, 1},
     [LINATTN_ISA_AVX2] = {"avx2", LINATTN_CPU_AVX2, BUILT_AVX2},
+    [LINATTN_ISA_AVX512] = {"avx512", LINATTN_CPU_AVX2 | LINATTN_CPU_AVX512, BUILT_AVX512},
     [LINATTN_ISA_NEON] = {"neon", LINATTN_CPU_NEON, BUILT_NEON},
 };
 
@@ -62,7 +68,7 @@ const char *linattn_isa_name(linattn_isa isa)
 static char choices_text[128];
 static pthread_once_t choices_once = PTHREAD_ONCE_INIT;
 
-/* "auto, scalar, avx2 or neon" */
+/* "auto, scalar, avx2, avx512 or neon" */
 static void make_choices(void)
 {
     size_t n = 0;

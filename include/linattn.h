@@ -41,6 +41,7 @@ typedef enum linattn_isa {
     LINATTN_ISA_AUTO = 0, /* the best the CPU has */
     LINATTN_ISA_SCALAR,
     LINATTN_ISA_AVX2, /* AVX2 + FMA, x86-64 */
+    LINATTN_ISA_AVX512, /* AVX-512 F, BW, DQ and VL (and AVX2 + FMA), x86-64 */
     LINATTN_ISA_NEON, /* Advanced SIMD, aarch64 */
     LINATTN_ISA_COUNT /* not an ISA: how many values there are */
 } linattn_isa;
@@ -57,19 +58,20 @@ typedef enum linattn_isa_source {
 /* CPU feature bits, as detected (once) and after the mask. */
 #define LINATTN_CPU_AVX2 (1u << 0) /* AVX2 and FMA, with OS YMM support */
 #define LINATTN_CPU_NEON (1u << 1)
+#define LINATTN_CPU_AVX512 (1u << 2) /* AVX-512 F, BW, DQ, VL, with OS ZMM support */
 
 unsigned linattn_cpu_features(void);
 /* Remove features (for tests and benchmarks); a mask only removes. */
 void linattn_cpu_mask(unsigned mask);
-/* "avx2 fma" / "neon" / "none", for messages. */
+/* "avx2 fma avx512" / "avx2 fma" / "neon" / "none", for messages. */
 const char *linattn_cpu_features_str(void);
 
-/* "auto", "scalar", "avx2", "neon". */
+/* "auto", "scalar", "avx2", "avx512", "neon". */
 const char *linattn_isa_name(linattn_isa isa);
-/* Every name, for messages and help: "auto, scalar, avx2 or neon". */
+/* Every name, for messages and help: "auto, scalar, avx2, avx512 or neon". */
 const char *linattn_isa_choices(void);
 const char *linattn_isa_source_name(linattn_isa_source source);
-/* Parses auto|scalar|avx2|neon (case-insensitive); LINATTN_ERR_INVALID otherwise. */
+/* Parses auto|scalar|avx2|avx512|neon (case-insensitive); LINATTN_ERR_INVALID otherwise. */
 linattn_status linattn_isa_parse(const char *text, linattn_isa *out);
 
 /* Chooses the kernels every later call in this process uses. AUTO picks
@@ -300,7 +302,7 @@ typedef struct linattn_config {
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): OpenMP default */
     int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
-    char isa[16];         /* "" when not set, else auto|scalar|avx2|neon (lower case) */
+    char isa[16];         /* "" when not set, else auto|scalar|avx2|avx512|neon (lower case) */
 
     /* [generate] */
     char prompt[4096];    /* default "" */

@@ -1,4 +1,4 @@
-/* cpu.c: detects AVX2+FMA (x86-64) or NEON (aarch64) once; built with no ISA flags. */
+/* cpu.c: detects AVX2+FMA and AVX-512 (x86-64) or NEON (aarch64) once; built with no ISA flags. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -18,6 +18,11 @@ static void detect(void)
     /* __builtin_cpu_supports checks the OS saves YMM state too. */
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         detected |= LINATTN_CPU_AVX2;
+    /* ... and ZMM and mask state for these. */
+    if ((detected & LINATTN_CPU_AVX2) && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        detected |= LINATTN_CPU_AVX512;
 #elif defined(__aarch64__)
     detected |= LINATTN_CPU_NEON; /* baseline on aarch64 */
 #endif
@@ -49,6 +54,8 @@ size_t linattn_cpu_l1d_bytes(void)
 const char *linattn_cpu_features_str(void)
 {
     unsigned f = linattn_cpu_features();
+    if ((f & LINATTN_CPU_AVX2) && (f & LINATTN_CPU_AVX512))
+        return "avx2 fma avx512";
     if (f & LINATTN_CPU_AVX2)
         return "avx2 fma";
     if (f & LINATTN_CPU_NEON)

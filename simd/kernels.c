@@ -6,6 +6,7 @@
 #define LINATTN_SET(isa, name) k->name = linattn_##name##_##isa;
 #define SET_scalar(name, ret, params) LINATTN_SET(scalar, name)
 #define SET_avx2(name, ret, params) LINATTN_SET(avx2, name)
+#define SET_avx512(name, ret, params) LINATTN_SET(avx512, name)
 #define SET_neon(name, ret, params) LINATTN_SET(neon, name)
 
 /* Each step up the ladder needs its CPU flags and replaces every kernel;
@@ -19,6 +20,11 @@ void linattn_kernels_init(linattn_kernels *k, unsigned flags)
         return;
     LINATTN_KERNELS(SET_avx2)
     k->blocked_gemm = 1;
+#if defined(LINATTN_HAVE_AVX512)
+    if (!(flags & LINATTN_CPU_AVX512))
+        return;
+    LINATTN_KERNELS(SET_avx512)
+#endif
 #elif defined(LINATTN_HAVE_NEON)
     if (!(flags & LINATTN_CPU_NEON))
         return;

@@ -83,13 +83,15 @@ typedef struct linattn_kernels {
 #define LINATTN_KERNEL_DECL(isa, name, ret, params) ret linattn_##name##_##isa params;
 #define LINATTN_DECL_scalar(name, ret, params) LINATTN_KERNEL_DECL(scalar, name, ret, params)
 #define LINATTN_DECL_avx2(name, ret, params) LINATTN_KERNEL_DECL(avx2, name, ret, params)
+#define LINATTN_DECL_avx512(name, ret, params) LINATTN_KERNEL_DECL(avx512, name, ret, params)
 #define LINATTN_DECL_neon(name, ret, params) LINATTN_KERNEL_DECL(neon, name, ret, params)
 LINATTN_KERNELS(LINATTN_DECL_scalar)
 LINATTN_KERNELS(LINATTN_DECL_avx2)
+LINATTN_KERNELS(LINATTN_DECL_avx512)
 LINATTN_KERNELS(LINATTN_DECL_neon)
 
-/* Fills k with the scalar kernels, then climbs the ladder (scalar -> avx2 on
- * x86-64, scalar -> neon on aarch64) as far as the flags (LINATTN_CPU_*
+/* Fills k with the scalar kernels, then climbs the ladder (scalar -> avx2 ->
+ * avx512 on x86-64, scalar -> neon on aarch64) as far as the flags (LINATTN_CPU_*
  * bits) allow. flags = 0 gives pure scalar. Built without ISA flags: only
  * stores pointers. */
 void linattn_kernels_init(linattn_kernels *k, unsigned flags);

@@ -994,7 +994,7 @@ static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t
  * rows (panels read in place), many (packed), column tails. */
 static void check_gemm_nn_sums_apart(const linattn_kernels *k, report *r)
 {
-    static const size_t Ms[] = {1, 3, 7, 40, 64}, Ns[] = {5, 16, 37, 64}, Ks[] = {2, 16, 64};
+    static const size_t Ms[] = {1, 3, 7, 11, 40, 64, 71}, Ns[] = {5, 16, 37, 64}, Ks[] = {2, 16, 64};
     for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
             for (size_t c = 0; c < sizeof Ks / sizeof Ks[0]; c++) {
@@ -1031,10 +1031,13 @@ static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, repo
                 if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
                     gemm_case(r, f, fs, nt, c, sizes[a], sizes[b], sizes[d]);
     /* k blocking (K past a cache block) with full and edge tiles; A too big
-     * to stay in L2 whole (M K > 128 Ki floats, another loop order); empty */
+     * to stay in L2 whole (M K > 128 Ki floats, another loop order); every
+     * remainder of rows after whole micro-tiles (6 rows in AVX2, 12 in
+     * AVX-512: 68..71 leave 8..11, also past gemm_nt's dot-tile limit); empty */
     static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {4, 17, 1000}, {64, 64, 64},
-                                      {150, 33, 1000}, {133, 40, 1001}, {1, 1, 0}, {0, 5, 5},
-                                      {5, 0, 5}};
+                                      {150, 33, 1000}, {133, 40, 1001}, {68, 40, 70},
+                                      {69, 33, 300}, {70, 64, 17}, {71, 31, 260}, {10, 65, 40},
+                                      {11, 48, 33}, {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         gemm_case(r, f, fs, nt, c, extra[i][0], extra[i][1], extra[i][2]);
 }
@@ -1351,7 +1354,7 @@ static const char usage[] =
     "1..1000 with unaligned pointers, guard floats and special values.\n"
     "\n"
     "  --seed N       reproduce a run (the seed is printed first)\n"
-    "  --require ISA  fail unless ISA (avx2, neon) was among those tested\n"
+    "  --require ISA  fail unless ISA (avx2, avx512, neon) was among those tested\n"
     "  --kernel NAME  only this kernel\n"
     "  --bench        after the checks, ns per call and speed-up over scalar\n"
     "  -h, --help     this text, then the tolerance table\n";

@@ -10,21 +10,22 @@
 
 Test(isa, parse_names_any_case)
 {
-    static const struct { const char *text; linattn_isa isa; } cases[] = {
-        {"auto", LINATTN_ISA_AUTO}, {"scalar", LINATTN_ISA_SCALAR}, {"AVX2", LINATTN_ISA_AVX2},
-        {"Neon", LINATTN_ISA_NEON},
+    static const struct { const char *text; linattn_isa isa; const char *name; } cases[] = {
+        {"auto", LINATTN_ISA_AUTO, "auto"},         {"scalar", LINATTN_ISA_SCALAR, "scalar"},
+        {"AVX2", LINATTN_ISA_AVX2, "avx2"},         {"avx512", LINATTN_ISA_AVX512, "avx512"},
+        {"AVX512", LINATTN_ISA_AVX512, "avx512"},   {"Neon", LINATTN_ISA_NEON, "neon"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         linattn_isa isa = (linattn_isa)-1;
         cr_assert_eq(linattn_isa_parse(cases[i].text, &isa), LINATTN_OK, "%s", cases[i].text);
         cr_assert_eq(isa, cases[i].isa, "%s", cases[i].text);
-        cr_assert_str_eq(linattn_isa_name(isa), i == 0 ? "auto" : i == 1 ? "scalar" : i == 2 ? "avx2" : "neon");
+        cr_assert_str_eq(linattn_isa_name(isa), cases[i].name);
     }
 }
 
 Test(isa, parse_rejects_unknown_with_message)
 {
-    const char *bad[] = {"", "avx", "avx22", "sse4", "scalar ", "x"};
+    const char *bad[] = {"", "avx", "avx22", "avx-512", "avx5120", "sse4", "scalar ", "x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         linattn_isa isa = LINATTN_ISA_SCALAR;
         cr_assert_eq(linattn_isa_parse(bad[i], &isa), LINATTN_ERR_INVALID, "'%s'", bad[i]);
@@ -43,7 +44,9 @@ Test(isa, auto_picks_best_available)
     cr_assert_eq(src, LINATTN_ISA_FROM_AUTO);
     unsigned f = linattn_cpu_features();
 #if defined(__x86_64__)
-    cr_assert_eq(isa, (f & LINATTN_CPU_AVX2) ? LINATTN_ISA_AVX2 : LINATTN_ISA_SCALAR);
+    cr_assert_eq(isa, (f & LINATTN_CPU_AVX512) ? LINATTN_ISA_AVX512
+                      : (f & LINATTN_CPU_AVX2) ? LINATTN_ISA_AVX2
+                                               : LINATTN_ISA_SCALAR);
 #elif defined(__aarch64__)
     cr_assert_eq(isa, LINATTN_ISA_NEON);
     (void)f;
@@ -108,6 +111,38 @@ Test(isa, mask_only_removes_features)
     linattn_cpu_mask(~0u | LINATTN_CPU_NEON | LINATTN_CPU_AVX2);
     cr_assert_eq(linattn_cpu_features(), all, "a mask cannot add features");
 }
+
+#if defined(__x86_64__)
+/* Without AVX-512 (masked, or an AVX2-only CPU) auto is AVX2 and asking for
+ * avx512 is refused; with it, avx2 stays choosable and is a distinct table. */
+Test(isa, avx512_is_a_step_above_avx2)
+{
+    unsigned all = linattn_cpu_features();
+    if (!(all & LINATTN_CPU_AVX2))
+        cr_assert_eq(linattn_set_isa(LINATTN_ISA_AVX512), LINATTN_ERR_UNSUPPORTED);
+    else {
+        linattn_cpu_mask(~LINATTN_CPU_AVX512);
+        cr_assert_eq(linattn_set_isa(LINATTN_ISA_AVX512), LINATTN_ERR_UNSUPPORTED);
+        cr_assert(strstr(linattn_last_error(), "avx512"), "%s", linattn_last_error());
+        cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+        linattn_isa isa;
+        cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_OK);
+        cr_assert_eq(isa, LINATTN_ISA_AVX2);
+        cr_assert_str_eq(linattn_cpu_features_str(), "avx2 fma");
+        linattn_cpu_mask(~0u);
+        linattn_kernels two, five;
+        linattn_kernels_init(&two, LINATTN_CPU_AVX2);
+        linattn_kernels_init(&five, LINATTN_CPU_AVX2 | LINATTN_CPU_AVX512);
+        cr_assert(two.gemm_nt != five.gemm_nt, "the AVX-512 step replaces the AVX2 kernels");
+        cr_assert(two.blocked_gemm && five.blocked_gemm);
+        if (all & LINATTN_CPU_AVX512) {
+            cr_assert_eq(linattn_set_isa(LINATTN_ISA_AVX2), LINATTN_OK);
+            cr_assert_eq(linattn_set_isa(LINATTN_ISA_AVX512), LINATTN_OK);
+            cr_assert(strstr(linattn_cpu_features_str(), "avx512"));
+        }
+    }
+}
+#endif
 
 Test(isa, kernel_tables_filled_and_distinct)
 {

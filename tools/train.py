@@ -180,7 +180,7 @@ def write_ini(cfg: M.Config, variant: str, path: str, weights_path: str) -> None
     gen = "\n".join([
         "[runtime]",
         "threads = 0",
-        "isa = auto",
+        "# isa = auto: left unset, so LINATTN_ISA can choose (else the best the CPU has)",
         "",
         "[generate]",
         f"prompt = {PROMPT}",

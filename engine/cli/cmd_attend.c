@@ -34,7 +34,7 @@ static const char usage[] =
     "                  none (default), retnet (g_h = 1 - 2^(-5-h)) or one value in\n"
     "                  (0, 1] per head, comma-separated\n"
     "  --q, --k, --v, --out FILE   the tensors\n"
-    "  --isa ISA       auto|scalar|avx2|neon (overrides LINATTN_ISA and the config)\n"
+    "  --isa ISA       auto|scalar|avx2|avx512|neon (overrides LINATTN_ISA and the config)\n"
     "  --threads N     OpenMP threads (0: default)\n"
     "  -h, --help      this text\n"
     "\n"

@@ -32,7 +32,7 @@ static const char usage[] =
     "  --block N      bytes per reported block (default 4096)\n"
     "  --window N     fresh streams of N bytes instead of one stream\n"
     "  --threads N    threads (0 = OpenMP default)\n"
-    "  --isa ISA      auto|scalar|avx2|neon\n"
+    "  --isa ISA      auto|scalar|avx2|avx512|neon\n"
     "  --json FILE    also write the figures as JSON:\n"
     "                 {\"bits_per_byte\": X, \"bytes\": N, \"tokens_per_second\": R,\n"
     "                  \"blocks\": [{\"offset\": O, \"bytes\": N, \"bits_per_byte\": X}, ...]}\n"

@@ -25,7 +25,7 @@ static const char usage[] =
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
     "  --seed S             sampler seed; the same seed gives the same text\n"
     "  --threads N          threads (0 = OpenMP default)\n"
-    "  --isa ISA            auto|scalar|avx2|neon\n"
+    "  --isa ISA            auto|scalar|avx2|avx512|neon\n"
     "  --stats              print speed and memory figures to stderr at the end\n"
     "  --save-state FILE    save the stream (and sampler) at the end\n"
     "  --load-state FILE    continue a saved stream; --prompt is then optional\n"

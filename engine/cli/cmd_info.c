@@ -15,7 +15,7 @@ static const char usage[] =
     "SLEEF. With CONFIG, also a model summary: parameters, weight bytes, and the\n"
     "per-stream state (linear) or KV-cache bytes (softmax).\n"
     "\n"
-    "  --isa ISA    auto|scalar|avx2|neon (overrides the config and LINATTN_ISA)\n"
+    "  --isa ISA    auto|scalar|avx2|avx512|neon (overrides the config and LINATTN_ISA)\n"
     "  --threads N  threads (overrides the config)\n"
     "  -h, --help  this text\n";
 

@@ -20,7 +20,7 @@ static const char usage[] =
     "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
     "\n"
     "Run 'linattn COMMAND --help' for a command's options.\n"
-    "Environment: LINATTN_ISA=auto|scalar|avx2|neon picks the kernels\n"
+    "Environment: LINATTN_ISA=auto|scalar|avx2|avx512|neon picks the kernels\n"
     "(a command's --isa flag or a config's isa key wins over it).\n";
 
 int cli_fail(const char *what, const char *fmt, ...)

@@ -1,0 +1,440 @@
+/* gemm_x86.h: gemv and the gemms, written once: blocking, packing and tails here, over the vector
+ * vocabulary (vec_avx2.h or vec_avx512.h, included first) and its micro-tile height GEMM_MR. */
+
+#include "../kernels.h"
+
+/* A B panel is NR = 2 vectors wide (16 floats in AVX2, 32 in AVX-512); a
+ * k block of it, KC x NR, stays in L1 (16 or 32 KiB) while every GEMM_MR-row
+ * tile of A streams past it. */
+#define KC 256
+#define NR (2 * VL)
+/* Measured (AVX2, Sapphire Rapids): below 64 rows of C, gemm_nt's dot tiles
+ * are as fast as packing B or faster; at 64 (the flash-attention score
+ * tile) the packed tile wins by about 10%. */
+#define NT_DOTS_MAX_M 64
+/* From 32 rows of C, gemm_nn's copy of each B panel pays for itself. */
+#define NN_PACK_MIN_M 32
+/* Floats of A that comfortably stay in L2 (512 KiB). */
+#define A_IN_L2 (128 * 1024)
+
+/* ------------------------------------------------------------------------ */
+/* gemv and dot tiles: C[i][j] += A[i,:] . B[j,:] with horizontal sums       */
+/* ------------------------------------------------------------------------ */
+
+/* rows x cols dot products of A rows against B rows (both contiguous in k),
+ * summed into out[r * ldo + c]. Each A chunk is held in a register while
+ * each B chunk is loaded once and hits all rows: rows + 1 loads per
+ * rows * cols FMAs. rows * cols <= 12, cols a multiple of 4 or 1..4. */
+LINATTN_INLINE void dot_tile(float *out, size_t ldo, const float *A, size_t lda, const float *B,
+                             size_t ldb, size_t K, int rows, int cols)
+{
+    vf acc[3][8];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < cols; c++)
+            acc[r][c] = vzero();
+    size_t p = 0;
+    for (; p + VL <= K; p += VL) {
+        vf a[3];
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++)
+            a[r] = vload(A + r * lda + p);
+#pragma GCC unroll 8
+        for (int c = 0; c < cols; c++) {
+            vf b = vload(B + c * ldb + p);
+#pragma GCC unroll 8
+            for (int r = 0; r < rows; r++)
+                acc[r][c] = vfma(a[r], b, acc[r][c]);
+        }
+    }
+    if (p < K) {
+        vmask m = vmask_n(K - p);
+        vf a[3];
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; r++)
+            a[r] = vload_m(A + r * lda + p, m);
+#pragma GCC unroll 8
+        for (int c = 0; c < cols; c++) {
+            vf b = vload_m(B + c * ldb + p, m);
+#pragma GCC unroll 8
+            for (int r = 0; r < rows; r++)
+                acc[r][c] = vfma(a[r], b, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; r++) {
+        for (int c = 0; c + 4 <= cols; c += 4)
+            vhsum4_add(out + r * ldo + c, acc[r][c], acc[r][c + 1], acc[r][c + 2],
+                       acc[r][c + 3]);
+        if (cols < 4)
+#pragma GCC unroll 8
+            for (int c = 0; c < cols; c++)
+                out[r * ldo + c] += vhsum(acc[r][c]);
+    }
+}
+
+/* y[r] = W[r,:] . x + b[r]: four rows share each x chunk; two chunks per
+ * step give eight independent FMA chains. */
+void FN(gemv)(float *y, const float *W, size_t ldw, const float *x, const float *b, size_t rows,
+              size_t cols)
+{
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const float *w0 = W + r * ldw, *w1 = w0 + ldw, *w2 = w1 + ldw, *w3 = w2 + ldw;
+        vf a0 = vzero(), a1 = a0, a2 = a0, a3 = a0;
+        vf b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        size_t p = 0;
+        for (; p + 2 * VL <= cols; p += 2 * VL) {
+            vf x0 = vload(x + p), x1 = vload(x + p + VL);
+            a0 = vfma(vload(w0 + p), x0, a0);
+            a1 = vfma(vload(w1 + p), x0, a1);
+            a2 = vfma(vload(w2 + p), x0, a2);
+            a3 = vfma(vload(w3 + p), x0, a3);
+            b0 = vfma(vload(w0 + p + VL), x1, b0);
+            b1 = vfma(vload(w1 + p + VL), x1, b1);
+            b2 = vfma(vload(w2 + p + VL), x1, b2);
+            b3 = vfma(vload(w3 + p + VL), x1, b3);
+        }
+        for (; p + VL <= cols; p += VL) {
+            vf x0 = vload(x + p);
+            a0 = vfma(vload(w0 + p), x0, a0);
+            a1 = vfma(vload(w1 + p), x0, a1);
+            a2 = vfma(vload(w2 + p), x0, a2);
+            a3 = vfma(vload(w3 + p), x0, a3);
+        }
+        if (p < cols) {
+            vmask m = vmask_n(cols - p);
+            vf x1 = vload_m(x + p, m);
+            b0 = vfma(vload_m(w0 + p, m), x1, b0);
+            b1 = vfma(vload_m(w1 + p, m), x1, b1);
+            b2 = vfma(vload_m(w2 + p, m), x1, b2);
+            b3 = vfma(vload_m(w3 + p, m), x1, b3);
+        }
+        float s[4] = {0, 0, 0, 0};
+        vhsum4_add(s, vadd(a0, b0), vadd(a1, b1), vadd(a2, b2), vadd(a3, b3));
+        for (int q = 0; q < 4; q++)
+            y[r + q] = s[q] + (b ? b[r + q] : 0.0f);
+    }
+    for (; r < rows; r++) {
+        float t = 0.0f;
+        dot_tile(&t, 0, W + r * ldw, 0, x, 0, cols, 1, 1);
+        y[r] = t + (b ? b[r] : 0.0f);
+    }
+}
+
+/* C rows i0.. (3 of them, or the rows that remain) += A . B[j0..j0+ncols)^T. */
+static void dots_rows(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                      size_t ldb, size_t rows, size_t ncols, size_t K)
+{
+    switch (rows * 8 + (ncols == 4 ? 4 : ncols == 8 ? 0 : 1)) {
+    case 8 + 0: dot_tile(C, ldc, A, lda, B, ldb, K, 1, 8); break;
+    case 8 + 4: dot_tile(C, ldc, A, lda, B, ldb, K, 1, 4); break;
+    case 8 + 1: dot_tile(C, ldc, A, lda, B, ldb, K, 1, 1); break;
+    case 16 + 4: dot_tile(C, ldc, A, lda, B, ldb, K, 2, 4); break;
+    case 16 + 1: dot_tile(C, ldc, A, lda, B, ldb, K, 2, 1); break;
+    case 24 + 4: dot_tile(C, ldc, A, lda, B, ldb, K, 3, 4); break;
+    case 24 + 1: dot_tile(C, ldc, A, lda, B, ldb, K, 3, 1); break;
+    default: break;
+    }
+}
+
+/* C += A . B^T by dot tiles (3x4; 1x8 when M = 1), for M < NT_DOTS_MAX_M:
+ * no packing at all. Columns outer: a few B rows stay in L1 while every
+ * row block of A passes, so B is read from memory once. */
+static void gemm_nt_dots(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                         size_t ldb, size_t M, size_t N, size_t K)
+{
+    size_t step = M == 1 ? 8 : 4;
+    for (size_t j = 0; j < N;) {
+        size_t ncols = N - j >= step ? step : N - j >= 4 ? 4 : 1;
+        for (size_t i = 0; i < M; i += 3) {
+            size_t rows = M - i < 3 ? M - i : 3;
+            dots_rows(C + i * ldc + j, ldc, A + i * lda, lda, B + j * ldb, ldb, rows, ncols, K);
+        }
+        j += ncols;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The micro-tile: rows x NR of C over a B panel laid out [k][NR]           */
+/* ------------------------------------------------------------------------ */
+
+/* C[rows x NR] += A[rows x kc] . Bp[kc x NR] (Bp row stride ldbp): 2 rows
+ * accumulators, two B loads and rows broadcasts per k. Only the first
+ * ncols columns of C are touched (masks ml, mh). The k-term sums are
+ * formed in registers and added to C once (the gemm_nn contract). */
+LINATTN_INLINE void tile(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
+                         size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh)
+{
+    vf c0[GEMM_MR], c1[GEMM_MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < rows; r++) {
+        c0[r] = vzero();
+        c1[r] = vzero();
+        /* C is read only after the k loop: fetch it now so that read does not stall */
+        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(C + r * ldc + NR - 1), _MM_HINT_T0);
+    }
+    for (size_t p = 0; p < kc; p++) {
+        vf b0 = vload(Bp + p * ldbp);
+        vf b1 = vload(Bp + p * ldbp + VL);
+#pragma GCC unroll 16
+        for (int r = 0; r < rows; r++) {
+            vf a = vbcast(A + r * lda + p);
+            c0[r] = vfma(a, b0, c0[r]);
+            c1[r] = vfma(a, b1, c1[r]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < rows; r++) {
+        float *c = C + r * ldc;
+        if (full) {
+            vstore(c, vadd(vload(c), c0[r]));
+            vstore(c + VL, vadd(vload(c + VL), c1[r]));
+        } else {
+            vstore_m(c, vadd(vload_m(c, ml), c0[r]), ml);
+            vstore_m(c + VL, vadd(vload_m(c + VL, mh), c1[r]), mh);
+        }
+    }
+}
+
+/* Few rows leave few independent accumulators; two k-parities double them
+ * so the FMA latency stays hidden. */
+LINATTN_INLINE void tile_small(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
+                               size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh)
+{
+    vf c0[3], c1[3], d0[3], d1[3];
+#pragma GCC unroll 3
+    for (int r = 0; r < rows; r++)
+        c0[r] = c1[r] = d0[r] = d1[r] = vzero();
+    size_t p = 0;
+    for (; p + 2 <= kc; p += 2) {
+        const float *bp = Bp + p * ldbp;
+        vf b0 = vload(bp), b1 = vload(bp + VL);
+        vf e0 = vload(bp + ldbp), e1 = vload(bp + ldbp + VL);
+#pragma GCC unroll 3
+        for (int r = 0; r < rows; r++) {
+            vf a = vbcast(A + r * lda + p);
+            vf a2 = vbcast(A + r * lda + p + 1);
+            c0[r] = vfma(a, b0, c0[r]);
+            c1[r] = vfma(a, b1, c1[r]);
+            d0[r] = vfma(a2, e0, d0[r]);
+            d1[r] = vfma(a2, e1, d1[r]);
+        }
+    }
+    if (p < kc) {
+        vf b0 = vload(Bp + p * ldbp), b1 = vload(Bp + p * ldbp + VL);
+#pragma GCC unroll 3
+        for (int r = 0; r < rows; r++) {
+            vf a = vbcast(A + r * lda + p);
+            c0[r] = vfma(a, b0, c0[r]);
+            c1[r] = vfma(a, b1, c1[r]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < rows; r++) {
+        float *c = C + r * ldc;
+        vf s0 = vadd(c0[r], d0[r]), s1 = vadd(c1[r], d1[r]);
+        if (full) {
+            vstore(c, vadd(vload(c), s0));
+            vstore(c + VL, vadd(vload(c + VL), s1));
+        } else {
+            vstore_m(c, vadd(vload_m(c, ml), s0), ml);
+            vstore_m(c + VL, vadd(vload_m(c + VL, mh), s1), mh);
+        }
+    }
+}
+
+/* All M rows of C against one panel: C[M x ncols] += A[M x kc] . Bp[kc x NR]. */
+static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
+                       size_t ldbp, size_t M, size_t kc, size_t ncols)
+{
+    int full = ncols == NR;
+    vmask ml = vmask_n(ncols < VL ? ncols : VL);
+    vmask mh = vmask_n(ncols > VL ? ncols - VL : 0);
+    size_t i = 0;
+    for (; i + GEMM_MR <= M; i += GEMM_MR)
+        tile(C + i * ldc, ldc, A + i * lda, lda, Bp, ldbp, kc, GEMM_MR, full, ml, mh);
+    float *c = C + i * ldc;
+    const float *a = A + i * lda;
+#define TILE(rows) tile(c, ldc, a, lda, Bp, ldbp, kc, rows, full, ml, mh)
+    switch (M - i) {
+#if GEMM_MR > 6
+    case 11: TILE(11); break;
+    case 10: TILE(10); break;
+    case 9: TILE(9); break;
+    case 8: TILE(8); break;
+    case 7: TILE(7); break;
+    case 6: TILE(6); break;
+#endif
+    case 5: TILE(5); break;
+    case 4: TILE(4); break;
+    case 3: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 3, full, ml, mh); break;
+    case 2: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 2, full, ml, mh); break;
+    case 1: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 1, full, ml, mh); break;
+    default: break;
+    }
+#undef TILE
+}
+
+/* Bp[p][j] = B[j][p] for j < nrows (B rows of length kc, stride ldb), 0 for
+ * nrows <= j < NR; 8x8 blocks transposed in registers. */
+static void pack_bt(float *Bp, const float *B, size_t ldb, size_t nrows, size_t kc)
+{
+    for (size_t j0 = 0; j0 < NR; j0 += 8) {
+        for (size_t p = 0; p < kc; p += 8) {
+            size_t w = kc - p < 8 ? kc - p : 8;
+            __m256i m = avx2_tail_mask(w);
+            __m256 r[8];
+            for (size_t j = 0; j < 8; j++) {
+                const float *src = B + (j0 + j) * ldb + p;
+                if (j0 + j >= nrows)
+                    r[j] = _mm256_setzero_ps();
+                else
+                    r[j] = w == 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, m);
+            }
+            avx2_transpose8(r);
+            for (size_t q = 0; q < w; q++)
+                _mm256_store_ps(Bp + (p + q) * NR + j0, r[q]);
+        }
+    }
+}
+
+/* Bp[p][j] = B[p][j] for j < ncols, 0 past them: a contiguous copy of a
+ * gemm_nn panel, zero-padded at the right edge. */
+static void pack_bn(float *Bp, const float *B, size_t ldb, size_t ncols, size_t kc)
+{
+    if (ncols == NR) {
+        for (size_t p = 0; p < kc; p++) {
+            vstore(Bp + p * NR, vload(B + p * ldb));
+            vstore(Bp + p * NR + VL, vload(B + p * ldb + VL));
+        }
+        return;
+    }
+    vmask ml = vmask_n(ncols < VL ? ncols : VL);
+    vmask mh = vmask_n(ncols > VL ? ncols - VL : 0);
+    for (size_t p = 0; p < kc; p++) {
+        vstore(Bp + p * NR, vload_m(B + p * ldb, ml));
+        vstore(Bp + p * NR + VL, vload_m(B + p * ldb + VL, mh));
+    }
+}
+
+void FN(gemm_nt)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+                 size_t M, size_t N, size_t K)
+{
+    if (M == 0 || N == 0 || K == 0)
+        return;
+    if (M < NT_DOTS_MAX_M) {
+        gemm_nt_dots(C, ldc, A, lda, B, ldb, M, N, K);
+        return;
+    }
+    _Alignas(64) float Bp[KC * NR];
+    if (M * K <= A_IN_L2) {
+        /* All of A stays in L2: walk each panel's B rows start to end, so
+         * the hardware prefetcher streams them from memory. */
+        for (size_t j0 = 0; j0 < N; j0 += NR) {
+            size_t nc = N - j0 < NR ? N - j0 : NR;
+            for (size_t k0 = 0; k0 < K; k0 += KC) {
+                size_t kc = K - k0 < KC ? K - k0 : KC;
+                pack_bt(Bp, B + j0 * ldb + k0, ldb, nc, kc);
+                panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
+            }
+        }
+        return;
+    }
+    /* A k-block of A (M x KC) stays in L2 while all panels pass. */
+    for (size_t k0 = 0; k0 < K; k0 += KC) {
+        size_t kc = K - k0 < KC ? K - k0 : KC;
+        for (size_t j0 = 0; j0 < N; j0 += NR) {
+            size_t nc = N - j0 < NR ? N - j0 : NR;
+            pack_bt(Bp, B + j0 * ldb + k0, ldb, nc, kc);
+            panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
+        }
+    }
+}
+
+/* c[0, VL nc) += sum_p a[p] B[p, 0..VL nc): one row of C in registers (the
+ * last chunk masked when tail), each row of B read start to end. */
+LINATTN_INLINE void row_block(float *c, const float *a, const float *B, size_t ldb, size_t K,
+                              int nc, int tail, vmask tm)
+{
+    vf acc[8];
+#pragma GCC unroll 8
+    for (int q = 0; q < nc; q++)
+        acc[q] = vzero();
+    for (size_t p = 0; p < K; p++) {
+        vf ap = vbcast(a + p);
+        const float *b = B + p * ldb;
+#pragma GCC unroll 8
+        for (int q = 0; q < nc; q++)
+            acc[q] = vfma(ap, load_chunk(b + VL * q, tail && q == nc - 1, tm), acc[q]);
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < nc; q++) {
+        int mk = tail && q == nc - 1;
+        store_chunk(c + VL * q, vadd(load_chunk(c + VL * q, mk, tm), acc[q]), mk, tm);
+    }
+}
+
+/* One row of A (decode: one query's probabilities times V): blocks of up to
+ * 8 vectors of columns, so B streams row by row instead of in NR strips. */
+static void gemm_nn_row(float *c, const float *a, const float *B, size_t ldb, size_t N, size_t K)
+{
+    for (size_t j = 0; j < N; j += 8 * VL) {
+        size_t w = N - j < 8 * VL ? N - j : 8 * VL;
+        int tail = (w % VL) != 0;
+        vmask tm = vmask_n(tail ? w % VL : VL);
+        const float *b = B + j;
+#define ROW(nc_, tail_) row_block(c + j, a, b, ldb, K, nc_, tail_, tm)
+        switch ((w + VL - 1) / VL * 2 + (size_t)tail) {
+        case 2: ROW(1, 0); break;
+        case 3: ROW(1, 1); break;
+        case 4: ROW(2, 0); break;
+        case 5: ROW(2, 1); break;
+        case 6: ROW(3, 0); break;
+        case 7: ROW(3, 1); break;
+        case 8: ROW(4, 0); break;
+        case 9: ROW(4, 1); break;
+        case 10: ROW(5, 0); break;
+        case 11: ROW(5, 1); break;
+        case 12: ROW(6, 0); break;
+        case 13: ROW(6, 1); break;
+        case 14: ROW(7, 0); break;
+        case 15: ROW(7, 1); break;
+        case 16: ROW(8, 0); break;
+        case 17: ROW(8, 1); break;
+        default: break;
+        }
+#undef ROW
+    }
+}
+
+/* B rows are already contiguous in n, but a panel read in place strides by
+ * ldb, and a large power-of-two ldb maps all its rows to a few L1 sets:
+ * copying it (once per NR columns, for all M rows) makes it contiguous. A
+ * few rows do not repay the copy; then full panels are read in place. */
+void FN(gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+                 size_t M, size_t N, size_t K)
+{
+    if (M == 0 || N == 0 || K == 0)
+        return;
+    if (M == 1) {
+        gemm_nn_row(C, A, B, ldb, N, K);
+        return;
+    }
+    _Alignas(64) float Bp[KC * NR];
+    for (size_t k0 = 0; k0 < K; k0 += KC) {
+        size_t kc = K - k0 < KC ? K - k0 : KC;
+        for (size_t j0 = 0; j0 < N; j0 += NR) {
+            size_t nc = N - j0 < NR ? N - j0 : NR;
+            const float *b = B + k0 * ldb + j0;
+            if (nc == NR && M < NN_PACK_MIN_M) {
+                panel_rows(C + j0, ldc, A + k0, lda, b, ldb, M, kc, nc);
+            } else {
+                pack_bn(Bp, b, ldb, nc, kc);
+                panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
+            }
+        }
+    }
+}

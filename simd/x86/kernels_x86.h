@@ -1,0 +1,382 @@
+/* kernels_x86.h: the elementwise, reduction, norm and linear-attention kernels, written once over
+ * the vector vocabulary (vec_avx2.h or vec_avx512.h, included first); no ISA is named here. */
+
+#include <float.h>
+#include <math.h>
+
+#include "../kernels.h"
+
+/* Tails: the last n % VL elements through masked loads and stores, which
+ * never touch memory past the end. */
+
+float FN(dot)(const float *a, const float *b, size_t n)
+{
+    vf s0 = vzero(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 4 * VL <= n; i += 4 * VL) {
+        s0 = vfma(vload(a + i), vload(b + i), s0);
+        s1 = vfma(vload(a + i + VL), vload(b + i + VL), s1);
+        s2 = vfma(vload(a + i + 2 * VL), vload(b + i + 2 * VL), s2);
+        s3 = vfma(vload(a + i + 3 * VL), vload(b + i + 3 * VL), s3);
+    }
+    for (; i + VL <= n; i += VL)
+        s0 = vfma(vload(a + i), vload(b + i), s0);
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        s1 = vfma(vload_m(a + i, m), vload_m(b + i, m), s1);
+    }
+    return vhsum(vadd(vadd(s0, s1), vadd(s2, s3)));
+}
+
+/* max(x, acc) keeps acc when x is NaN, as the scalar compare does. */
+float FN(max)(const float *x, size_t n)
+{
+    const vf ninf = vset1(-INFINITY);
+    vf m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    size_t i = 0;
+    for (; i + 4 * VL <= n; i += 4 * VL) {
+        m0 = vmax(vload(x + i), m0);
+        m1 = vmax(vload(x + i + VL), m1);
+        m2 = vmax(vload(x + i + 2 * VL), m2);
+        m3 = vmax(vload(x + i + 3 * VL), m3);
+    }
+    for (; i + VL <= n; i += VL)
+        m0 = vmax(vload(x + i), m0);
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        m1 = vmax(vblend(ninf, vload_m(x + i, m), m), m1);
+    }
+    return vhmax(vmax(vmax(m0, m1), vmax(m2, m3)));
+}
+
+float FN(sum)(const float *x, size_t n)
+{
+    vf s0 = vzero(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 4 * VL <= n; i += 4 * VL) {
+        s0 = vadd(vload(x + i), s0);
+        s1 = vadd(vload(x + i + VL), s1);
+        s2 = vadd(vload(x + i + 2 * VL), s2);
+        s3 = vadd(vload(x + i + 3 * VL), s3);
+    }
+    for (; i + VL <= n; i += VL)
+        s0 = vadd(vload(x + i), s0);
+    if (i < n)
+        s1 = vadd(vload_m(x + i, vmask_n(n - i)), s1);
+    return vhsum(vadd(vadd(s0, s1), vadd(s2, s3)));
+}
+
+void FN(axpy)(float *y, float a, const float *x, size_t n)
+{
+    const vf va = vset1(a);
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vf y0 = vfma(va, vload(x + i), vload(y + i));
+        vf y1 = vfma(va, vload(x + i + VL), vload(y + i + VL));
+        vstore(y + i, y0);
+        vstore(y + i + VL, y1);
+    }
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vfma(va, vload(x + i), vload(y + i)));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(y + i, vfma(va, vload_m(x + i, m), vload_m(y + i, m)), m);
+    }
+}
+
+void FN(scale)(float *x, float a, size_t n)
+{
+    const vf va = vset1(a);
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vf x0 = vmul(va, vload(x + i));
+        vf x1 = vmul(va, vload(x + i + VL));
+        vstore(x + i, x0);
+        vstore(x + i + VL, x1);
+    }
+    for (; i + VL <= n; i += VL)
+        vstore(x + i, vmul(va, vload(x + i)));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(x + i, vmul(va, vload_m(x + i, m)), m);
+    }
+}
+
+float FN(exp_sub_sum)(float *y, const float *x, float m, size_t n)
+{
+    const vf vm = vset1(m);
+    vf s0 = vzero(), s1 = s0;
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vf e0 = vexp(vsub(vload(x + i), vm));
+        vf e1 = vexp(vsub(vload(x + i + VL), vm));
+        vstore(y + i, e0);
+        vstore(y + i + VL, e1);
+        s0 = vadd(s0, e0);
+        s1 = vadd(s1, e1);
+    }
+    for (; i + VL <= n; i += VL) {
+        vf e = vexp(vsub(vload(x + i), vm));
+        vstore(y + i, e);
+        s0 = vadd(s0, e);
+    }
+    if (i < n) {
+        vmask mk = vmask_n(n - i);
+        vf e = vkeep(vexp(vsub(vload_m(x + i, mk), vm)), mk); /* lanes past n do not count */
+        vstore_m(y + i, e, mk);
+        s1 = vadd(s1, e);
+    }
+    return vhsum(vadd(s0, s1));
+}
+
+LINATTN_INLINE vf elu1_v(vf x)
+{
+    return vpos_sel(x, vadd(x, vset1(1.0f)), vexp(x));
+}
+
+void FN(elu1)(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, elu1_v(vload(x + i)));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(y + i, elu1_v(vload_m(x + i, m)), m);
+    }
+}
+
+void FN(relu)(float *y, const float *x, size_t n)
+{
+    const vf zero = vzero();
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vf a = vmax(vload(x + i), zero);
+        vf b = vmax(vload(x + i + VL), zero);
+        vstore(y + i, a);
+        vstore(y + i + VL, b);
+    }
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vmax(vload(x + i), zero));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(y + i, vmax(vload_m(x + i, m), zero), m);
+    }
+}
+
+/* 0.5 x (1 + tanh(c (x + 0.044715 x^3))), in the scalar kernel's order. */
+LINATTN_INLINE vf gelu_v(vf x)
+{
+    const vf c = vset1(0.7978845608028654f);
+    vf x3 = vmul(vmul(x, x), x);
+    vf u = vmul(c, vfma(vset1(0.044715f), x3, x));
+    /* tanh u = expm1(2u) / (expm1(2u) + 2): twice as fast as SLEEF's tanh.
+     * Past |u| = 10 the quotient rounds to exactly +-1, as tanh does, and
+     * clamping there keeps expm1 from overflowing. */
+    const vf lim = vset1(10.0f);
+    u = vmax(vmin(u, lim), vsub(vzero(), lim));
+    vf e = vexpm1(vadd(u, u));
+    vf t = vdiv(e, vadd(e, vset1(2.0f)));
+    vf hx = vmul(vset1(0.5f), x);
+    return vfma(hx, t, hx);
+}
+
+void FN(gelu)(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, gelu_v(vload(x + i)));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(y + i, gelu_v(vload_m(x + i, m)), m);
+    }
+}
+
+/* sum (x[i] - mean)^2; the masked tail lanes load 0 and must not count. */
+static float sum_sq_dev(const float *x, float mean, size_t n)
+{
+    const vf vm = vset1(mean);
+    vf s0 = vzero(), s1 = s0;
+    size_t i = 0;
+    for (; i + 2 * VL <= n; i += 2 * VL) {
+        vf d0 = vsub(vload(x + i), vm);
+        vf d1 = vsub(vload(x + i + VL), vm);
+        s0 = vfma(d0, d0, s0);
+        s1 = vfma(d1, d1, s1);
+    }
+    for (; i + VL <= n; i += VL) {
+        vf d = vsub(vload(x + i), vm);
+        s0 = vfma(d, d, s0);
+    }
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vf d = vkeep(vsub(vload_m(x + i, m), vm), m);
+        s1 = vfma(d, d, s1);
+    }
+    return vhsum(vadd(s0, s1));
+}
+
+void FN(layernorm)(float *y, const float *x, const float *w, const float *b, size_t n, float eps)
+{
+    if (n == 0)
+        return;
+    float mean = FN(sum)(x, n) / (float)n;
+    float var = sum_sq_dev(x, mean, n) / (float)n;
+    const vf vm = vset1(mean);
+    const vf vinv = vset1(1.0f / sqrtf(var + eps));
+    size_t i = 0;
+    for (; i + VL <= n; i += VL) {
+        vf t = vmul(vsub(vload(x + i), vm), vinv);
+        vf bb = b ? vload(b + i) : vzero();
+        vstore(y + i, vfma(t, vload(w + i), bb));
+    }
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vf t = vmul(vsub(vload_m(x + i, m), vm), vinv);
+        vf bb = b ? vload_m(b + i, m) : vzero();
+        vstore_m(y + i, vfma(t, vload_m(w + i, m), bb), m);
+    }
+}
+
+void FN(rmsnorm)(float *y, const float *x, const float *w, size_t n, float eps)
+{
+    if (n == 0)
+        return;
+    float ss = FN(dot)(x, x, n);
+    const vf vinv = vset1(1.0f / sqrtf(ss / (float)n + eps));
+    size_t i = 0;
+    for (; i + VL <= n; i += VL) {
+        vf t = vmul(vload(x + i), vinv);
+        vstore(y + i, vmul(t, vload(w + i)));
+    }
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vf t = vmul(vload_m(x + i, m), vinv);
+        vstore_m(y + i, vmul(t, vload_m(w + i, m)), m);
+    }
+}
+
+LINATTN_INLINE vf load_chunk(const float *p, int masked, vmask m)
+{
+    return masked ? vload_m(p, m) : vload(p);
+}
+
+LINATTN_INLINE void store_chunk(float *p, vf v, int masked, vmask m)
+{
+    if (masked)
+        vstore_m(p, v, m);
+    else
+        vstore(p, v);
+}
+
+/* Columns [0, VL nc) of out: c phiq^T S + sum_j w_j V_j, times inv, with the
+ * out block (nc vectors) in registers; S is read once, two rows per
+ * iteration. With tail set the last chunk is the masked tail. With nc <= 4
+ * the odd rows get their own accumulators, else the FMA chains would be
+ * too few to hide the FMA latency. */
+LINATTN_INLINE void lbr_block(float *out, const float *phiq, const float *S, const float *V,
+                              const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                              int nc, int tail, vmask tm)
+{
+    vf acc[8], odd[4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        acc[k] = vzero();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        odd[k] = vzero();
+    size_t i = 0;
+    for (; i + 2 <= dk; i += 2) {
+        const float *s0 = S + i * dv, *s1 = s0 + dv;
+        vf q0 = vbcast(phiq + i), q1 = vbcast(phiq + i + 1);
+#pragma GCC unroll 8
+        for (int k = 0; k < nc; k++) {
+            int mk = tail && k == nc - 1;
+            acc[k] = vfma(q0, load_chunk(s0 + VL * k, mk, tm), acc[k]);
+            if (nc <= 4)
+                odd[k & 3] = vfma(q1, load_chunk(s1 + VL * k, mk, tm), odd[k & 3]);
+            else
+                acc[k] = vfma(q1, load_chunk(s1 + VL * k, mk, tm), acc[k]);
+        }
+    }
+    if (nc <= 4) {
+#pragma GCC unroll 4
+        for (int k = 0; k < nc; k++)
+            acc[k] = vadd(acc[k], odd[k & 3]);
+    }
+    if (i < dk) {
+        vf q0 = vbcast(phiq + i);
+#pragma GCC unroll 8
+        for (int k = 0; k < nc; k++)
+            acc[k] = vfma(q0, load_chunk(S + i * dv + VL * k, tail && k == nc - 1, tm), acc[k]);
+    }
+    const vf vc = vset1(c);
+#pragma GCC unroll 8
+    for (int k = 0; k < nc; k++)
+        acc[k] = vmul(acc[k], vc);
+    for (int j = 0; j < n; j++) {
+        vf wj = vbcast(w + j);
+        const float *vj = V + (size_t)j * dv;
+#pragma GCC unroll 8
+        for (int k = 0; k < nc; k++)
+            acc[k] = vfma(wj, load_chunk(vj + VL * k, tail && k == nc - 1, tm), acc[k]);
+    }
+    const vf vinv = vset1(inv);
+#pragma GCC unroll 8
+    for (int k = 0; k < nc; k++)
+        store_chunk(out + VL * k, vmul(acc[k], vinv), tail && k == nc - 1, tm);
+}
+
+/* One copy per block width (up to 8 vectors) so nc and tail are constants
+ * in each. */
+static void lbr_dispatch(float *out, const float *phiq, const float *S, const float *V,
+                         const float *w, int n, float c, size_t dk, size_t dv, float inv,
+                         size_t width)
+{
+    size_t nc = (width + VL - 1) / VL;
+    int tail = (width % VL) != 0;
+    vmask tm = vmask_n(tail ? width % VL : VL);
+#define LBR(nc_, tail_) lbr_block(out, phiq, S, V, w, n, c, dk, dv, inv, nc_, tail_, tm)
+    switch (nc * 2 + (size_t)tail) {
+    case 2: LBR(1, 0); break;
+    case 3: LBR(1, 1); break;
+    case 4: LBR(2, 0); break;
+    case 5: LBR(2, 1); break;
+    case 6: LBR(3, 0); break;
+    case 7: LBR(3, 1); break;
+    case 8: LBR(4, 0); break;
+    case 9: LBR(4, 1); break;
+    case 10: LBR(5, 0); break;
+    case 11: LBR(5, 1); break;
+    case 12: LBR(6, 0); break;
+    case 13: LBR(6, 1); break;
+    case 14: LBR(7, 0); break;
+    case 15: LBR(7, 1); break;
+    case 16: LBR(8, 0); break;
+    case 17: LBR(8, 1); break;
+    default: break;
+    }
+#undef LBR
+}
+
+/* The row weights and the denominator first (dots), then out in column
+ * blocks of up to 8 vectors so each block's accumulator stays in registers. */
+void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
+                           const float *K, const float *V, const float *pw, int n, float c,
+                           size_t dk, size_t dv, float eps)
+{
+    float w[LINATTN_BLOCK_ROWS];
+    float den = c * FN(dot)(phiq, z, dk);
+    for (int j = 0; j < n; j++) {
+        w[j] = pw[j] * FN(dot)(phiq, K + (size_t)j * dk, dk);
+        den += w[j];
+    }
+    const float d = den + eps;
+    const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
+    const float inv = normal ? 1.0f / d : 1.0f;
+    for (size_t j = 0; j < dv; j += 8 * VL)
+        lbr_dispatch(out + j, phiq, S + j, V + j, w, n, c, dk, dv, inv,
+                     dv - j < 8 * VL ? dv - j : 8 * VL);
+    if (!normal)
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+}

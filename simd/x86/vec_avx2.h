@@ -1,0 +1,57 @@
+/* vec_avx2.h: the vector vocabulary of the x86 kernel bodies, in AVX2+FMA (8 lanes). */
+#ifndef LINATTN_SIMD_X86_VEC_H
+#define LINATTN_SIMD_X86_VEC_H
+
+#include <sleef.h>
+
+#include "x86.h"
+
+#define VL 8                             /* floats per vector */
+#define FN(name) linattn_##name##_avx2   /* the kernel names of this ISA */
+#define GEMM_MR 6                        /* rows of a gemm micro-tile: 12 + 3 of 16 registers */
+
+typedef __m256 vf;
+typedef __m256i vmask;
+
+LINATTN_INLINE vmask vmask_n(size_t n) { return avx2_tail_mask(n); } /* lanes 0..n-1, n <= VL */
+LINATTN_INLINE vf vzero(void) { return _mm256_setzero_ps(); }
+LINATTN_INLINE vf vset1(float a) { return _mm256_set1_ps(a); }
+LINATTN_INLINE vf vbcast(const float *p) { return _mm256_broadcast_ss(p); }
+LINATTN_INLINE vf vload(const float *p) { return _mm256_loadu_ps(p); }
+LINATTN_INLINE vf vload_m(const float *p, vmask m) { return _mm256_maskload_ps(p, m); }
+LINATTN_INLINE void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
+LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm256_maskstore_ps(p, m, v); }
+LINATTN_INLINE vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+LINATTN_INLINE vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+LINATTN_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+LINATTN_INLINE vf vdiv(vf a, vf b) { return _mm256_div_ps(a, b); }
+LINATTN_INLINE vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+/* b where either is NaN: max(x, acc) keeps acc when x is NaN */
+LINATTN_INLINE vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
+LINATTN_INLINE vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a b + c */
+/* v on the lanes of m, 0 elsewhere */
+LINATTN_INLINE vf vkeep(vf v, vmask m) { return _mm256_and_ps(v, _mm256_castsi256_ps(m)); }
+/* b on the lanes of m, a elsewhere */
+LINATTN_INLINE vf vblend(vf a, vf b, vmask m) { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
+/* x > 0 (ordered) ? a : b */
+LINATTN_INLINE vf vpos_sel(vf x, vf a, vf b)
+{
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+LINATTN_INLINE float vhsum(vf v) { return avx2_hsum(v); }
+LINATTN_INLINE float vhmax(vf v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+/* out[0..3] += {hsum a, hsum b, hsum c, hsum d} */
+LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
+{
+    _mm_storeu_ps(out, _mm_add_ps(_mm_loadu_ps(out), avx2_hsum4(a, b, c, d)));
+}
+LINATTN_INLINE vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
+LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
+
+#endif

@@ -1,0 +1,54 @@
+/* vec_avx512.h: the vector vocabulary of the x86 kernel bodies, in AVX-512 F/BW/DQ/VL (16 lanes). */
+#ifndef LINATTN_SIMD_X86_VEC_H
+#define LINATTN_SIMD_X86_VEC_H
+
+#include <sleef.h>
+
+#include "x86.h"
+
+#define VL 16                             /* floats per vector */
+#define FN(name) linattn_##name##_avx512  /* the kernel names of this ISA */
+#define GEMM_MR 12                        /* rows of a gemm micro-tile: 24 + 3 of 32 registers */
+
+typedef __m512 vf;
+typedef __mmask16 vmask;
+
+LINATTN_INLINE vmask vmask_n(size_t n) { return (vmask)((1u << n) - 1u); } /* n <= VL */
+LINATTN_INLINE vf vzero(void) { return _mm512_setzero_ps(); }
+LINATTN_INLINE vf vset1(float a) { return _mm512_set1_ps(a); }
+LINATTN_INLINE vf vbcast(const float *p) { return _mm512_set1_ps(*p); }
+LINATTN_INLINE vf vload(const float *p) { return _mm512_loadu_ps(p); }
+LINATTN_INLINE vf vload_m(const float *p, vmask m) { return _mm512_maskz_loadu_ps(m, p); }
+LINATTN_INLINE void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
+LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm512_mask_storeu_ps(p, m, v); }
+LINATTN_INLINE vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+LINATTN_INLINE vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+LINATTN_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+LINATTN_INLINE vf vdiv(vf a, vf b) { return _mm512_div_ps(a, b); }
+LINATTN_INLINE vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+/* b where either is NaN: max(x, acc) keeps acc when x is NaN */
+LINATTN_INLINE vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
+LINATTN_INLINE vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a b + c */
+LINATTN_INLINE vf vkeep(vf v, vmask m) { return _mm512_maskz_mov_ps(m, v); }
+LINATTN_INLINE vf vblend(vf a, vf b, vmask m) { return _mm512_mask_blend_ps(m, a, b); }
+LINATTN_INLINE vf vpos_sel(vf x, vf a, vf b)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), b, a);
+}
+/* The halves through the AVX2 reductions, so sums add in the same tree. */
+LINATTN_INLINE float vhsum(vf v)
+{
+    return avx2_hsum(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+LINATTN_INLINE float vhmax(vf v) { return _mm512_reduce_max_ps(v); }
+LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
+{
+#define LINATTN_HALF(x) _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1))
+    _mm_storeu_ps(out, _mm_add_ps(_mm_loadu_ps(out), avx2_hsum4(LINATTN_HALF(a), LINATTN_HALF(b),
+                                                                  LINATTN_HALF(c), LINATTN_HALF(d))));
+#undef LINATTN_HALF
+}
+LINATTN_INLINE vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
+LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
+
+#endif
