@@ -143,13 +143,15 @@ static int attn_call(void *p)
     return 0;
 }
 
-/* Causal prefill of B=1, H heads, L tokens, d_k = d_v = d. */
+/* Causal prefill of B=1, H heads, L tokens, d_k = d_v = d; or (w->ctx > 0)
+ * one query against ctx keys (softmax decode: the cache read). */
 static int run_prefill(const workload *w, int threads, const options *o, result *r, int linear)
 {
     attn_ctx c;
-    size_t n = (size_t)w->heads * w->len * w->d;
+    const int lk = w->ctx > 0 ? (int)w->ctx : w->len, lq = w->ctx > 0 ? 1 : w->len;
+    size_t n = (size_t)w->heads * lk * w->d;
     linattn_attention_desc_init(&c.desc);
-    c.desc.batch = 1, c.desc.heads = w->heads, c.desc.len_q = c.desc.len_k = w->len;
+    c.desc.batch = 1, c.desc.heads = w->heads, c.desc.len_q = lq, c.desc.len_k = lk;
     c.desc.d_k = c.desc.d_v = w->d, c.desc.causal = 1, c.desc.threads = threads;
     c.desc.decay = linear ? workload_decay(w) : NULL;
     c.linear = linear;
@@ -174,7 +176,11 @@ static int run_prefill(const workload *w, int threads, const options *o, result 
     free(c.q), free(c.k), free(c.v), free(c.out), free(c.desc.workspace);
     if (r->seconds < 0)
         return -1;
-    if (linear) {
+    if (w->ctx > 0) {
+        r->rate = r->seconds * 1e6;
+        r->unit = "us/tok";
+        r->peak_pct = -1;
+    } else if (linear) {
         r->rate = w->len / r->seconds;
         r->unit = "tok/s";
         r->peak_pct = -1;
@@ -400,6 +406,23 @@ static const workload workloads[] = {
      bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
     {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)",
      bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
+    /* One query against a long cache: with fewer heads than threads the
+     * keys are split over threads (flash-decoding). */
+    {"softmax-decode-1head-64k", "softmax decode, one query, H=1 d=64, 64k keys",
+     bench_softmax_prefill, 1, 0, 64, 65536, LINATTN_LINEAR_AUTO, 1, 0},
+    {"softmax-decode-8head-16k", "softmax decode, one query, H=8 d=64, 16k keys",
+     bench_softmax_prefill, H8, 0, 64, 16384, LINATTN_LINEAR_AUTO, 1, 0},
+    /* The head size of most real models: d=128, H=4. */
+    {"softmax-causal-4k-d128", "causal softmax prefill, H=4 L=4096 d=128",
+     bench_softmax_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_AUTO, 1, 0},
+    {"linear-causal-4k-d128", "causal linear prefill, H=4 L=4096 d=128 (size rule)",
+     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_AUTO, 1, 0},
+    {"linear-mode-recurrent-d128h4", "linear prefill H=4 L=4096 d=128, recurrent",
+     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
+    {"linear-mode-chunked-d128h4", "linear prefill H=4 L=4096 d=128, chunked",
+     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
+    {"linear-step-ctx1k-d128", "linear decode step, 4 heads d=128, context 1k",
+     bench_linear_step, 4, 0, 128, 1024, LINATTN_LINEAR_AUTO, 0, 0},
     /* Decay (RetNet's per-head values) against the rows above: the cost of
      * the extra multiply per state element, of the chunk powers and of the
      * segment rebuild. */

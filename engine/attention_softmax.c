@@ -49,13 +49,7 @@ static sm_buffers sm_carve(float *base, size_t dk, size_t dv)
     return b;
 }
 
-size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
-{
-    if (!d || d->d_k <= 0 || d->d_v <= 0 || d->threads < 0)
-        return 0;
-    return attn_workspace_bytes(0, sm_thread_floats((size_t)d->d_k, (size_t)d->d_v),
-                                attn_threads(d->threads));
-}
+
 
 /* Pointers to the (b, h) slices of the four tensors. */
 typedef struct sm_head {
@@ -114,35 +108,34 @@ static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const 
     }
 }
 
-/* Queries [i0, i0 + nq) of one head against every key tile they can see.
- * Query i sees keys j < len, and j <= i + (Lk - Lq) when causal. Key tiles
- * past the last visible key are never computed. */
-static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i0,
-                     int nq, sm_buffers *b)
+/* Queries [i0, i0 + nq) of one head against the key tiles of [kbeg, kstop)
+ * they can see, into b's unnormalised o, running max m and sum l. Query i
+ * sees keys j < len, and j <= i + (Lk - Lq) when causal. Key tiles past the
+ * last visible key are never computed. kbeg is a multiple of SM_BK. */
+static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i0,
+                     int nq, int kbeg, int kstop, sm_buffers *b)
 {
     const size_t dk = (size_t)p->dk, dv = (size_t)p->dv;
     const int off = p->Lk - p->Lq;
-    int kend = hd->len; /* keys [0, kend) are visible to some row of the block */
+    int kend = hd->len < kstop ? hd->len : kstop; /* keys [kbeg, kend) are visible to some row */
     if (p->causal && i0 + nq + off < kend)
         kend = i0 + nq + off;
-    if (kend <= 0) {
-        for (int r = 0; r < nq; r++)
-            memset(hd->out + (size_t)(i0 + r) * p->out.row, 0, dv * sizeof(float));
-        return;
+    for (int r = 0; r < nq; r++) {
+        b->m[r] = -INFINITY;
+        b->l[r] = 0.0f;
     }
-
+    memset(b->o, 0, (size_t)nq * dv * sizeof(float));
+    if (kend <= kbeg)
+        return;
     for (int r = 0; r < nq; r++) {
         const float *src = hd->q + (size_t)(i0 + r) * p->q.row;
         float *dst = b->qs + (size_t)r * dk;
         for (size_t c = 0; c < dk; c++)
             dst[c] = src[c] * p->scale;
-        b->m[r] = -INFINITY;
-        b->l[r] = 0.0f;
     }
-    memset(b->o, 0, (size_t)nq * dv * sizeof(float));
 
     int vis_of[SM_BQ];
-    for (int j0 = 0; j0 < kend; j0 += SM_BK) {
+    for (int j0 = kbeg; j0 < kend; j0 += SM_BK) {
         const int n = kend - j0 < SM_BK ? kend - j0 : SM_BK;
         for (int r = 0; r < nq; r++)
             memset(b->s + (size_t)r * SM_BK, 0, (size_t)n * sizeof(float));
@@ -180,7 +173,12 @@ static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         /* o += p . v_tile  [nq x dv], visible columns only */
         sm_accumulate(kt, b->o, dv, b->s, vis_of, nq, hd->v + (size_t)j0 * p->v.row, p->v.row, n);
     }
+}
 
+/* Rows [i0, i0 + nq) of out = o / l; a row that saw no key is zeros (the contract). */
+static void sm_finish(const attn_plan *p, const sm_head *hd, int i0, int nq, const sm_buffers *b)
+{
+    const size_t dv = (size_t)p->dv;
     for (int r = 0; r < nq; r++) {
         float *dst = hd->out + (size_t)(i0 + r) * p->out.row;
         const float *acc = b->o + (size_t)r * dv;
@@ -188,10 +186,91 @@ static void sm_block(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             float inv = 1.0f / b->l[r];
             for (size_t c = 0; c < dv; c++)
                 dst[c] = acc[c] * inv;
-        } else { /* no visible key: zeros by contract */
+        } else {
             memset(dst, 0, dv * sizeof(float));
         }
     }
+}
+
+/* Flash-decoding: a block of at most SM_BQ queries (decode: one) against
+ * more than SM_SPLIT_KEYS keys is cut into key segments of SM_SPLIT_KEYS,
+ * each computed apart (on any thread) into a partial (o, m, l), then the
+ * partials are merged in segment order. The cut depends on the shape only,
+ * never on the thread count, so every thread count gives the same result;
+ * it lets two threads share one head's long cache. 8 tiles a segment: the
+ * merge (dv + 2 floats a row per segment) is under 1% of a segment's work. */
+#define SM_SPLIT_KEYS (8 * SM_BK)
+
+static int sm_segments(int Lq, int Lk)
+{
+    return Lq <= SM_BQ && Lk > SM_SPLIT_KEYS ? (Lk + SM_SPLIT_KEYS - 1) / SM_SPLIT_KEYS : 1;
+}
+
+/* floats of one partial: nq rows of o, then m and l */
+static size_t sm_partial_floats(int nq, size_t dv)
+{
+    return attn_round(attn_mul((size_t)nq, attn_add(dv, 2)));
+}
+
+static void sm_partial_store(float *part, int nq, size_t dv, const sm_buffers *b)
+{
+    memcpy(part, b->o, (size_t)nq * dv * sizeof(float));
+    memcpy(part + (size_t)nq * dv, b->m, (size_t)nq * sizeof(float));
+    memcpy(part + (size_t)nq * (dv + 1), b->l, (size_t)nq * sizeof(float));
+}
+
+/* out rows = the merge of nseg partials: M = max m over segments that saw
+ * a key, o = sum o_s e^(m_s - M) / sum l_s e^(m_s - M). */
+static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int nq,
+                     const float *parts, size_t stride, int nseg)
+{
+    const size_t dv = (size_t)p->dv;
+    for (int r = 0; r < nq; r++) {
+        float M = -INFINITY;
+        for (int g = 0; g < nseg; g++) {
+            const float *pg = parts + (size_t)g * stride;
+            float l = pg[(size_t)nq * (dv + 1) + r], m = pg[(size_t)nq * dv + r];
+            if (l > 0.0f && m > M)
+                M = m;
+        }
+        float *dst = hd->out + (size_t)r * p->out.row;
+        memset(dst, 0, dv * sizeof(float));
+        float L = 0.0f;
+        for (int g = 0; g < nseg && M > -INFINITY; g++) {
+            const float *pg = parts + (size_t)g * stride;
+            float l = pg[(size_t)nq * (dv + 1) + r], m = pg[(size_t)nq * dv + r];
+            if (!(l > 0.0f))
+                continue;
+            float w = expf(m - M);
+            L += l * w;
+            kt->axpy(dst, w, pg + (size_t)r * dv, dv);
+        }
+        if (L > 0.0f)
+            kt->scale(dst, 1.0f / L, dv);
+    }
+}
+
+/* The partials of a split call: B H segments, each min(Lq, SM_BQ) rows. */
+static size_t sm_split_floats(long heads, int Lq, int Lk, size_t dv)
+{
+    int nseg = sm_segments(Lq, Lk);
+    if (nseg == 1)
+        return 0;
+    return attn_mul(attn_mul((size_t)heads, (size_t)nseg), sm_partial_floats(Lq, dv));
+}
+
+/* Enough for any call with len_q and len_k up to the descriptor's (a
+ * session sizes it once for its longest chunk and cache). */
+size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
+{
+    if (!d || d->d_k <= 0 || d->d_v <= 0 || d->threads < 0)
+        return 0;
+    size_t split = 0;
+    if (d->batch > 0 && d->heads > 0 && d->len_q > 0 && d->len_k > 0)
+        split = sm_split_floats((long)d->batch * d->heads, d->len_q < SM_BQ ? d->len_q : SM_BQ,
+                                d->len_k, (size_t)d->d_v);
+    return attn_workspace_bytes(split, sm_thread_floats((size_t)d->d_k, (size_t)d->d_v),
+                                attn_threads(d->threads));
 }
 
 linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
@@ -207,18 +286,47 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
 
     const size_t dk = (size_t)p.dk, dv = (size_t)p.dv;
     const size_t per_thread = sm_thread_floats(dk, dv);
+    const long heads = (long)p.B * p.H;
+    const size_t split = sm_split_floats(heads, p.Lq, p.Lk, dv);
     float *ws = NULL;
     void *owned;
-    st = attn_workspace_get(d, attn_workspace_bytes(0, per_thread, p.threads), "softmax", &ws,
-                            &owned);
+    st = attn_workspace_get(d, attn_workspace_bytes(split, per_thread, p.threads), "softmax",
+                            &ws, &owned);
     if (st != LINATTN_OK)
         return st;
 
-    const long heads = (long)p.B * p.H;
     const long nqb = (p.Lq + SM_BQ - 1) / SM_BQ;
     double work = (double)heads * p.Lq * p.Lk * (p.dk + p.dv);
     const int nt = attn_threads_for_work(p.threads, p.causal ? work / 2 : work);
-    if (heads >= nt) {
+    const int nseg = sm_segments(p.Lq, p.Lk);
+    if (nseg > 1) {
+        /* One block of queries a head: (head, key segment) pairs, then the
+         * merge by heads. The partials sit after the threads' buffers. */
+        float *parts = ws + per_thread * (size_t)p.threads;
+        const size_t stride = sm_partial_floats(p.Lq, dv);
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+        {
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+            for (long it = 0; it < heads * nseg; it++) {
+                sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it / nseg));
+                int g = (int)(it % nseg);
+                sm_range(kt, &p, &hd, 0, p.Lq, g * SM_SPLIT_KEYS, (g + 1) * SM_SPLIT_KEYS, &b);
+                sm_partial_store(parts + (size_t)it * stride, p.Lq, dv, &b);
+            }
+#ifdef LINATTN_HAVE_OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (long bh = 0; bh < heads; bh++) {
+                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh);
+                sm_merge(kt, &p, &hd, p.Lq, parts + (size_t)bh * nseg * stride, stride, nseg);
+            }
+        }
+    } else if (heads >= nt) {
         /* Enough (b, h) pairs to go round: a thread keeps one head's K, V hot. */
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
@@ -227,8 +335,9 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
             sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh);
             for (long qb = 0; qb < nqb; qb++) {
-                int i0 = (int)qb * SM_BQ;
-                sm_block(kt, &p, &hd, i0, p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ, &b);
+                int i0 = (int)qb * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
+                sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
+                sm_finish(&p, &hd, i0, nq, &b);
             }
         }
     } else {
@@ -240,8 +349,9 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
         for (long it = 0; it < heads * nqb; it++) {
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
             sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it % heads));
-            int i0 = (int)(nqb - 1 - it / heads) * SM_BQ;
-            sm_block(kt, &p, &hd, i0, p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ, &b);
+            int i0 = (int)(nqb - 1 - it / heads) * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
+            sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
+            sm_finish(&p, &hd, i0, nq, &b);
         }
     }
     mem_free(owned);

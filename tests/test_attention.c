@@ -114,16 +114,15 @@ static float *run_new(enum variant var, const problem *p)
     return out;
 }
 
-/* The ISAs this CPU runs (scalar first) into isas[3]; returns how many. */
-static int cpu_isas(linattn_isa isas[3])
+/* The ISAs this CPU and build run (scalar first); returns how many. Leaves
+ * the choice at auto. */
+static int cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT])
 {
     int n = 0;
-    unsigned f = linattn_cpu_features();
-    isas[n++] = LINATTN_ISA_SCALAR;
-    if (f & LINATTN_CPU_AVX2)
-        isas[n++] = LINATTN_ISA_AVX2;
-    if (f & LINATTN_CPU_NEON)
-        isas[n++] = LINATTN_ISA_NEON;
+    for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
+        if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
+            isas[n++] = (linattn_isa)i;
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
     return n;
 }
 
@@ -376,7 +375,7 @@ static void check_causality_bad_values(enum variant var)
     const int L = 300, H = 2, dk = 9, dv = 6;
     const int ts[] = {0, 5, 63, 64, 127, 128, 200, 299};
     const float bad[] = {INFINITY, -INFINITY, NAN};
-    linattn_isa isas[3];
+    linattn_isa isas[LINATTN_ISA_COUNT];
     int ni = cpu_isas(isas);
     for (int ii = 0; ii < ni; ii++) {
         if (linattn_set_isa(isas[ii]) != LINATTN_OK)
@@ -767,7 +766,7 @@ Test(linear, prefill_then_step_equals_steps)
 {
     /* a short, a medium and RetNet's first horizon */
     const float decay[3] = {0.5f, 0.9f, 0.96875f};
-    linattn_isa isas[3];
+    linattn_isa isas[LINATTN_ISA_COUNT];
     int n = cpu_isas(isas);
     for (int i = 0; i < n; i++) {
         if (linattn_set_isa(isas[i]) != LINATTN_OK)
@@ -843,7 +842,7 @@ Test(linear, chunked_equals_recurrent)
 
 Test(attention, every_isa_agrees)
 {
-    linattn_isa isas[3];
+    linattn_isa isas[LINATTN_ISA_COUNT];
     int n = cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 101);
     int lengths[2] = {150, 97};
@@ -896,6 +895,101 @@ Test(attention, one_and_two_threads_agree)
                 free(b);
                 drop(&p);
             }
+}
+
+/* Flash-decoding: a block of at most 64 queries against more than 1024
+ * keys is cut into key segments computed apart and merged. Against the
+ * double reference (one and two segments' worth of keys, a last segment of
+ * one key, lengths, d_v != d_k, causal and not), on every ISA; the cut
+ * depends on the shape only, so 1, 2 and 3 threads agree bit for bit. */
+Test(softmax, split_keys_against_reference)
+{
+    const int shapes[][7] = {
+        /* B, H, Lq, Lk, dk, dv, causal */
+        {1, 1, 1, 5000, 64, 64, 1}, {1, 1, 1, 1025, 16, 16, 0}, {1, 2, 3, 2049, 17, 9, 1},
+        {2, 1, 64, 1100, 8, 128, 1}, {1, 3, 5, 3000, 33, 20, 0},
+    };
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = cpu_isas(isas);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int *x = shapes[s];
+        problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], x[6], 500 + s);
+        int lengths[2] = {x[3], x[3] * 2 / 3};
+        if (x[0] > 1)
+            p.lengths = lengths;
+        double *ref = reference(SOFTMAX, &p);
+        for (int i = 0; i < ni; i++) {
+            cr_assert_eq(linattn_set_isa(isas[i]), LINATTN_OK);
+            float *first = NULL;
+            for (int t = 1; t <= 3; t++) {
+                p.threads = t;
+                float *out = run_new(SOFTMAX, &p);
+                double e = max_err_ref(&p, out, ref);
+                cr_expect(e <= 1e-5, "shape %zu isa %s threads %d: max error %g", s,
+                          linattn_isa_name(isas[i]), t, e);
+                if (!first)
+                    first = out;
+                else {
+                    cr_expect(!memcmp(first, out, out_size(&p) * sizeof(float)),
+                              "shape %zu isa %s: 1 and %d threads differ", s,
+                              linattn_isa_name(isas[i]), t);
+                    free(out);
+                }
+            }
+            free(first);
+        }
+        free(ref);
+        p.lengths = NULL;
+        drop(&p);
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+}
+
+/* Split keys keep causality for bad values: 4 queries against 3000 keys
+ * (bottom-right aligned, query i sees keys up to 2996 + i), an inf or NaN
+ * in a key or value only a later query sees never reaches an earlier one,
+ * and a batch row whose length ends in the first segment is unaffected by
+ * bad values in the others. */
+Test(softmax, split_keys_keep_causality_with_inf_and_nan)
+{
+    const int Lq = 4, Lk = 3000, dk = 8, dv = 5;
+    const float bad[] = {INFINITY, -INFINITY, NAN};
+    problem p = make(1, 1, Lq, Lk, dk, dv, 1, 77);
+    p.threads = 2;
+    float *base = run_new(SOFTMAX, &p);
+    for (int t = 1; t < Lq; t++)
+        for (int which = 1; which < 3; which++) { /* k, v */
+            problem x = make(1, 1, Lq, Lk, dk, dv, 1, 77);
+            x.threads = 2;
+            float *tensor = which == 1 ? x.k : x.v;
+            int width = which == 1 ? dk : dv, key = Lk - Lq + t;
+            tensor[(size_t)key * width + (size_t)(t % width)] = bad[(t + which) % 3];
+            float *out = run_new(SOFTMAX, &x);
+            cr_expect(!memcmp(out, base, (size_t)t * dv * sizeof(float)),
+                      "a bad %s at key %d reached a query before %d", which == 1 ? "k" : "v",
+                      key, t);
+            free(out);
+            drop(&x);
+        }
+    free(base);
+    drop(&p);
+
+    problem b = make(2, 1, 1, 3000, dk, dv, 0, 78);
+    int lengths[2] = {700, 3000};
+    b.lengths = lengths;
+    b.threads = 2;
+    float *clean = run_new(SOFTMAX, &b);
+    for (int j = 700; j < 3000; j += 113)
+        b.k[(size_t)j * dk] = b.v[(size_t)j * dv] = bad[j % 3];
+    float *dirty = run_new(SOFTMAX, &b);
+    cr_expect(!memcmp(clean, dirty, (size_t)dv * sizeof(float)),
+              "bad values past a row's length reached it");
+    for (int c = 0; c < dv; c++)
+        cr_expect(isfinite(clean[c]), "%g", (double)clean[c]);
+    free(clean);
+    free(dirty);
+    b.lengths = NULL;
+    drop(&b);
 }
 
 Test(attention, tail_shapes_against_reference)
@@ -1195,7 +1289,7 @@ Test(decay, ones_are_no_decay_bit_for_bit)
 /* Every ISA, both algorithms, against the reference. */
 Test(decay, every_isa_agrees)
 {
-    linattn_isa isas[3];
+    linattn_isa isas[LINATTN_ISA_COUNT];
     int n = cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 620);
     int lengths[2] = {150, 97};
