@@ -362,6 +362,69 @@ static int bench_model_softmax_decode(const workload *w, int t, const options *o
     return run_model(w, t, o, r, 0, 1);
 }
 
+/* w->len streams (sessions of one model), each fed w->ctx tokens, then
+ * linattn_sessions_step advancing all of them one token: tokens/s over all
+ * streams (median of the steps). The group runs on the first session's
+ * threads. */
+static int run_batch(const workload *w, int threads, const options *o, result *r, int linear)
+{
+    enum { MAX_STREAMS = 64 };
+    linattn_model *m = bench_model(linear);
+    linattn_session *s[MAX_STREAMS] = {0};
+    float *logits[MAX_STREAMS] = {0};
+    int tokens[MAX_STREAMS], ns = w->len < MAX_STREAMS ? w->len : MAX_STREAMS, rc = -1;
+    int n = (int)w->ctx;
+    int *prompt = malloc((size_t)(n > 0 ? n : 1) * sizeof *prompt);
+    if (!m || !prompt)
+        goto out;
+    for (int i = 0; i < n; i++)
+        prompt[i] = (i * 7919 + 13) & 255;
+    for (int i = 0; i < ns; i++) {
+        if (linattn_session_new(m, &s[i]) != LINATTN_OK || !(logits[i] = malloc(256 * sizeof(float))))
+            goto out;
+        linattn_session_set_threads(s[i], threads);
+        if (n > 0 && linattn_session_feed(s[i], prompt, n, NULL) != LINATTN_OK)
+            goto out;
+        tokens[i] = (i * 31 + 7) & 255;
+    }
+    double t[64];
+    int steps = o->quick ? 8 : 32;
+    if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK) /* warm-up */
+        goto out;
+    for (int k = 0; k < steps; k++) {
+        double a = now();
+        if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK)
+            goto out;
+        t[k] = now() - a;
+    }
+    qsort(t, (size_t)steps, sizeof t[0], cmp_double);
+    r->seconds = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
+    r->runs = steps;
+    r->rate = ns / r->seconds;
+    r->unit = "tok/s";
+    r->peak_pct = -1;
+    snprintf(r->note, sizeof r->note, "%d streams, context %d", ns, n);
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+    for (int i = 0; i < ns; i++) {
+        linattn_session_free(s[i]);
+        free(logits[i]);
+    }
+    free(prompt);
+    return rc;
+}
+
+static int bench_batch_linear(const workload *w, int t, const options *o, result *r)
+{
+    return run_batch(w, t, o, r, 1);
+}
+static int bench_batch_softmax(const workload *w, int t, const options *o, result *r)
+{
+    return run_batch(w, t, o, r, 0);
+}
+
 #define MODEL_ROWS(ctx, label)                                                                  \
     {"model-linear-prefill-" label, "d512 L8 H8 ff2048 model, linear, prefill " label " tokens", \
      bench_model_linear_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                      \
@@ -436,6 +499,12 @@ static const workload workloads[] = {
      bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 1},
     {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay",
      bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 1},
+    {"batch8-linear-step", "same model, linear, 8 streams stepped together (sessions_step)",
+     bench_batch_linear, 8, 8, 512, 64, LINATTN_LINEAR_AUTO, 1, 0},
+    {"batch8-softmax-step-1k", "same, softmax, 8 streams after 1k tokens, stepped together",
+     bench_batch_softmax, 8, 8, 512, 1024, LINATTN_LINEAR_AUTO, 1, 0},
+    {"batch2-linear-step", "same, linear, 2 streams stepped together",
+     bench_batch_linear, 8, 2, 512, 64, LINATTN_LINEAR_AUTO, 1, 0},
     MODEL_ROWS(1024, "1k"),
     MODEL_ROWS(4096, "4k"),
     MODEL_ROWS(16384, "16k"),

@@ -85,4 +85,17 @@ void linattn_linear_force_mode(linattn_linear_mode mode);
 /* The algorithm AUTO picks for n paired rows of one head. */
 linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v);
 
+/* A decode step split by heads, for callers that spread (stream, head)
+ * pairs over threads: linattn_linear_step_heads does heads [h0, h1) of
+ * one token (q, k, v, out are the whole [heads * d] rows), folding in the
+ * caller's scratch of linattn_linear_step_scratch_bytes (one per thread at
+ * a time); different heads of one state may run at once. Once every head
+ * has stepped, linattn_linear_step_done counts the token. Together they
+ * equal linattn_linear_step bit for bit. */
+size_t linattn_linear_step_scratch_bytes(const linattn_linear_state *s);
+linattn_status linattn_linear_step_heads(linattn_linear_state *s, int h0, int h1, const float *q,
+                                         const float *k, const float *v, float *out,
+                                         void *scratch);
+void linattn_linear_step_done(linattn_linear_state *s);
+
 #endif

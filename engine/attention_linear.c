@@ -993,24 +993,22 @@ linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, c
     return linattn_linear_prefill_strided(s, q, k, v, len, out, NULL, 0);
 }
 
-linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
-                                   const float *v, float *out)
+size_t linattn_linear_step_scratch_bytes(const linattn_linear_state *s)
 {
-    if (!s || !q || !k || !v || !out)
-        return linattn_err(LINATTN_ERR_INVALID, "linear step: %s is NULL",
-                           !s ? "state" : !q ? "q" : !k ? "k" : !v ? "v" : "out");
-    const linattn_kernels *kt;
-    linattn_status st = linattn_kernels_current(&kt);
-    if (st != LINATTN_OK)
-        return st;
-    float *ws = NULL;
-    if ((st = state_workspace(s, 1, &ws)) != LINATTN_OK) /* allocated at creation */
-        return st;
+    return attn_workspace_bytes(0, lin_thread_floats((size_t)s->dk, (size_t)s->dv), 1);
+}
+
+/* The step of heads [h0, h1): phi of their q and k rows (into the state's
+ * phi rows of those heads), each key joins its head's rows, the head
+ * reads, a full block folds (in ws, lin_thread_floats). */
+static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float *ws, int h0,
+                       int h1, const float *q, const float *k, const float *v, float *out)
+{
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const size_t n = (size_t)s->heads * dk;
     float *pq = s->phi, *pk = s->phi + n;
-    kt->elu1(pq, q, n);
-    kt->elu1(pk, k, n);
+    kt->elu1(pq + (size_t)h0 * dk, q + (size_t)h0 * dk, (size_t)(h1 - h0) * dk);
+    kt->elu1(pk + (size_t)h0 * dk, k + (size_t)h0 * dk, (size_t)(h1 - h0) * dk);
     lin_buffers b = lin_carve(ws, dk, dv);
     lin_seq sq;
     memset(&sq, 0, sizeof sq);
@@ -1024,8 +1022,8 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
      * previous one left in L1: 3.65 -> 3.35 us per step (AVX2, H = 8,
      * d = 64, when each step also wrote S). */
     const int backwards = (int)(s->tokens & 1);
-    for (int i = 0; i < s->heads; i++) {
-        const int h = backwards ? s->heads - 1 - i : i;
+    for (int i = h0; i < h1; i++) {
+        const int h = backwards ? h1 - 1 - (i - h0) : i;
         lin_sums sums = state_sums(s, h);
         sq.decay = s->decay[h];
         sq.pow = &s->pows[h];
@@ -1036,6 +1034,43 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
         if (sums.rows == LIN_B)
             lin_fold(&sq, &b, &sums);
     }
+}
+
+linattn_status linattn_linear_step_heads(linattn_linear_state *s, int h0, int h1, const float *q,
+                                         const float *k, const float *v, float *out,
+                                         void *scratch)
+{
+    if (!s || !q || !k || !v || !out || !scratch || h0 < 0 || h1 > s->heads || h0 >= h1)
+        return linattn_err(LINATTN_ERR_INVALID, "linear step: bad arguments for heads [%d, %d)",
+                           h0, h1);
+    const linattn_kernels *kt;
+    linattn_status st = linattn_kernels_current(&kt);
+    if (st != LINATTN_OK)
+        return st;
+    uintptr_t a = ((uintptr_t)scratch + ATTN_ALIGN - 1) & ~(uintptr_t)(ATTN_ALIGN - 1);
+    step_heads(s, kt, (float *)a, h0, h1, q, k, v, out);
+    return LINATTN_OK;
+}
+
+void linattn_linear_step_done(linattn_linear_state *s)
+{
+    s->tokens++;
+}
+
+linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
+                                   const float *v, float *out)
+{
+    if (!s || !q || !k || !v || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "linear step: %s is NULL",
+                           !s ? "state" : !q ? "q" : !k ? "k" : !v ? "v" : "out");
+    const linattn_kernels *kt;
+    linattn_status st = linattn_kernels_current(&kt);
+    if (st != LINATTN_OK)
+        return st;
+    float *ws = NULL;
+    if ((st = state_workspace(s, 1, &ws)) != LINATTN_OK) /* allocated at creation */
+        return st;
+    step_heads(s, kt, ws, 0, s->heads, q, k, v, out);
     s->tokens++;
     return LINATTN_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention.h"
 #include "model.h"
 
 #ifdef LINATTN_HAVE_OPENMP
@@ -413,25 +414,91 @@ static linattn_status attend_rows(linattn_session *s, int layer, const float *q,
     return linattn_attention_softmax(&desc, q, kc, vc, a);
 }
 
-/* One token of each stream (row i of w's q, k, v, a), OpenMP over streams;
- * each stream makes the same call as when it is fed alone. */
+/* The scratch one (stream, head) attention step needs: the linear fold's,
+ * or a one-head softmax call's against the longest cache. */
+static size_t head_step_bytes(const linattn_session *w, int layer)
+{
+    const linattn_model *m = w->m;
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
+        return linattn_linear_step_scratch_bytes(w->lin[layer]);
+    linattn_attention_desc desc;
+    linattn_attention_desc_init(&desc);
+    desc.batch = desc.heads = desc.len_q = desc.threads = 1;
+    desc.len_k = m->cfg.max_seq_len;
+    desc.d_k = desc.d_v = m->dh;
+    desc.causal = 1;
+    return linattn_attention_softmax_workspace(&desc);
+}
+
+/* One token of each stream (row i of w's q, k, v, a): OpenMP over (stream,
+ * head) pairs, so a few streams still fill the threads. Each pair does what
+ * the stream's own step does for that head (linear: the same arithmetic as
+ * linattn_linear_step; softmax: one head of the same call). */
 static linattn_status attend_batch(linattn_session *w, linattn_session *const *streams, int layer,
                                    int n)
 {
     const linattn_model *m = w->m;
-    int d = m->d, dh = m->dh, T = w->threads;
+    const int d = m->d, dh = m->dh, H = m->h, T = w->threads;
+    const int linear = m->cfg.attention == LINATTN_ATTN_LINEAR;
+    const size_t per = head_step_bytes(w, layer);
+    if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
+        return linattn_err(LINATTN_ERR_NOMEM, "batched attention: scratch size overflows");
+    if (w->batch_ws_bytes < per * (size_t)T) {
+        void *p = mem_realloc(w->batch_ws, per * (size_t)T);
+        if (!p)
+            return linattn_err(LINATTN_ERR_NOMEM,
+                               "batched attention: cannot allocate %zu bytes of scratch",
+                               per * (size_t)T);
+        w->batch_ws = p;
+        w->batch_ws_bytes = per * (size_t)T;
+    }
+    double work = 0; /* flops of the attention of all pairs */
+    for (int i = 0; i < n; i++) {
+        linattn_session *s = streams[i];
+        if (!linear) { /* append this token's k, v to the stream's cache */
+            size_t at = ((size_t)layer * (size_t)m->cfg.max_seq_len + s->tokens) * (size_t)d;
+            memcpy(s->kcache + at, w->k + (size_t)i * d, (size_t)d * sizeof(float));
+            memcpy(s->vcache + at, w->v + (size_t)i * d, (size_t)d * sizeof(float));
+        }
+        work += 4.0 * H * dh * (linear ? dh : (double)s->tokens + 1);
+    }
     int failed = 0;
-    /* per stream: H heads of a d_head x d_head state update and read (linear),
-     * at least as much for a pass over the KV cache (softmax) */
-    int par = T > 1 && n > 1 && (size_t)n * m->h * dh * dh * 2 >= LINATTN_PARALLEL_MIN_WORK;
+    int par = T > 1 && n * H > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
     (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(T) schedule(static) if (par) reduction(|| : failed)
-    for (int i = 0; i < n; i++) {
-        size_t row = (size_t)i * d;
-        if (attend_rows(streams[i], layer, w->q + row, w->k + row, w->v + row, w->a + row, 1, 1))
+    for (int it = 0; it < n * H; it++) {
+        const int i = it / H, h = it % H;
+        const size_t row = (size_t)i * d;
+        char *scratch = (char *)w->batch_ws + (size_t)attn_thread_id() * per;
+        linattn_session *s = streams[i];
+        linattn_status st;
+        if (linear) {
+            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row, w->k + row,
+                                           w->v + row, w->a + row, scratch);
+        } else {
+            size_t off = (size_t)layer * (size_t)m->cfg.max_seq_len * d + (size_t)h * dh;
+            linattn_layout one = {0, 0, (size_t)d}; /* one head, rows d apart */
+            linattn_attention_desc desc;
+            linattn_attention_desc_init(&desc);
+            desc.batch = desc.heads = desc.len_q = desc.threads = 1;
+            desc.len_k = (int)s->tokens + 1;
+            desc.d_k = desc.d_v = dh;
+            desc.causal = 1;
+            desc.q = desc.k = desc.v = desc.out = one;
+            desc.workspace = scratch;
+            desc.workspace_bytes = per;
+            st = linattn_attention_softmax(&desc, w->q + row + (size_t)h * dh, s->kcache + off,
+                                           s->vcache + off, w->a + row + (size_t)h * dh);
+        }
+        if (st != LINATTN_OK)
             failed = 1;
     }
-    return failed ? linattn_err(LINATTN_ERR_INVALID, "batched attention failed") : LINATTN_OK;
+    if (failed)
+        return linattn_err(LINATTN_ERR_INVALID, "batched attention failed");
+    if (linear)
+        for (int i = 0; i < n; i++)
+            linattn_linear_step_done(streams[i]->lin[layer]);
+    return LINATTN_OK;
 }
 
 static void activate(const linattn_model *m, const linattn_kernels *k, float *u, size_t n)

@@ -47,6 +47,10 @@ struct linattn_session {
     float *kcache, *vcache;
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
     size_t attn_ws_bytes;
+    /* when this session carries a group of streams (sessions_step): one
+     * scratch block per thread for the (stream, head) attention steps */
+    void *batch_ws;
+    size_t batch_ws_bytes;
     /* activations of up to LINATTN_CHUNK tokens */
     float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
     float *u;                        /* [CHUNK, d_ff] */

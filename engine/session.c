@@ -103,6 +103,7 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->kcache);
     mem_free(s->vcache);
     mem_free(s->attn_ws);
+    mem_free(s->batch_ws);
     mem_free(s->x);
     mem_free(s->hbuf);
     mem_free(s->q);

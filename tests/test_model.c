@@ -529,7 +529,65 @@ static void batch_equals_alone(linattn_attention_kind kind)
     linattn_model_free(m);
 }
 
+/* Enough streams and heads of 64 that the group's attention runs as
+ * (stream, head) pairs over 2 threads (over 2^20 flops: 17 streams x 4
+ * heads x 64^2 x 4 for linear; 80+ cached tokens for softmax), streams of
+ * different lengths, with decays (linear); each stream's logits equal its
+ * own steps', and a stream that steps alone afterwards continues the same. */
+static void batch_pairs_equal_alone(linattn_attention_kind kind)
+{
+    enum { S = 17, N = 200 };
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:11");
+    c.vocab_size = 256, c.d_model = 256, c.n_heads = 4, c.n_layers = 1, c.d_ff = 64;
+    c.max_seq_len = N + 16;
+    c.attention = kind;
+    c.positions = LINATTN_POS_SINCOS;
+    if (kind == LINATTN_ATTN_LINEAR)
+        c.decay.kind = LINATTN_DECAY_RETNET;
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    linattn_session *batch[S], *alone[S];
+    static float lb[S][256];
+    float la[256], *out[S];
+    int tokens[N];
+    make_tokens(tokens, N, 9);
+    for (int i = 0; i < S; i++) {
+        batch[i] = new_session(m);
+        alone[i] = new_session(m);
+        linattn_session_set_threads(batch[i], 2);
+        linattn_session_set_threads(alone[i], 1);
+        cr_assert_eq(linattn_session_feed(batch[i], tokens, 80 + 7 * i, NULL), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(alone[i], tokens, 80 + 7 * i, NULL), LINATTN_OK);
+        out[i] = lb[i];
+    }
+    for (int step = 0; step < 3; step++) {
+        int next[S];
+        for (int i = 0; i < S; i++)
+            next[i] = tokens[(i * 13 + step) % N];
+        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
+                     linattn_last_error());
+        for (int i = 0; i < S; i++) {
+            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, la), LINATTN_OK);
+            double err = rel_diff(lb[i], la, 256);
+            cr_assert_leq(err, 1e-5, "stream %d step %d: %g", i, step, err);
+        }
+    }
+    for (int i = 0; i < S; i++) {
+        int t = tokens[i];
+        cr_assert_eq(linattn_session_feed(batch[i], &t, 1, lb[i]), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(alone[i], &t, 1, la), LINATTN_OK);
+        cr_assert_leq(rel_diff(lb[i], la, 256), 1e-5, "stream %d after the group", i);
+        linattn_session_free(batch[i]);
+        linattn_session_free(alone[i]);
+    }
+    linattn_model_free(m);
+}
+
 Test(batch, step_equals_each_alone_linear) { batch_equals_alone(LINATTN_ATTN_LINEAR); }
+Test(batch, stream_head_pairs_equal_alone_linear) { batch_pairs_equal_alone(LINATTN_ATTN_LINEAR); }
+Test(batch, stream_head_pairs_equal_alone_softmax) { batch_pairs_equal_alone(LINATTN_ATTN_SOFTMAX); }
 Test(batch, step_equals_each_alone_softmax) { batch_equals_alone(LINATTN_ATTN_SOFTMAX); }
 
 typedef struct worker {
