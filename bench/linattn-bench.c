@@ -1,5 +1,8 @@
 /* linattn-bench.c: times named workloads with each ISA (and scalar) and thread count; prints a table. */
 #include <getopt.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,20 +15,23 @@
 
 static const char usage[] =
     "usage: linattn-bench [--isa ISA] [--threads N[,N...]] [--quick] [--filter NAME]\n"
-    "                     [--peak GFLOPS] [--cpu-time] [--list]\n"
+    "                     [--peak GFLOPS] [--cpu-time] [--busy N] [--list]\n"
     "\n"
     "Runs each workload with each ISA this machine has (and scalar), and\n"
     "prints the median of repeated runs.\n"
     "\n"
     "  --isa ISA         only this ISA (auto|scalar|avx2|avx512|neon)\n"
     "  --threads LIST    thread counts for the prefill and model workloads (default 1,2;\n"
-    "                    single-thread workloads stay at 1)\n"
+    "                    single-thread workloads stay at 1); auto: the library's\n"
+    "                    default, which follows the cores other processes leave free\n"
     "  --quick           fewer, shorter runs (for CI)\n"
     "  --filter NAME     only workloads whose name contains NAME\n"
     "  --peak GFLOPS     FMA peak of one core, for the % column (default 125)\n"
     "  --cpu-time        time with the process's CPU clock instead of the wall\n"
     "                    clock: steadier on a busy machine, but with N threads\n"
     "                    it sums them (and their spinning), so read it for 1\n"
+    "  --busy N          run N busy-loop processes beside the workloads (a loaded\n"
+    "                    machine: compare --threads 1,2,auto)\n"
     "  --list            list the workloads and exit\n"
     "  -h, --help        this text\n"
     "\n"
@@ -188,7 +194,7 @@ static int run_prefill(const workload *w, int threads, const options *o, result 
         double flops = 2.0 * w->heads * (double)w->len * w->len * w->d;
         r->rate = flops / r->seconds * 1e-9;
         r->unit = "GFLOP/s";
-        r->peak_pct = 100.0 * r->rate / (o->peak * threads);
+        r->peak_pct = 100.0 * r->rate / (o->peak * (threads > 0 ? threads : linattn_max_threads()));
     }
     return 0;
 }
@@ -543,9 +549,15 @@ static int parse_threads(const char *text, int *list, int max)
     const char *p = text;
     while (*p && n < max) {
         char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1024)
-            return -1;
+        long v;
+        if (!strncmp(p, "auto", 4)) {
+            v = 0;
+            end = (char *)p + 4;
+        } else {
+            v = strtol(p, &end, 10);
+            if (end == p || v < 1 || v > 1024)
+                return -1;
+        }
         list[n++] = (int)v;
         p = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
@@ -554,18 +566,40 @@ static int parse_threads(const char *text, int *list, int max)
     return n;
 }
 
+/* n child processes spinning until this one exits (PR_SET_PDEATHSIG: even
+ * when it is killed). */
+static int start_busy(int n)
+{
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("linattn-bench: fork");
+            return -1;
+        }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() == 1)
+                _exit(0);
+            volatile unsigned long spin = 0;
+            for (;;)
+                spin++;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"isa", required_argument, 0, 'i'},   {"threads", required_argument, 0, 't'},
         {"quick", no_argument, 0, 'q'},       {"filter", required_argument, 0, 'f'},
         {"peak", required_argument, 0, 'p'},  {"list", no_argument, 0, 'l'},
-        {"cpu-time", no_argument, 0, 'c'},
+        {"cpu-time", no_argument, 0, 'c'},    {"busy", required_argument, 0, 'b'},
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
     options o = {0, 125.0};
     const char *isa_text = NULL, *filter = NULL;
-    int thread_list[8] = {1, 2}, n_threads = 2, list_only = 0;
+    int thread_list[8] = {1, 2}, n_threads = 2, list_only = 0, busy = 0;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -573,7 +607,8 @@ int main(int argc, char **argv)
         case 't':
             n_threads = parse_threads(optarg, thread_list, 8);
             if (n_threads <= 0) {
-                fprintf(stderr, "linattn-bench: --threads: expected N[,N...], got '%s'\n", optarg);
+                fprintf(stderr, "linattn-bench: --threads: expected N|auto[,...], got '%s'\n",
+                        optarg);
                 return 1;
             }
             break;
@@ -587,6 +622,17 @@ int main(int argc, char **argv)
             }
             break;
         case 'l': list_only = 1; break;
+        case 'b': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 0 || v > 64) {
+                fprintf(stderr, "linattn-bench: --busy: expected 0..64 processes, got '%s'\n",
+                        optarg);
+                return 1;
+            }
+            busy = (int)v;
+            break;
+        }
         case 'c': clock_id = CLOCK_PROCESS_CPUTIME_ID; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 1;
@@ -618,11 +664,16 @@ int main(int argc, char **argv)
                 isas[n_isas++] = (linattn_isa)i;
     }
 
-    printf("linattn %s, cpu: %s, openmp: %s (%d threads), peak %.0f GFLOP/s per core%s%s\n",
+    if (busy && start_busy(busy) != 0)
+        return 1;
+    printf("linattn %s, cpu: %s, openmp: %s (%d threads), peak %.0f GFLOP/s per core%s%s",
            linattn_version(), linattn_cpu_features_str(), linattn_has_openmp() ? "yes" : "no",
            linattn_max_threads(), o.peak, o.quick ? ", quick" : "",
            clock_id == CLOCK_MONOTONIC ? "" : ", process CPU time");
-    printf("%-28s %-7s %3s %11s %26s %7s  %s\n", "workload", "isa", "thr", "median", "rate",
+    if (busy)
+        printf(", %d busy-loop process%s beside", busy, busy > 1 ? "es" : "");
+    printf("\n");
+    printf("%-28s %-7s %4s %11s %26s %7s  %s\n", "workload", "isa", "thr", "median", "rate",
            "vs 1t", "note");
     int failed = 0, ran = 0;
     for (size_t wi = 0; wi < N_WORKLOADS; wi++) {
@@ -635,7 +686,7 @@ int main(int argc, char **argv)
             int nt = w->threaded ? n_threads : 1;
             for (int ti = 0; ti < nt; ti++) {
                 int threads = w->threaded ? thread_list[ti] : 1;
-                if (threads > 1 && !linattn_has_openmp())
+                if (threads != 1 && !linattn_has_openmp())
                     continue;
                 result r;
                 memset(&r, 0, sizeof r);
@@ -651,8 +702,10 @@ int main(int argc, char **argv)
                     one_thread = r.seconds;
                 else if (one_thread > 0)
                     snprintf(speed, sizeof speed, "x%.2f", one_thread / r.seconds);
-                printf("%-28s %-7s %3d %11s %26s %7s  %s\n", w->name,
-                       linattn_isa_name(isas[ii]), threads, t, rate, speed, r.note);
+                char thr[8];
+                snprintf(thr, sizeof thr, threads ? "%d" : "auto", threads);
+                printf("%-28s %-7s %4s %11s %26s %7s  %s\n", w->name,
+                       linattn_isa_name(isas[ii]), thr, t, rate, speed, r.note);
                 fflush(stdout);
             }
         }

@@ -20,6 +20,11 @@ void linattn_attention_desc_init(linattn_attention_desc *d)
 
 int attn_threads(int requested)
 {
+    return requested > 0 ? requested : linattn_threads_free(attn_threads_max(0));
+}
+
+int attn_threads_max(int requested)
+{
 #ifdef LINATTN_HAVE_OPENMP
     return requested > 0 ? requested : omp_get_max_threads();
 #else

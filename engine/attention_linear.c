@@ -161,7 +161,7 @@ size_t linattn_attention_linear_workspace(const linattn_attention_desc *d)
         return 0;
     size_t dk = (size_t)d->d_k, dv = (size_t)d->d_v;
     return attn_workspace_bytes(lin_sums_floats(dk, dv), lin_thread_floats(dk, dv),
-                                attn_threads(d->threads));
+                                attn_threads_max(d->threads));
 }
 
 /* A head's powers of its decay g: pw[n] = g^n for the block sizes the
@@ -816,7 +816,7 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
         }
     float *ws = NULL;
     if (!s->sums || !s->phi || !s->decay || !s->pows ||
-        state_workspace(s, attn_threads(0), &ws) != LINATTN_OK) {
+        state_workspace(s, attn_threads_max(0), &ws) != LINATTN_OK) {
         linattn_linear_state_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: cannot allocate %zu bytes",
                            n * sizeof(float));

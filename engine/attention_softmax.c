@@ -270,7 +270,7 @@ size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
         split = sm_split_floats((long)d->batch * d->heads, d->len_q < SM_BQ ? d->len_q : SM_BQ,
                                 d->len_k, (size_t)d->d_v);
     return attn_workspace_bytes(split, sm_thread_floats((size_t)d->d_k, (size_t)d->d_v),
-                                attn_threads(d->threads));
+                                attn_threads_max(d->threads));
 }
 
 linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,

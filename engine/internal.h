@@ -26,4 +26,11 @@ void linattn_err_clear(void);
  * ISA was set through the API. */
 linattn_status linattn_kernels_current(const linattn_kernels **k);
 
+/* Threads a call that asked for the default (0) uses now: at most max,
+ * fewer when other processes hold cores (threads.c says how it measures). */
+int linattn_threads_free(int max);
+/* The other processes' load in cores over the last interval; -1 before
+ * the first measurement or without /proc. */
+double linattn_threads_others_load(void);
+
 #endif

@@ -40,7 +40,8 @@ struct linattn_model {
 
 struct linattn_session {
     const linattn_model *m;
-    int threads;      /* resolved, >= 1 */
+    int threads_asked; /* 0: follow the free cores (up to the OpenMP default) */
+    int threads;       /* in force for the current call, >= 1 */
     uint64_t tokens;  /* position of the next token */
     /* linear: one state per layer; softmax: K and V caches [layers][max_seq_len][d] */
     linattn_linear_state **lin;

@@ -38,7 +38,7 @@ static linattn_status size_workspace(linattn_session *s)
     desc.len_k = m->cfg.max_seq_len;
     desc.d_k = desc.d_v = m->dh;
     desc.causal = 1;
-    desc.threads = s->threads;
+    desc.threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
     size_t bytes = linattn_attention_softmax_workspace(&desc);
     if (bytes <= s->attn_ws_bytes)
         return LINATTN_OK;
@@ -60,6 +60,7 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     if (!s)
         return linattn_err(LINATTN_ERR_NOMEM, "session: out of memory");
     s->m = m;
+    s->threads_asked = m->cfg.threads;
     s->threads = linattn_model_default_threads(m);
     int failed = 0, L = m->cfg.n_layers;
     size_t cd = (size_t)LINATTN_CHUNK * m->d;
@@ -124,11 +125,19 @@ void linattn_session_reset(linattn_session *s)
 
 void linattn_session_set_threads(linattn_session *s, int threads)
 {
-    int t = threads > 0 ? threads : linattn_model_default_threads(s->m);
-    int old = s->threads;
-    s->threads = t;
+    int asked = threads > 0 ? threads : s->m->cfg.threads;
+    int old = s->threads_asked;
+    s->threads_asked = asked;
     if (size_workspace(s) != LINATTN_OK)
-        s->threads = old; /* keep what the workspace was sized for */
+        s->threads_asked = old; /* keep what the workspace was sized for */
+    s->threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
+}
+
+/* The threads of the next chunk: as asked, or the cores free now. */
+static void pick_threads(linattn_session *s)
+{
+    s->threads = s->threads_asked > 0 ? s->threads_asked
+                                      : linattn_threads_free(linattn_max_threads());
 }
 
 uint64_t linattn_session_tokens(const linattn_session *s)
@@ -178,6 +187,7 @@ linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n
         st = check_room(s, (uint64_t)n);
     for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
+        pick_threads(s);
         st = linattn_model_forward(s, NULL, tokens + done, c);
         if (st == LINATTN_OK && logits && done + c == n) {
             const linattn_kernels *k;
@@ -205,6 +215,7 @@ linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, i
     const size_t V = (size_t)s->m->vocab;
     for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
+        pick_threads(s);
         st = linattn_model_forward(s, NULL, tokens + done, c);
         if (st == LINATTN_OK)
             linattn_model_logits_rows(s->m, k, s->x, c, logits + (size_t)done * V, s->threads);
@@ -235,6 +246,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
     for (int g = 0; st == LINATTN_OK && g < n; g += LINATTN_CHUNK) {
         int c = n - g < LINATTN_CHUNK ? n - g : LINATTN_CHUNK;
         linattn_session *w = sessions[g]; /* its buffers carry the group's rows */
+        pick_threads(w);
         st = linattn_model_forward(w, sessions + g, tokens + g, c);
         if (st != LINATTN_OK || !logits)
             continue;

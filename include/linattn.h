@@ -85,8 +85,11 @@ linattn_status linattn_set_isa_from(linattn_isa isa, linattn_isa_source source);
  * use; returns that error if the variable is bad. */
 linattn_status linattn_get_isa(linattn_isa *isa, linattn_isa_source *source);
 
-/* Threads used by parallel regions when a call asks for 0 (OpenMP default),
- * 1 when built without OpenMP. */
+/* The most threads a call asking for 0 (auto) uses: the OpenMP default, 1
+ * when built without OpenMP. Auto calls use fewer while other processes
+ * hold cores (measured from /proc/stat every 200 ms; a core is given up
+ * when the others use more than a quarter of one; LINATTN_THREADS_FOLLOW=0
+ * turns this off). */
 int linattn_max_threads(void);
 /* 1 if built with OpenMP. */
 int linattn_has_openmp(void);
@@ -118,7 +121,7 @@ typedef struct linattn_attention_desc {
     const int *lengths;   /* [B] valid keys per sequence (0..Lk), NULL: all */
     float eps;            /* linear: denominator epsilon (default 1e-6) */
     const float *decay;   /* linear, causal only: [H] per-head decay in (0, 1], NULL: none */
-    int threads;          /* 0: OpenMP default */
+    int threads;          /* 0: auto (see linattn_max_threads) */
     linattn_layout q, k, v, out; /* strides; all zero: dense */
     void *workspace;      /* NULL: allocated (and freed) inside the call */
     size_t workspace_bytes;
@@ -300,7 +303,7 @@ typedef struct linattn_config {
     linattn_decay decay;  /* linear attention only: per-head decay, default none */
 
     /* [runtime] */
-    int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): OpenMP default */
+    int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */
     int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
     char isa[16];         /* "" when not set, else auto|scalar|avx2|avx512|neon (lower case) */
 

@@ -31,7 +31,7 @@ static const char usage[] =
     "  --text FILE    the text (a regular file; at most 1 GiB)\n"
     "  --block N      bytes per reported block (default 4096)\n"
     "  --window N     fresh streams of N bytes instead of one stream\n"
-    "  --threads N    threads (0 = OpenMP default)\n"
+    "  --threads N    threads (0 = auto: the cores other processes leave free)\n"
     "  --isa ISA      auto|scalar|avx2|avx512|neon\n"
     "  --json FILE    also write the figures as JSON:\n"
     "                 {\"bits_per_byte\": X, \"bytes\": N, \"tokens_per_second\": R,\n"

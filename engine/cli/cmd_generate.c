@@ -24,7 +24,7 @@ static const char usage[] =
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
     "  --seed S             sampler seed; the same seed gives the same text\n"
-    "  --threads N          threads (0 = OpenMP default)\n"
+    "  --threads N          threads (0 = auto: the cores other processes leave free)\n"
     "  --isa ISA            auto|scalar|avx2|avx512|neon\n"
     "  --stats              print speed and memory figures to stderr at the end\n"
     "  --save-state FILE    save the stream (and sampler) at the end\n"
