@@ -12,6 +12,7 @@
 
 #include "linattn.h"
 #include "../engine/attention.h"
+#include "peak.h"
 
 static const char usage[] =
     "usage: linattn-bench [--isa ISA] [--threads N[,N...]] [--quick] [--filter NAME]\n"
@@ -26,7 +27,8 @@ static const char usage[] =
     "                    default, which follows the cores other processes leave free\n"
     "  --quick           fewer, shorter runs (for CI)\n"
     "  --filter NAME     only workloads whose name contains NAME\n"
-    "  --peak GFLOPS     FMA peak of one core, for the % column (default 125)\n"
+    "  --peak GFLOPS     FMA peak of one core for the % column, instead of the\n"
+    "                    peak each ISA measures at the start of the run\n"
     "  --cpu-time        time with the process's CPU clock instead of the wall\n"
     "                    clock: steadier on a busy machine, but with N threads\n"
     "                    it sums them (and their spinning), so read it for 1\n"
@@ -59,7 +61,8 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct options {
     int quick;
-    double peak;
+    double peak;     /* --peak: GFLOP/s of one core for every ISA; 0: measured */
+    double peak_now; /* the peak of the ISA and threads of the run in progress */
 } options;
 
 /* One measured configuration. */
@@ -194,7 +197,7 @@ static int run_prefill(const workload *w, int threads, const options *o, result 
         double flops = 2.0 * w->heads * (double)w->len * w->len * w->d;
         r->rate = flops / r->seconds * 1e-9;
         r->unit = "GFLOP/s";
-        r->peak_pct = 100.0 * r->rate / (o->peak * (threads > 0 ? threads : linattn_max_threads()));
+        r->peak_pct = o->peak_now > 0 ? 100.0 * r->rate / o->peak_now : -1;
     }
     return 0;
 }
@@ -538,7 +541,8 @@ static void format_rate(char *buf, size_t n, const result *r)
     else if (!strcmp(r->unit, "tok/s"))
         snprintf(buf, n, "%.1f tok/s", r->rate);
     else if (!strcmp(r->unit, "GFLOP/s"))
-        snprintf(buf, n, "%.1f GFLOP/s (%.0f%%)", r->rate, r->peak_pct);
+        snprintf(buf, n, r->peak_pct >= 0 ? "%.1f GFLOP/s (%.0f%%)" : "%.1f GFLOP/s", r->rate,
+                 r->peak_pct);
     else
         snprintf(buf, n, "%.3f %s", r->rate, r->unit);
 }
@@ -597,7 +601,7 @@ int main(int argc, char **argv)
         {"cpu-time", no_argument, 0, 'c'},    {"busy", required_argument, 0, 'b'},
         {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
     };
-    options o = {0, 125.0};
+    options o = {0, 0.0, 0.0};
     const char *isa_text = NULL, *filter = NULL;
     int thread_list[8] = {1, 2}, n_threads = 2, list_only = 0, busy = 0;
     int c;
@@ -666,13 +670,31 @@ int main(int argc, char **argv)
 
     if (busy && start_busy(busy) != 0)
         return 1;
-    printf("linattn %s, cpu: %s, openmp: %s (%d threads), peak %.0f GFLOP/s per core%s%s",
+    printf("linattn %s, cpu: %s, openmp: %s (%d threads)%s%s",
            linattn_version(), linattn_cpu_features_str(), linattn_has_openmp() ? "yes" : "no",
-           linattn_max_threads(), o.peak, o.quick ? ", quick" : "",
+           linattn_max_threads(), o.quick ? ", quick" : "",
            clock_id == CLOCK_MONOTONIC ? "" : ", process CPU time");
     if (busy)
         printf(", %d busy-loop process%s beside", busy, busy > 1 ? "es" : "");
     printf("\n");
+    /* The denominators of every "% of peak": each ISA's FMA peak at each
+     * thread count, measured now (or --peak x threads). */
+    double peaks[LINATTN_ISA_COUNT][8];
+    int any_gflops = 0;
+    for (size_t wi = 0; wi < N_WORKLOADS; wi++)
+        any_gflops |= (!filter || strstr(workloads[wi].name, filter)) &&
+                      (workloads[wi].run == bench_softmax_prefill && workloads[wi].ctx == 0);
+    for (int ii = 0; ii < n_isas && any_gflops; ii++) {
+        printf("peak %-7s", linattn_isa_name(isas[ii]));
+        for (int ti = 0; ti < n_threads; ti++) {
+            int t = thread_list[ti] > 0 ? thread_list[ti] : linattn_max_threads();
+            if (t > 1 && !linattn_has_openmp())
+                t = 1;
+            peaks[ii][ti] = o.peak > 0 ? o.peak * t : peak_gflops(isas[ii], t, o.quick ? 0.03 : 0.1);
+            printf("  %d thread%s %.1f GFLOP/s", t, t > 1 ? "s" : "", peaks[ii][ti]);
+        }
+        printf(o.peak > 0 ? "  (--peak)\n" : "  (measured: FMA loop in registers)\n");
+    }
     printf("%-28s %-7s %4s %11s %26s %7s  %s\n", "workload", "isa", "thr", "median", "rate",
            "vs 1t", "note");
     int failed = 0, ran = 0;
@@ -690,6 +712,9 @@ int main(int argc, char **argv)
                     continue;
                 result r;
                 memset(&r, 0, sizeof r);
+                o.peak_now = any_gflops ? peaks[ii][w->threaded ? ti : 0] : 0;
+                if (!w->threaded && thread_list[0] != 1)
+                    o.peak_now = 0; /* no peak measured for one thread */
                 if (w->run(w, threads, &o, &r) != 0) {
                     failed = 1;
                     continue;
