@@ -123,12 +123,15 @@ int linattn_threads_free(int max)
     int load = atomic_load(&busy_cores_x100);
     if (load < 0)
         return max;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 1)
-        return max;
+    return linattn_threads_for_load((double)load / 100.0, sysconf(_SC_NPROCESSORS_ONLN), max);
+}
+
+int linattn_threads_for_load(double others, long cpus, int max)
+{
+    if (cpus < 1 || max < 1)
+        return max < 1 ? 1 : max;
     /* cores the others take: each one they use more than OTHERS_SLACK of */
-    double others = (double)load / 100.0;
-    int taken = others <= OTHERS_SLACK ? 0 : (int)(others - OTHERS_SLACK) + 1;
+    long taken = others <= OTHERS_SLACK ? 0 : (long)(others - OTHERS_SLACK) + 1;
     long free_cores = cpus - taken;
     if (free_cores < 1)
         free_cores = 1;

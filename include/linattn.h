@@ -5,6 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What the shared library exports: every function declared here, nothing
+ * else (it is built with -fvisibility=hidden). */
+#if defined(__GNUC__)
+#define LINATTN_API __attribute__((visibility("default")))
+#else
+#define LINATTN_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,18 +32,18 @@ typedef enum linattn_status {
 } linattn_status;
 
 /* A short fixed name for a status ("invalid argument", ...). */
-const char *linattn_status_str(linattn_status status);
+LINATTN_API const char *linattn_status_str(linattn_status status);
 
 /* The message of the last error returned on this thread, with context
  * ("config.ini:12: key 'd_model': expected a positive integer, got 'x'").
  * Empty string if none. Valid until the next failing call on this thread. */
-const char *linattn_last_error(void);
+LINATTN_API const char *linattn_last_error(void);
 
 /* ------------------------------------------------------------------------ */
 /* Version, CPU features and ISA selection                                   */
 /* ------------------------------------------------------------------------ */
 
-const char *linattn_version(void);
+LINATTN_API const char *linattn_version(void);
 
 typedef enum linattn_isa {
     LINATTN_ISA_AUTO = 0, /* the best the CPU has */
@@ -60,41 +68,41 @@ typedef enum linattn_isa_source {
 #define LINATTN_CPU_NEON (1u << 1)
 #define LINATTN_CPU_AVX512 (1u << 2) /* AVX-512 F, BW, DQ, VL, with OS ZMM support */
 
-unsigned linattn_cpu_features(void);
+LINATTN_API unsigned linattn_cpu_features(void);
 /* Remove features (for tests and benchmarks); a mask only removes. */
-void linattn_cpu_mask(unsigned mask);
+LINATTN_API void linattn_cpu_mask(unsigned mask);
 /* "avx2 fma avx512" / "avx2 fma" / "neon" / "none", for messages. */
-const char *linattn_cpu_features_str(void);
+LINATTN_API const char *linattn_cpu_features_str(void);
 
 /* "auto", "scalar", "avx2", "avx512", "neon". */
-const char *linattn_isa_name(linattn_isa isa);
+LINATTN_API const char *linattn_isa_name(linattn_isa isa);
 /* Every name, for messages and help: "auto, scalar, avx2, avx512 or neon". */
-const char *linattn_isa_choices(void);
-const char *linattn_isa_source_name(linattn_isa_source source);
+LINATTN_API const char *linattn_isa_choices(void);
+LINATTN_API const char *linattn_isa_source_name(linattn_isa_source source);
 /* Parses auto|scalar|avx2|avx512|neon (case-insensitive); LINATTN_ERR_INVALID otherwise. */
-linattn_status linattn_isa_parse(const char *text, linattn_isa *out);
+LINATTN_API linattn_status linattn_isa_parse(const char *text, linattn_isa *out);
 
 /* Chooses the kernels every later call in this process uses. AUTO picks
  * the best the CPU has. Asking for an ISA this CPU (or build) cannot run
  * is LINATTN_ERR_UNSUPPORTED naming the ISA and what the CPU has; the
  * previous choice then stays. Call it before starting work on other
  * threads. Without any call, the first use reads LINATTN_ISA. */
-linattn_status linattn_set_isa(linattn_isa isa);
-linattn_status linattn_set_isa_from(linattn_isa isa, linattn_isa_source source);
+LINATTN_API linattn_status linattn_set_isa(linattn_isa isa);
+LINATTN_API linattn_status linattn_set_isa_from(linattn_isa isa, linattn_isa_source source);
 /* The ISA in force (never AUTO) and why. Resolves LINATTN_ISA on first
  * use; returns that error if the variable is bad. */
-linattn_status linattn_get_isa(linattn_isa *isa, linattn_isa_source *source);
+LINATTN_API linattn_status linattn_get_isa(linattn_isa *isa, linattn_isa_source *source);
 
 /* The most threads a call asking for 0 (auto) uses: the OpenMP default, 1
  * when built without OpenMP. Auto calls use fewer while other processes
  * hold cores (measured from /proc/stat every 200 ms; a core is given up
  * when the others use more than a quarter of one; LINATTN_THREADS_FOLLOW=0
  * turns this off). */
-int linattn_max_threads(void);
+LINATTN_API int linattn_max_threads(void);
 /* 1 if built with OpenMP. */
-int linattn_has_openmp(void);
+LINATTN_API int linattn_has_openmp(void);
 /* "3.5.1" */
-const char *linattn_sleef_version(void);
+LINATTN_API const char *linattn_sleef_version(void);
 
 
 /* ------------------------------------------------------------------------ */
@@ -128,21 +136,21 @@ typedef struct linattn_attention_desc {
 } linattn_attention_desc;
 
 /* Zeroes d and sets eps = 1e-6. */
-void linattn_attention_desc_init(linattn_attention_desc *d);
+LINATTN_API void linattn_attention_desc_init(linattn_attention_desc *d);
 
 /* Workspace bytes a call with this descriptor needs (its threads included,
  * alignment slack too: any pointer will do). 0 for a malformed descriptor.
  * With threads = 0 the size follows the OpenMP default at the time of the
  * query; a call that finds workspace_bytes too small fails (INVALID). */
-size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d);
-size_t linattn_attention_linear_workspace(const linattn_attention_desc *d);
+LINATTN_API size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d);
+LINATTN_API size_t linattn_attention_linear_workspace(const linattn_attention_desc *d);
 
 /* out = softmax(q k^T * scale, masked) v, tiled (flash-style), fp32.
  * q (B,H,Lq,d_k), k (B,H,Lk,d_k), v (B,H,Lk,d_v), out (B,H,Lq,d_v).
  * A query row with no visible key outputs zeros. Keys past a sequence's
  * length are never read, so padding (even NaN) cannot reach real rows.
  * Results do not depend on the thread count. */
-linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
+LINATTN_API linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
                                          const float *k, const float *v, float *out);
 
 /* Linear attention with phi(x) = elu(x) + 1:
@@ -157,7 +165,7 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
  * adds nothing but time still passes: a row past the last valid key reads
  * the sums decayed by the distance. g_h = 1 is the undecayed operator, bit
  * for bit. */
-linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
+LINATTN_API linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
                                         const float *k, const float *v, float *out);
 
 /* Keys a linear state sums alone before they join S: per head it keeps S
@@ -176,43 +184,41 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
  * [heads] per-head decays in (0, 1] (copied), or NULL for none. */
 typedef struct linattn_linear_state linattn_linear_state;
 
-linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
+LINATTN_API linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float eps,
                                            const float *decay, linattn_linear_state **out);
-void linattn_linear_state_free(linattn_linear_state *s);
-void linattn_linear_state_reset(linattn_linear_state *s);
+LINATTN_API void linattn_linear_state_free(linattn_linear_state *s);
+LINATTN_API void linattn_linear_state_reset(linattn_linear_state *s);
 /* Bytes of S, z and the waiting rows
  * (heads * (d_k*d_v + d_k + LINATTN_LINEAR_BLOCK*(d_k + d_v)) * 4). */
-size_t linattn_linear_state_bytes(const linattn_linear_state *s);
+LINATTN_API size_t linattn_linear_state_bytes(const linattn_linear_state *s);
 /* Tokens absorbed since create/reset. */
-uint64_t linattn_linear_state_tokens(const linattn_linear_state *s);
+LINATTN_API uint64_t linattn_linear_state_tokens(const linattn_linear_state *s);
 /* The sums of head h: S (d_k x d_v row-major) and z (d_k) over the whole
  * blocks, and the waiting rows: phi(k) (LINATTN_LINEAR_BLOCK x d_k) and v
  * (LINATTN_LINEAR_BLOCK x d_v), of which the first tokens %
  * LINATTN_LINEAR_BLOCK are in use. For save/load. */
-float *linattn_linear_state_S(linattn_linear_state *s, int head);
-float *linattn_linear_state_z(linattn_linear_state *s, int head);
-float *linattn_linear_state_rows_k(linattn_linear_state *s, int head);
-float *linattn_linear_state_rows_v(linattn_linear_state *s, int head);
-void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens);
+LINATTN_API float *linattn_linear_state_S(linattn_linear_state *s, int head);
+LINATTN_API float *linattn_linear_state_z(linattn_linear_state *s, int head);
+LINATTN_API float *linattn_linear_state_rows_k(linattn_linear_state *s, int head);
+LINATTN_API float *linattn_linear_state_rows_v(linattn_linear_state *s, int head);
+LINATTN_API void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens);
 
 /* Absorbs L tokens and writes their outputs, continuing from the state:
  * the same as stepping them one by one, to fp32 rounding (bit for bit
  * while the recurrent form is chosen). q, k (H, L, d_k), v, out (H, L, d_v),
  * dense; len 0 does nothing. Threads: the OpenMP default. */
-linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, const float *k,
+LINATTN_API linattn_status linattn_linear_prefill(linattn_linear_state *s, const float *q, const float *k,
                                       const float *v, int len, float *out);
 /* The same with strides (batch strides ignored; a layout whose head and row
  * strides are 0 is dense, NULL: all dense); layouts[0..3] for q, k, v,
  * out. threads: 0 for the OpenMP default. */
-linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
+LINATTN_API linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
                                               const float *k, const float *v, int len,
                                               float *out, const linattn_layout layouts[4],
                                               int threads);
 /* One token: q, k (H, d_k), v, out (H, d_v), dense. No allocation. */
-linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
+LINATTN_API linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
                                    const float *v, float *out);
-
-/* @@ config section (engine/config.c) @@ */
 
 /* ------------------------------------------------------------------------ */
 /* Config files                                                              */
@@ -248,13 +254,13 @@ typedef struct linattn_decay {
 
 /* Parses the config syntax ("none", "retnet", "0.5,0.9,..."); on error
  * LINATTN_ERR_INVALID saying why, and out is unchanged. */
-linattn_status linattn_decay_parse(const char *text, linattn_decay *out);
+LINATTN_API linattn_status linattn_decay_parse(const char *text, linattn_decay *out);
 
 /* The decay of each of `heads` heads into out[heads] (1 where there is
  * none). LINATTN_ERR_INVALID if a list does not give one value per head or
  * a value is outside (0, 1]. Returns 1 in *any (may be NULL) when some
  * head decays (a value below 1). */
-linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *out, int *any);
+LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *out, int *any);
 
 /* Limits that linattn_config_validate enforces (so that sizes computed
  * from a valid config never overflow). */
@@ -332,11 +338,11 @@ typedef struct linattn_config {
 } linattn_config;
 
 /* Fills c with the defaults above (no model: weights "", d_model 0, ...). */
-void linattn_config_defaults(linattn_config *c);
+LINATTN_API void linattn_config_defaults(linattn_config *c);
 /* 1 if c describes a model: weights, d_model, n_heads, n_layers or d_ff is
  * set. Validation then checks every [model] field; a config without a model
  * (only [runtime], [generate] or [attention]) is valid but cannot build one. */
-int linattn_config_has_model(const linattn_config *c);
+LINATTN_API int linattn_config_has_model(const linattn_config *c);
 /* Defaults, then the file, then linattn_config_validate. A missing or
  * unreadable file is LINATTN_ERR_IO naming it; a malformed structure (a line
  * that is not `key = value` or `[section]`, an unknown section or key, a
@@ -344,12 +350,14 @@ int linattn_config_has_model(const linattn_config *c);
  * (not a number, out of range, inconsistent) is LINATTN_ERR_INVALID. Every
  * message reads "FILE:LINE: [section] key 'name': why". On failure c is left
  * unchanged. */
-linattn_status linattn_config_load(const char *path, linattn_config *c);
+LINATTN_API linattn_status linattn_config_load(const char *path, linattn_config *c);
 /* Range and consistency checks (also for hand-built configs); the same
  * messages, without line numbers. */
-linattn_status linattn_config_validate(const linattn_config *c);
+LINATTN_API linattn_status linattn_config_validate(const linattn_config *c);
 
-/* @@ model and session section (engine/model.c, engine/session.c) @@ */
+/* ------------------------------------------------------------------------ */
+/* Models and sessions                                                       */
+/* ------------------------------------------------------------------------ */
 
 /* A loaded model: read-only after load, shareable by threads and sessions. */
 typedef struct linattn_model linattn_model;
@@ -358,20 +366,20 @@ typedef struct linattn_session linattn_session;
 
 /* Loads the config file, then its weights (or builds random ones for
  * weights = random:SEED), checking every tensor against the config. */
-linattn_status linattn_model_load(const char *config_path, linattn_model **out);
+LINATTN_API linattn_status linattn_model_load(const char *config_path, linattn_model **out);
 /* The same from a config already in memory (validated first). */
-linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out);
-void linattn_model_free(linattn_model *m);
-const linattn_config *linattn_model_config(const linattn_model *m);
+LINATTN_API linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out);
+LINATTN_API void linattn_model_free(linattn_model *m);
+LINATTN_API const linattn_config *linattn_model_config(const linattn_model *m);
 /* Number of parameters (tied embeddings counted once). */
-uint64_t linattn_model_params(const linattn_model *m);
+LINATTN_API uint64_t linattn_model_params(const linattn_model *m);
 /* Bytes of fp32 weights the model computes with. */
-size_t linattn_model_weight_bytes(const linattn_model *m);
+LINATTN_API size_t linattn_model_weight_bytes(const linattn_model *m);
 /* A hash of the shape and variant; session files carry it. */
-uint64_t linattn_model_shape_hash(const linattn_model *m);
+LINATTN_API uint64_t linattn_model_shape_hash(const linattn_model *m);
 /* Bytes of per-stream decode state: linear, fixed; softmax, KV cache
  * bytes per token (tokens = 1) or at a given length. */
-size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens);
+LINATTN_API size_t linattn_model_state_bytes(const linattn_model *m, uint64_t tokens);
 /* The sizes of the model a config describes, without building it (no
  * weights read or made): what `linattn info` prints for random weights. */
 typedef struct linattn_model_sizes {
@@ -379,49 +387,49 @@ typedef struct linattn_model_sizes {
     size_t weight_bytes; /* fp32 weights computed with */
     size_t state_bytes;  /* linear: per stream, fixed; softmax: KV cache per token */
 } linattn_model_sizes;
-linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out);
+LINATTN_API linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out);
 
 /* A new empty stream of model m (which must outlive it). All memory it
  * will use is allocated here: feeding tokens allocates nothing. */
-linattn_status linattn_session_new(const linattn_model *m, linattn_session **out);
-void linattn_session_free(linattn_session *s);
+LINATTN_API linattn_status linattn_session_new(const linattn_model *m, linattn_session **out);
+LINATTN_API void linattn_session_free(linattn_session *s);
 /* Back to an empty stream. */
-void linattn_session_reset(linattn_session *s);
+LINATTN_API void linattn_session_reset(linattn_session *s);
 /* Threads for this session's calls (0: the config's runtime threads, then
  * the OpenMP default). */
-void linattn_session_set_threads(linattn_session *s, int threads);
+LINATTN_API void linattn_session_set_threads(linattn_session *s, int threads);
 /* Feeds n tokens (prefill when n > 1); writes the logits after the last
  * one into logits[vocab_size] unless NULL. Softmax: past max_seq_len
  * returns LINATTN_ERR_CONTEXT_FULL and feeds nothing (the session stays
  * valid). */
-linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n, float *logits);
+LINATTN_API linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n, float *logits);
 /* The same, writing the logits after every token: logits[n][vocab_size],
  * row i after tokens[0..i] (the model's prediction of tokens[i+1]). For
  * scoring a text (linattn eval) at prefill speed. */
-linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, int n,
+LINATTN_API linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, int n,
                                         float *logits);
 /* Tokens fed since new/reset/load. */
-uint64_t linattn_session_tokens(const linattn_session *s);
+LINATTN_API uint64_t linattn_session_tokens(const linattn_session *s);
 /* Bytes of decode state in use: linear, constant; softmax, the KV cache
  * filled so far. */
-size_t linattn_session_state_bytes(const linattn_session *s);
+LINATTN_API size_t linattn_session_state_bytes(const linattn_session *s);
 
 /* Saves the stream to path: written to a temporary file in the same
  * folder, fsynced, then renamed, so the previous file survives a crash.
  * extra (may be NULL) is stored with it, for the host (e.g. a sampler). */
-linattn_status linattn_session_save(const linattn_session *s, const char *path,
+LINATTN_API linattn_status linattn_session_save(const linattn_session *s, const char *path,
                                     const void *extra, size_t extra_bytes);
 /* Loads a file saved by a model of the same shape. A file from another
  * shape, truncated or corrupted is refused whole and s is unchanged.
  * extra receives up to extra_cap bytes; *extra_bytes (may be NULL) the
  * stored size. */
-linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
+LINATTN_API linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
                                     size_t extra_cap, size_t *extra_bytes);
 
 /* Advances n independent streams (of one model) by one token each;
  * logits[i] (or NULL) receives stream i's logits. Same results as
  * feeding each alone. OpenMP over streams and heads, and weight rows. */
-linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
+LINATTN_API linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
                                      float *const *logits);
 
 /* ------------------------------------------------------------------------ */
@@ -430,23 +438,23 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
 
 /* Byte-level: token i is byte i (vocab 256), so any UTF-8 text round-trips.
  * Writes len tokens into tokens[len]; returns len. */
-int linattn_tokenize(const char *text, size_t len, int *tokens);
+LINATTN_API int linattn_tokenize(const char *text, size_t len, int *tokens);
 /* The byte of a token; -1 if token is not a byte (>= 256 or < 0). */
-int linattn_token_byte(int token);
+LINATTN_API int linattn_token_byte(int token);
 
 /* Temperature / top-k / top-p sampling with its own seeded generator. */
 typedef struct linattn_sampler linattn_sampler;
 
 /* temperature 0: greedy (argmax, lowest index on ties); top_k 0: no limit;
  * top_p 1: no limit. Allocates its scratch here, never per token. */
-linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, float top_p,
+LINATTN_API linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, float top_p,
                                    uint64_t seed, linattn_sampler **out);
-void linattn_sampler_free(linattn_sampler *s);
+LINATTN_API void linattn_sampler_free(linattn_sampler *s);
 /* Picks a token from logits[vocab]. Non-finite logits are an error. */
-linattn_status linattn_sample(linattn_sampler *s, const float *logits, int *token);
+LINATTN_API linattn_status linattn_sample(linattn_sampler *s, const float *logits, int *token);
 /* The generator's state, to save with a session and restore later. */
-uint64_t linattn_sampler_get_state(const linattn_sampler *s);
-void linattn_sampler_set_state(linattn_sampler *s, uint64_t state);
+LINATTN_API uint64_t linattn_sampler_get_state(const linattn_sampler *s);
+LINATTN_API void linattn_sampler_set_state(linattn_sampler *s, uint64_t state);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
 
 #include "linattn.h"
 #include "../engine/mem.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "testutil.h"
 
 TestSuite(alloc, .init = tu_make_dir, .fini = tu_remove_dir);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "linattn.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "testutil.h"
 
 TestSuite(attend, .init = tu_make_dir, .fini = tu_remove_dir);

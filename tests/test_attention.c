@@ -8,7 +8,7 @@
 
 #include "linattn.h"
 #include "../engine/attention.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------------ */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "linattn.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "../engine/weights.h"
 #include "testutil.h"
 

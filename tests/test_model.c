@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "linattn.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "testutil.h"
 
 /* Heap activity: ASan's allocated-bytes counter in sanitizer builds;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "linattn.h"
-#include "../engine/npy.h"
+#include "../engine/cli/npy.h"
 #include "testutil.h"
 
 TestSuite(npy, .init = tu_make_dir, .fini = tu_remove_dir);

@@ -47,11 +47,26 @@ static int free_after(int max, long ms)
     return linattn_threads_free(max);
 }
 
+/* The rule on known loads: a core is given up once others use more than a
+ * quarter of it, never fewer than one thread, never more than max. */
+Test(threads, rule_on_known_loads)
+{
+    static const struct { double others; long cpus; int max, want; } cases[] = {
+        {0.0, 2, 2, 2},  {0.25, 2, 2, 2}, {0.26, 2, 2, 1}, {1.0, 2, 2, 1},  {1.3, 2, 2, 1},
+        {2.0, 2, 2, 1},  {0.5, 8, 8, 7},  {1.2, 8, 8, 7},  {1.3, 8, 8, 6},  {3.0, 8, 4, 4},
+        {7.9, 8, 8, 1},  {0.0, 1, 4, 1},  {0.0, 16, 4, 4}, {0.1, 4, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        cr_expect_eq(linattn_threads_for_load(cases[i].others, cases[i].cpus, cases[i].max),
+                     cases[i].want, "others %.2f cpus %ld max %d", cases[i].others,
+                     cases[i].cpus, cases[i].max);
+}
+
 /* Every CPU but one spinning in other processes: an auto call gets one
- * thread within a sample or two, and the measured load is about theirs;
- * once they stop, the load measured drops by about as much. (The idle
- * answer itself depends on the machine's other load, so the drop is what
- * is asserted.) */
+ * thread within a sample or two, and the measured load is about theirs.
+ * Once they stop, the load measured drops by about as much, unless the
+ * machine is busy with something else (then the drop is not asserted: the
+ * rule above covers the answer). */
 Test(threads, follows_busy_cores)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -71,8 +86,9 @@ Test(threads, follows_busy_cores)
     cr_expect(load_busy >= n - 0.5, "others' load %.2f with %d spinning", load_busy, n);
     int idle = free_after((int)cpus, 700);
     double load_idle = linattn_threads_others_load();
-    cr_expect(load_idle <= load_busy - (n - 0.5), "others' load %.2f after they stopped (was %.2f)",
-              load_idle, load_busy);
+    if (load_busy < cpus - 0.5) /* the machine had room besides them: they were seen leaving */
+        cr_expect(load_idle <= load_busy - (n - 0.5),
+                  "others' load %.2f after they stopped (was %.2f)", load_idle, load_busy);
     cr_expect(idle >= 1 && idle <= cpus, "%d", idle);
     /* an explicit count is never changed, and the answer never passes max */
     cr_expect_eq(linattn_threads_free(1), 1);

@@ -15,6 +15,9 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* Prints "linattn: <what>: <linattn_last_error() or status>"; returns 1. */
 int cli_fail_status(const char *what, linattn_status st);
+/* The error reporter of the CLI's own .npy and file code (see internal.h). */
+linattn_status cli_err(linattn_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Strict number flags: the whole text is the number (no leading blanks, no
  * junk after, no sign on unsigned values) and it lies in [lo, hi]; else

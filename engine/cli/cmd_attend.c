@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../npy.h"
+#include "npy.h"
 #include "../file.h"
 #include "cli.h"
 

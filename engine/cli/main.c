@@ -81,10 +81,25 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
     return 0;
 }
 
+/* Errors of the CLI's own .npy and file code (built with LINATTN_CLI_SIDE,
+ * where linattn_err means this): the message waits here for the printer. */
+static char cli_error[1024];
+
+linattn_status cli_err(linattn_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cli_error, sizeof cli_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 int cli_fail_status(const char *what, linattn_status st)
 {
-    const char *msg = linattn_last_error();
-    return cli_fail(what, "%s", msg && *msg ? msg : linattn_status_str(st));
+    char msg[sizeof cli_error];
+    snprintf(msg, sizeof msg, "%s", cli_error[0] ? cli_error : linattn_last_error());
+    cli_error[0] = '\0';
+    return cli_fail(what, "%s", msg[0] ? msg : linattn_status_str(st));
 }
 
 linattn_status cli_write_file(const char *path, const char *what, const void *data, size_t len)

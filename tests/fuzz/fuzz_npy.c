@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../engine/npy.h"
+#include "../../engine/cli/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file.h"
-#include "internal.h"
+#include "../file.h"
+#include "../internal.h"
 #include "npy.h"
 
 static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
