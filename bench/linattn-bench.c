@@ -179,9 +179,8 @@ static int run_prefill(const workload *w, int threads, const options *o, result 
     fill_rand(c.q, n, 1);
     fill_rand(c.k, n, 2);
     fill_rand(c.v, n, 3);
-    linattn_linear_force_mode(w->mode);
+    c.desc.linear_mode = w->mode;
     r->seconds = median_time(attn_call, &c, o, &r->runs);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
     free(c.q), free(c.k), free(c.v), free(c.out), free(c.desc.workspace);
     if (r->seconds < 0)
         return -1;

@@ -191,6 +191,10 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
         if ((st = attn_check_decay(d->decay, d->heads, op)) != LINATTN_OK)
             return st;
     }
+    if ((unsigned)d->linear_mode > LINATTN_LINEAR_CHUNKED)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: linear_mode %d is not AUTO (0), RECURRENT (1) or CHUNKED (2)", op,
+                           (int)d->linear_mode);
     if (d->lengths)
         for (int b = 0; b < d->batch; b++)
             if (d->lengths[b] < 0 || d->lengths[b] > d->len_k)
@@ -210,6 +214,7 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
     p->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)d->d_k);
     p->eps = d->eps;
     p->decay = d->decay;
+    p->mode = d->linear_mode;
     p->q = resolve(d->q, p->H, p->Lq, p->dk);
     p->k = resolve(d->k, p->H, p->Lk, p->dk);
     p->v = resolve(d->v, p->H, p->Lk, p->dv);

@@ -16,6 +16,7 @@ typedef struct attn_plan {
     float scale;        /* softmax, resolved (never 0) */
     float eps;          /* linear */
     const float *decay; /* linear, causal: [H] in (0, 1], NULL: none */
+    linattn_linear_mode mode; /* linear */
     linattn_layout q, k, v, out;
 } attn_plan;
 
@@ -76,16 +77,6 @@ size_t attn_workspace_bytes(size_t shared, size_t per_thread, int threads);
 linattn_status attn_workspace_get(const linattn_attention_desc *d, size_t bytes, const char *op,
                                   float **ws, void **owned);
 
-/* How causal linear attention absorbs paired query/key rows. AUTO follows
- * the size rule in attention_linear.c; the others force one algorithm
- * (tests check they agree, the benchmark times both). Set it before
- * calls start on other threads. */
-typedef enum linattn_linear_mode {
-    LINATTN_LINEAR_AUTO = 0,
-    LINATTN_LINEAR_RECURRENT,
-    LINATTN_LINEAR_CHUNKED,
-} linattn_linear_mode;
-void linattn_linear_force_mode(linattn_linear_mode mode);
 /* The algorithm AUTO picks for n paired rows of one head. */
 linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v);
 

@@ -43,13 +43,6 @@ enum { LIN_SPLIT_MIN = 256 };
  * 14.3 ms, so absorbing alone is about half a paired row. */
 static const double lin_absorb_ratio = 0.5;
 
-static _Atomic int forced_mode = LINATTN_LINEAR_AUTO;
-
-void linattn_linear_force_mode(linattn_linear_mode mode)
-{
-    atomic_store(&forced_mode, (int)mode);
-}
-
 /* The size rule. The recurrent kernel reads and writes S once per token;
  * the chunked form touches S once per C tokens but does the same 4 dk dv
  * flops per token through small gemms, plus the masked C x C product.
@@ -79,10 +72,9 @@ linattn_linear_mode linattn_linear_auto_mode(int n, int d_k, int d_v)
     return LINATTN_LINEAR_CHUNKED;
 }
 
-static linattn_linear_mode lin_mode(int n, int dk, int dv)
+static linattn_linear_mode lin_mode(linattn_linear_mode forced, int n, int dk, int dv)
 {
-    int f = atomic_load(&forced_mode);
-    return f != LINATTN_LINEAR_AUTO ? (linattn_linear_mode)f : linattn_linear_auto_mode(n, dk, dv);
+    return forced != LINATTN_LINEAR_AUTO ? forced : linattn_linear_auto_mode(n, dk, dv);
 }
 
 /* One head's sums: S and z hold every key up to the last whole block
@@ -186,6 +178,7 @@ typedef struct lin_seq {
      * arithmetic) and its powers. */
     float decay;
     const lin_pow *pow;
+    linattn_linear_mode mode; /* AUTO or the algorithm asked for */
     /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
      * before any row; rows [0, zero_end) see no key and output 0; rows
      * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
@@ -451,7 +444,7 @@ static void lin_pairs(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, in
 {
     if (i1 <= i0)
         return;
-    if (lin_mode(i1 - i0, s->dk, s->dv) == LINATTN_LINEAR_CHUNKED) {
+    if (lin_mode(s->mode, i1 - i0, s->dk, s->dv) == LINATTN_LINEAR_CHUNKED) {
         int head = st->rows ? LIN_B - st->rows : 0;
         head = head < i1 - i0 ? head : i1 - i0;
         lin_pairs_recurrent(s, b, st, i0, i0 + head);
@@ -662,6 +655,7 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     s.dk = p->dk;
     s.dv = p->dv;
     s.eps = p->eps;
+    s.mode = p->mode;
     lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f, pow);
     lin_seq_ranges(&s, 1);
     return s;
@@ -728,6 +722,7 @@ struct linattn_linear_state {
      * on a cache line, so 32-byte accesses never split one (222 against
      * 333 ns per 64x64 head with calloc's 16-byte alignment). The waiting
      * rows are the last tokens % LIN_B keys. */
+    linattn_linear_mode mode; /* prefill algorithm (linattn_linear_state_set_mode) */
     size_t stride; /* floats from one head to the next */
     float *sums;   /* [heads][stride] */
     float *phi;    /* [2][heads][dk] step scratch: phi(q), phi(k) */
@@ -835,6 +830,15 @@ void linattn_linear_state_free(linattn_linear_state *s)
     mem_free(s->pows);
     mem_free(s->ws);
     mem_free(s);
+}
+
+linattn_status linattn_linear_state_set_mode(linattn_linear_state *s, linattn_linear_mode mode)
+{
+    if (!s || (unsigned)mode > LINATTN_LINEAR_CHUNKED)
+        return linattn_err(LINATTN_ERR_INVALID, "linear state: %s",
+                           !s ? "state is NULL" : "mode is not AUTO, RECURRENT or CHUNKED");
+    s->mode = mode;
+    return LINATTN_OK;
 }
 
 void linattn_linear_state_reset(linattn_linear_state *s)
@@ -951,6 +955,7 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
     proto.dk = s->dk;
     proto.dv = s->dv;
     proto.eps = s->eps;
+    proto.mode = s->mode;
     lin_seq_ranges(&proto, 0);
 
     const int H = s->heads;

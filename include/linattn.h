@@ -120,6 +120,16 @@ typedef struct linattn_layout {
     size_t batch, head, row;
 } linattn_layout;
 
+/* How causal linear attention absorbs paired query/key rows: AUTO follows
+ * the size rule (recurrent while one head's S fits the core's L1 data
+ * cache, chunked beyond, README "Numerical contract"); the others force
+ * one algorithm (the tests check they agree, the benchmark times both). */
+typedef enum linattn_linear_mode {
+    LINATTN_LINEAR_AUTO = 0,
+    LINATTN_LINEAR_RECURRENT,
+    LINATTN_LINEAR_CHUNKED,
+} linattn_linear_mode;
+
 typedef struct linattn_attention_desc {
     int batch, heads;     /* B, H */
     int len_q, len_k;     /* Lq, Lk */
@@ -133,6 +143,7 @@ typedef struct linattn_attention_desc {
     linattn_layout q, k, v, out; /* strides; all zero: dense */
     void *workspace;      /* NULL: allocated (and freed) inside the call */
     size_t workspace_bytes;
+    linattn_linear_mode linear_mode; /* linear, causal: 0 (AUTO) or a forced algorithm */
 } linattn_attention_desc;
 
 /* Zeroes d and sets eps = 1e-6. */
@@ -216,6 +227,9 @@ LINATTN_API linattn_status linattn_linear_prefill_strided(linattn_linear_state *
                                               const float *k, const float *v, int len,
                                               float *out, const linattn_layout layouts[4],
                                               int threads);
+/* The prefill algorithm of this state's later calls (AUTO when created). */
+LINATTN_API linattn_status linattn_linear_state_set_mode(linattn_linear_state *s,
+                                                         linattn_linear_mode mode);
 /* One token: q, k (H, d_k), v, out (H, d_v), dense. No allocation. */
 LINATTN_API linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, const float *k,
                                    const float *v, float *out);

@@ -79,6 +79,25 @@ static size_t out_size(const problem *p)
     return (size_t)p->B * p->H * p->Lq * p->dv;
 }
 
+/* The linear algorithm every operator call and state of these tests uses
+ * (AUTO unless a test forces one). */
+static linattn_linear_mode test_mode = LINATTN_LINEAR_AUTO;
+
+static void set_mode(linattn_linear_mode mode)
+{
+    test_mode = mode;
+}
+
+/* A linear state that prefills with test_mode. */
+static linattn_status make_state(int H, int dk, int dv, float eps, const float *decay,
+                                 linattn_linear_state **s)
+{
+    linattn_status st = linattn_linear_state_create(H, dk, dv, eps, decay, s);
+    if (st == LINATTN_OK)
+        cr_assert_eq(linattn_linear_state_set_mode(*s, test_mode), LINATTN_OK);
+    return st;
+}
+
 static linattn_attention_desc desc_of(const problem *p)
 {
     linattn_attention_desc d;
@@ -95,6 +114,7 @@ static linattn_attention_desc desc_of(const problem *p)
     d.eps = p->eps;
     d.decay = p->decay;
     d.threads = p->threads;
+    d.linear_mode = test_mode;
     return d;
 }
 
@@ -383,7 +403,7 @@ static void check_causality_bad_values(enum variant var)
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
             if (var == SOFTMAX && mode == LINATTN_LINEAR_CHUNKED)
                 continue;
-            linattn_linear_force_mode((linattn_linear_mode)mode);
+            set_mode((linattn_linear_mode)mode);
             problem p = make(1, H, L, L, dk, dv, 1, 9);
             float *base = run_new(var, &p);
             for (size_t n = 0; n < sizeof ts / sizeof ts[0]; n++)
@@ -410,7 +430,7 @@ static void check_causality_bad_values(enum variant var)
         }
     }
     linattn_set_isa(LINATTN_ISA_AUTO);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 Test(softmax, causality_with_inf_and_nan)
@@ -430,11 +450,11 @@ Test(softmax, causality_by_perturbation)
 
 Test(linear, causality_by_perturbation)
 {
-    linattn_linear_force_mode(LINATTN_LINEAR_RECURRENT);
+    set_mode(LINATTN_LINEAR_RECURRENT);
     check_causality(LINEAR);
-    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    set_mode(LINATTN_LINEAR_CHUNKED);
     check_causality(LINEAR);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* Real tokens padded with NaN to a longer length give the same outputs as
@@ -482,9 +502,9 @@ Test(linear, padding_invariance)
 {
     check_padding(LINEAR, 0);
     check_padding(LINEAR, 1);
-    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    set_mode(LINATTN_LINEAR_CHUNKED);
     check_padding(LINEAR, 1);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* Non-causal and unmasked: permuting the keys (with their values) changes
@@ -568,9 +588,9 @@ Test(linear, rows_with_no_key_are_zero)
 {
     check_all_masked(LINEAR, 1e-6f);
     check_all_masked(LINEAR, 0.0f);
-    linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+    set_mode(LINATTN_LINEAR_CHUNKED);
     check_all_masked(LINEAR, 0.0f);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* eps = 0 with keys whose phi underflows: to zero (k = -120: every
@@ -589,7 +609,7 @@ Test(linear, underflowing_denominators)
             p.threads = path == 3 ? 2 : 1;
             for (size_t i = 0; i < (size_t)H * L * dk; i++)
                 p.k[i] = keys[kk];
-            linattn_linear_force_mode(path == 1 ? LINATTN_LINEAR_CHUNKED : LINATTN_LINEAR_RECURRENT);
+            set_mode(path == 1 ? LINATTN_LINEAR_CHUNKED : LINATTN_LINEAR_RECURRENT);
             float *out = run_new(LINEAR, &p);
             for (int h = 0; h < H; h++) {
                 double sum[4] = {0}, all[4] = {0};
@@ -616,12 +636,12 @@ Test(linear, underflowing_denominators)
             free(out);
             drop(&p);
         }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 
     /* the step API */
     for (int kk = 0; kk < 2; kk++) {
         linattn_linear_state *s;
-        cr_assert_eq(linattn_linear_state_create(1, dk, dv, 0.0f, NULL, &s), LINATTN_OK);
+        cr_assert_eq(make_state(1, dk, dv, 0.0f, NULL, &s), LINATTN_OK);
         float q[8] = {0.5f, 1, 0, -1, 2, 0.1f, 0, 0}, k[8], v[4] = {1, -2, 3, 0.5f}, o[4];
         for (int c = 0; c < dk; c++)
             k[c] = keys[kk];
@@ -646,7 +666,7 @@ Test(linear, outputs_bounded_by_values)
     for (size_t i = 0; i < (size_t)2 * 2 * 130 * 8; i++)
         vmax = fabs(p.v[i]) > vmax ? fabs(p.v[i]) : vmax;
     for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
-        linattn_linear_force_mode((linattn_linear_mode)mode);
+        set_mode((linattn_linear_mode)mode);
         for (int causal = 0; causal < 2; causal++) {
             p.causal = causal;
             float *out = run_new(LINEAR, &p);
@@ -656,7 +676,7 @@ Test(linear, outputs_bounded_by_values)
             free(out);
         }
     }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
     drop(&p);
 }
 
@@ -705,7 +725,7 @@ static double rel_err(const float *a, const float *b, size_t n)
 static void check_linear_stream(linattn_linear_mode mode, int threads, const float *decay)
 {
     const int H = 3, L = 300, P = 200, dk = 16, dv = 12;
-    linattn_linear_force_mode(mode);
+    set_mode(mode);
     problem p = make(1, H, L, L, dk, dv, 1, 71);
     p.threads = threads;
     p.decay = decay;
@@ -716,8 +736,8 @@ static void check_linear_stream(linattn_linear_mode mode, int threads, const flo
     float *out_b = malloc((size_t)H * L * dv * sizeof(float));
     float qt[3 * 16], kt[3 * 16], vt[3 * 12], ot[3 * 12];
     linattn_linear_state *a, *b;
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, decay, &a), LINATTN_OK);
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, decay, &b), LINATTN_OK);
+    cr_assert_eq(make_state(H, dk, dv, 1e-6f, decay, &a), LINATTN_OK);
+    cr_assert_eq(make_state(H, dk, dv, 1e-6f, decay, &b), LINATTN_OK);
     linattn_layout lay[4] = {{0, (size_t)L * dk, dk}, {0, (size_t)L * dk, dk},
                              {0, (size_t)L * dv, dv}, {0, (size_t)L * dv, dv}};
     cr_assert_eq(linattn_linear_prefill_strided(a, p.q, p.k, p.v, P, out_a, lay, threads),
@@ -758,7 +778,7 @@ static void check_linear_stream(linattn_linear_mode mode, int threads, const flo
     free(out_b);
     free(op);
     drop(&p);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* Recurrent = chunked = stepped, with and without decay, on every ISA. */
@@ -823,9 +843,9 @@ Test(linear, chunked_equals_recurrent)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int *x = shapes[s];
         problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], 1, 90 + s);
-        linattn_linear_force_mode(LINATTN_LINEAR_RECURRENT);
+        set_mode(LINATTN_LINEAR_RECURRENT);
         float *a = run_new(LINEAR, &p);
-        linattn_linear_force_mode(LINATTN_LINEAR_CHUNKED);
+        set_mode(LINATTN_LINEAR_CHUNKED);
         float *b = run_new(LINEAR, &p);
         double e = rel_err(b, a, out_size(&p));
         cr_expect(e <= 1e-5, "shape %zu: chunked vs recurrent %g", s, e);
@@ -833,7 +853,7 @@ Test(linear, chunked_equals_recurrent)
         free(b);
         drop(&p);
     }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -853,7 +873,7 @@ Test(attention, every_isa_agrees)
             if (linattn_set_isa(isas[i]) != LINATTN_OK)
                 continue; /* the CPU has it but this build does not */
             for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
-                linattn_linear_force_mode((linattn_linear_mode)mode);
+                set_mode((linattn_linear_mode)mode);
                 float *out = run_new((enum variant)var, &p);
                 double e = max_err_ref(&p, out, ref);
                 cr_expect(e <= 1e-5, "%s isa %s mode %d: max error %g",
@@ -866,7 +886,7 @@ Test(attention, every_isa_agrees)
     }
     p.lengths = NULL;
     linattn_set_isa(LINATTN_ISA_AUTO);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
     drop(&p);
 }
 
@@ -1159,20 +1179,26 @@ Test(attention, bad_descriptors)
     d.workspace = buf;
     d.workspace_bytes = 16;
     expect_invalid(&d, buf, buf, buf, buf + 2048, "workspace too small");
+    d = good;
+    d.linear_mode = (linattn_linear_mode)3;
+    expect_invalid(&d, buf, buf, buf, buf + 2048, "linear_mode 3");
 }
 
 Test(linear, state_errors_and_accessors)
 {
     linattn_linear_state *s = NULL;
-    cr_expect_eq(linattn_linear_state_create(0, 4, 4, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, -1, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, -1.0f, NULL, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, NAN, NULL, &s), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, NULL, NULL), LINATTN_ERR_INVALID);
-    cr_assert_eq(linattn_linear_state_create(2, 4, 3, 1e-6f, NULL, &s), LINATTN_OK);
+    cr_expect_eq(make_state(0, 4, 4, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(make_state(2, 4, -1, 1e-6f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(make_state(2, 4, 4, -1.0f, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(make_state(2, 4, 4, NAN, NULL, &s), LINATTN_ERR_INVALID);
+    cr_expect_eq(make_state(2, 4, 4, 1e-6f, NULL, NULL), LINATTN_ERR_INVALID);
+    cr_assert_eq(make_state(2, 4, 3, 1e-6f, NULL, &s), LINATTN_OK);
     cr_expect_eq(linattn_linear_state_bytes(s),
                  2 * (4 * 3 + 4 + LINATTN_LINEAR_BLOCK * (4 + 3)) * sizeof(float));
     cr_expect_null(linattn_linear_state_S(s, 2));
+    cr_expect_eq(linattn_linear_state_set_mode(s, (linattn_linear_mode)3), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_set_mode(NULL, LINATTN_LINEAR_CHUNKED), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_linear_state_set_mode(s, LINATTN_LINEAR_CHUNKED), LINATTN_OK);
     cr_expect_null(linattn_linear_state_z(s, -1));
     float x[64] = {0};
     cr_expect_eq(linattn_linear_step(s, NULL, x, x, x), LINATTN_ERR_INVALID);
@@ -1222,7 +1248,7 @@ Test(decay, against_reference)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
             const int *x = shapes[s];
-            linattn_linear_force_mode((linattn_linear_mode)mode);
+            set_mode((linattn_linear_mode)mode);
             problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], 1, 500 + s);
             p.threads = x[6];
             p.decay = decays8;
@@ -1238,7 +1264,7 @@ Test(decay, against_reference)
             p.lengths = NULL;
             drop(&p);
         }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* A decay of 1 on every head is the undecayed operator, bit for bit, on
@@ -1250,7 +1276,7 @@ Test(decay, ones_are_no_decay_bit_for_bit)
     for (size_t s = 0; s < 3; s++)
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
             const int *x = shapes[s];
-            linattn_linear_force_mode((linattn_linear_mode)mode);
+            set_mode((linattn_linear_mode)mode);
             problem p = make(x[0], x[1], x[2], x[3], 12, 10, 1, 600 + s);
             p.threads = x[4];
             float *a = run_new(LINEAR, &p);
@@ -1261,13 +1287,13 @@ Test(decay, ones_are_no_decay_bit_for_bit)
             free(b);
             drop(&p);
         }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 
     linattn_linear_state *a, *b;
     const int H = 3, dk = 8, dv = 8, L = 100;
     problem p = make(1, H, L, L, dk, dv, 1, 610);
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, NULL, &a), LINATTN_OK);
-    cr_assert_eq(linattn_linear_state_create(H, dk, dv, 1e-6f, ones, &b), LINATTN_OK);
+    cr_assert_eq(make_state(H, dk, dv, 1e-6f, NULL, &a), LINATTN_OK);
+    cr_assert_eq(make_state(H, dk, dv, 1e-6f, ones, &b), LINATTN_OK);
     float *oa = malloc(out_size(&p) * sizeof(float)), *ob = malloc(out_size(&p) * sizeof(float));
     cr_assert_eq(linattn_linear_prefill(a, p.q, p.k, p.v, L, oa), LINATTN_OK);
     cr_assert_eq(linattn_linear_prefill(b, p.q, p.k, p.v, L, ob), LINATTN_OK);
@@ -1300,7 +1326,7 @@ Test(decay, every_isa_agrees)
         if (linattn_set_isa(isas[i]) != LINATTN_OK)
             continue; /* the CPU has it but this build does not */
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
-            linattn_linear_force_mode((linattn_linear_mode)mode);
+            set_mode((linattn_linear_mode)mode);
             float *out = run_new(LINEAR, &p);
             double e = max_err_ref(&p, out, ref);
             cr_expect(e <= 1e-5, "isa %s mode %d: max error %g", linattn_isa_name(isas[i]), mode,
@@ -1311,7 +1337,7 @@ Test(decay, every_isa_agrees)
     free(ref);
     p.lengths = NULL;
     linattn_set_isa(LINATTN_ISA_AUTO);
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
     drop(&p);
 }
 
@@ -1322,7 +1348,7 @@ Test(decay, one_and_two_threads_agree)
     for (size_t s = 0; s < 3; s++)
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
             const int *x = shapes[s];
-            linattn_linear_force_mode((linattn_linear_mode)mode);
+            set_mode((linattn_linear_mode)mode);
             problem p = make(x[0], x[1], x[2], x[3], 24, 24, 1, 630 + s);
             p.decay = decays8 + 3;
             p.threads = 1;
@@ -1335,7 +1361,7 @@ Test(decay, one_and_two_threads_agree)
             free(b);
             drop(&p);
         }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* Causality holds with a decay, for bad values too: NaN and inf at later
@@ -1344,7 +1370,7 @@ Test(decay, causal_and_bounded)
 {
     const int L = 150, H = 3, dk = 8, dv = 5;
     for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++) {
-        linattn_linear_force_mode((linattn_linear_mode)mode);
+        set_mode((linattn_linear_mode)mode);
         problem p = make(1, H, L, L, dk, dv, 1, 640);
         p.decay = decays8;
         float *base = run_new(LINEAR, &p);
@@ -1369,7 +1395,7 @@ Test(decay, causal_and_bounded)
         free(base);
         drop(&p);
     }
-    linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
 }
 
 /* A decayed state stays bounded over a long stream (it forgets): after
@@ -1378,7 +1404,7 @@ Test(decay, long_stream_stays_bounded)
 {
     const float g[2] = {0.5f, 0.99f};
     linattn_linear_state *s;
-    cr_assert_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, g, &s), LINATTN_OK);
+    cr_assert_eq(make_state(2, 4, 4, 1e-6f, g, &s), LINATTN_OK);
     float q[8] = {0}, k[8] = {0}, v[8] = {1, 1, 1, 1, 1, 1, 1, 1}, o[8];
     for (int t = 0; t < 100000; t++)
         cr_assert_eq(linattn_linear_step(s, q, k, v, o), LINATTN_OK);
@@ -1416,7 +1442,7 @@ Test(decay, bad_values_are_refused)
         cr_expect_eq(linattn_attention_linear(&d, buf, buf, buf, buf + 2048), LINATTN_ERR_INVALID,
                      "case %zu", i);
         cr_expect(strstr(linattn_last_error(), "decay["), "%s", linattn_last_error());
-        cr_expect_eq(linattn_linear_state_create(2, 4, 4, 1e-6f, bad[i], &s), LINATTN_ERR_INVALID);
+        cr_expect_eq(make_state(2, 4, 4, 1e-6f, bad[i], &s), LINATTN_ERR_INVALID);
         cr_expect_null(s);
     }
 }
@@ -1460,7 +1486,7 @@ Test(decay, matches_numpy_float64_reference)
         float *out = malloc(want.count * sizeof(float));
         for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
             for (int threads = 1; threads <= 2; threads++) {
-                linattn_linear_force_mode((linattn_linear_mode)mode);
+                d.linear_mode = (linattn_linear_mode)mode;
                 d.threads = threads;
                 cr_assert_eq(linattn_attention_linear(&d, q.data, k.data, v.data, out), LINATTN_OK,
                              "%s", linattn_last_error());
@@ -1468,7 +1494,7 @@ Test(decay, matches_numpy_float64_reference)
                 cr_expect(e <= 1e-5, "%s mode %d threads %d: max error %g", names[n], mode,
                           threads, e);
             }
-        linattn_linear_force_mode(LINATTN_LINEAR_AUTO);
+        set_mode(LINATTN_LINEAR_AUTO);
         free(out);
         linattn_npy *all[] = {&q, &k, &v, &g, &len, &want};
         for (size_t i = 0; i < 6; i++)
@@ -1485,7 +1511,7 @@ Test(linear, ten_million_tokens_stay_accurate)
 {
     enum { D = 8, T = 10000000 };
     linattn_linear_state *s;
-    cr_assert_eq(linattn_linear_state_create(1, D, D, 1e-6f, NULL, &s), LINATTN_OK);
+    cr_assert_eq(make_state(1, D, D, 1e-6f, NULL, &s), LINATTN_OK);
     double S[D][D] = {{0}}, z[D] = {0};
     float q[D], k[D], v[D], o[D];
     uint32_t x = 2463534242u;
