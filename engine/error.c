@@ -17,6 +17,7 @@ const char *linattn_status_str(linattn_status status)
     case LINATTN_ERR_IO: return "i/o error";
     case LINATTN_ERR_FORMAT: return "bad format";
     case LINATTN_ERR_CONTEXT_FULL: return "context full";
+    case LINATTN_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

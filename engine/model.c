@@ -151,7 +151,26 @@ static int parse_random_seed(const char *w, uint64_t *seed)
     return *end ? -1 : 1;
 }
 
+static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
+                            linattn_model **out);
+
 linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out)
+{
+    return build(config, NULL, 0, out);
+}
+
+linattn_status linattn_model_from_config_mem(const linattn_config *config, const void *weights,
+                                             size_t size, linattn_model **out)
+{
+    if (!weights || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "model_from_config_mem: NULL argument");
+    return build(config, weights, size, out);
+}
+
+/* bytes NULL: the weights the config names (a file or random:SEED); else
+ * safetensors bytes in memory. */
+static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
+                            linattn_model **out)
 {
     *out = NULL;
     if (!config)
@@ -202,7 +221,7 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
     m->weight_bytes = n_floats * sizeof(float);
     source src = {0};
     uint64_t seed;
-    int rnd = parse_random_seed(config->weights, &seed);
+    int rnd = bytes ? 0 : parse_random_seed(config->weights, &seed);
     if (rnd < 0) {
         linattn_model_free(m);
         return linattn_err(LINATTN_ERR_INVALID, "%s: weights '%s': expected random:SEED",
@@ -217,7 +236,9 @@ linattn_status linattn_model_from_config(const linattn_config *config, linattn_m
                                n_floats * sizeof(float));
         }
     } else {
-        if ((st = linattn_weights_open(config->weights, &m->file)) != LINATTN_OK) {
+        st = bytes ? linattn_weights_open_mem(bytes, size, config->weights, &m->file)
+                   : linattn_weights_open(config->weights, &m->file);
+        if (st != LINATTN_OK) {
             linattn_model_free(m);
             return st;
         }

@@ -52,6 +52,9 @@ struct linattn_session {
      * scratch block per thread for the (stream, head) attention steps */
     void *batch_ws;
     size_t batch_ws_bytes;
+    float *logits;     /* [vocab] after the last token fed (valid once tokens > 0) */
+    linattn_progress_fn progress; /* NULL: none */
+    void *progress_user;
     /* activations of up to LINATTN_CHUNK tokens */
     float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
     float *u;                        /* [CHUNK, d_ff] */

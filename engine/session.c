@@ -71,6 +71,7 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->v = alloc_floats(cd, &failed);
     s->a = alloc_floats(cd, &failed);
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
+    s->logits = alloc_floats((size_t)m->vocab, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
@@ -105,6 +106,7 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->vcache);
     mem_free(s->attn_ws);
     mem_free(s->batch_ws);
+    mem_free(s->logits);
     mem_free(s->x);
     mem_free(s->hbuf);
     mem_free(s->q);
@@ -113,6 +115,49 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->a);
     mem_free(s->u);
     mem_free(s);
+}
+
+/* dst's state, tokens and logits become src's (same model). */
+static void copy_stream(linattn_session *dst, const linattn_session *src)
+{
+    const linattn_model *m = src->m;
+    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t rows = (size_t)(src->tokens % LINATTN_LINEAR_BLOCK);
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+        if (src->lin) {
+            for (int h = 0; h < m->h; h++) {
+                memcpy(linattn_linear_state_S(dst->lin[l], h), linattn_linear_state_S(src->lin[l], h),
+                       dh * dh * sizeof(float));
+                memcpy(linattn_linear_state_z(dst->lin[l], h), linattn_linear_state_z(src->lin[l], h),
+                       dh * sizeof(float));
+                memcpy(linattn_linear_state_rows_k(dst->lin[l], h),
+                       linattn_linear_state_rows_k(src->lin[l], h), rows * dh * sizeof(float));
+                memcpy(linattn_linear_state_rows_v(dst->lin[l], h),
+                       linattn_linear_state_rows_v(src->lin[l], h), rows * dh * sizeof(float));
+            }
+            linattn_linear_state_set_tokens(dst->lin[l], src->tokens);
+            continue;
+        }
+        size_t off = (size_t)l * (size_t)m->cfg.max_seq_len * d, n = (size_t)src->tokens * d;
+        memcpy(dst->kcache + off, src->kcache + off, n * sizeof(float));
+        memcpy(dst->vcache + off, src->vcache + off, n * sizeof(float));
+    }
+    memcpy(dst->logits, src->logits, (size_t)m->vocab * sizeof(float));
+    dst->tokens = src->tokens;
+}
+
+linattn_status linattn_session_fork(const linattn_session *src, linattn_session **out)
+{
+    if (!src || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "session_fork: NULL argument");
+    linattn_session *s;
+    linattn_status st = linattn_session_new(src->m, &s);
+    if (st != LINATTN_OK)
+        return st;
+    linattn_session_set_threads(s, src->threads_asked);
+    copy_stream(s, src);
+    *out = s;
+    return LINATTN_OK;
 }
 
 void linattn_session_reset(linattn_session *s)
@@ -153,11 +198,25 @@ size_t linattn_session_state_bytes(const linattn_session *s)
 /* ---- feeding -------------------------------------------------------------- */
 
 /* Softmax needs cache room; learned positions need table rows. */
+static int bounded(const linattn_config *c)
+{
+    return c->attention == LINATTN_ATTN_SOFTMAX || c->positions == LINATTN_POS_LEARNED;
+}
+
+uint64_t linattn_session_tokens_left(const linattn_session *s)
+{
+    if (!s)
+        return 0;
+    const linattn_config *c = &s->m->cfg;
+    if (!bounded(c))
+        return UINT64_MAX;
+    return s->tokens < (uint64_t)c->max_seq_len ? (uint64_t)c->max_seq_len - s->tokens : 0;
+}
+
 static linattn_status check_room(const linattn_session *s, uint64_t extra)
 {
     const linattn_config *c = &s->m->cfg;
-    int bounded = c->attention == LINATTN_ATTN_SOFTMAX || c->positions == LINATTN_POS_LEARNED;
-    if (bounded && s->tokens + extra > (uint64_t)c->max_seq_len)
+    if (extra > linattn_session_tokens_left(s))
         return linattn_err(LINATTN_ERR_CONTEXT_FULL,
                            "context full: %llu tokens fed, %llu more would pass max_seq_len %d (%s)",
                            (unsigned long long)s->tokens, (unsigned long long)extra,
@@ -165,6 +224,35 @@ static linattn_status check_room(const linattn_session *s, uint64_t extra)
                            c->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
                                                                 : "learned position table");
     return LINATTN_OK;
+}
+
+/* The last error, prefixed with the call and the stream it concerns. */
+static linattn_status with_stream(linattn_status st, const char *call, int i)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", linattn_last_error());
+    return linattn_err(st, "%s: session %d: %s", call, i, why);
+}
+
+const float *linattn_session_logits(const linattn_session *s)
+{
+    return s && s->tokens > 0 ? s->logits : NULL;
+}
+
+void linattn_session_set_progress(linattn_session *s, linattn_progress_fn fn, void *user)
+{
+    if (!s)
+        return;
+    s->progress = fn;
+    s->progress_user = user;
+}
+
+/* Asks the progress callback (if any) after `done` of `total` tokens; 1:
+ * stop. */
+static int cancelled(const linattn_session *s, int done, int total)
+{
+    return s->progress && done < total &&
+           s->progress(s->progress_user, (uint64_t)done, (uint64_t)total) != 0;
 }
 
 static linattn_status check_tokens(const linattn_model *m, const int *tokens, int n)
@@ -185,16 +273,24 @@ linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n
     linattn_status st = check_tokens(s->m, tokens, n);
     if (st == LINATTN_OK)
         st = check_room(s, (uint64_t)n);
+    const linattn_kernels *k;
+    if (st == LINATTN_OK)
+        st = linattn_kernels_current(&k);
     for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
         pick_threads(s);
         st = linattn_model_forward(s, NULL, tokens + done, c);
-        if (st == LINATTN_OK && logits && done + c == n) {
-            const linattn_kernels *k;
-            if ((st = linattn_kernels_current(&k)) == LINATTN_OK)
-                linattn_model_logits(s->m, k, s->x + (size_t)(c - 1) * s->m->d, logits, s->threads);
-        }
+        if (st != LINATTN_OK)
+            break;
+        int stop = cancelled(s, done + c, n);
+        if (done + c == n || stop) /* the session keeps its last logits */
+            linattn_model_logits(s->m, k, s->x + (size_t)(c - 1) * s->m->d, s->logits, s->threads);
+        if (stop)
+            return linattn_err(LINATTN_ERR_CANCELLED, "session_feed: cancelled after %d of %d tokens",
+                               done + c, n);
     }
+    if (st == LINATTN_OK && logits)
+        memcpy(logits, s->logits, (size_t)s->m->vocab * sizeof(float));
     return st;
 }
 
@@ -217,8 +313,13 @@ linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, i
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
         pick_threads(s);
         st = linattn_model_forward(s, NULL, tokens + done, c);
-        if (st == LINATTN_OK)
-            linattn_model_logits_rows(s->m, k, s->x, c, logits + (size_t)done * V, s->threads);
+        if (st != LINATTN_OK)
+            break;
+        linattn_model_logits_rows(s->m, k, s->x, c, logits + (size_t)done * V, s->threads);
+        memcpy(s->logits, logits + (size_t)(done + c - 1) * V, V * sizeof(float));
+        if (cancelled(s, done + c, n))
+            return linattn_err(LINATTN_ERR_CANCELLED,
+                               "session_feed_all: cancelled after %d of %d tokens", done + c, n);
     }
     return st;
 }
@@ -239,7 +340,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         if (st == LINATTN_OK)
             st = check_tokens(m, tokens + i, 1);
         if (st != LINATTN_OK)
-            return st;
+            return with_stream(st, "sessions_step", i);
     }
     const linattn_kernels *k;
     linattn_status st = linattn_kernels_current(&k);
@@ -248,27 +349,68 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         linattn_session *w = sessions[g]; /* its buffers carry the group's rows */
         pick_threads(w);
         st = linattn_model_forward(w, sessions + g, tokens + g, c);
-        if (st != LINATTN_OK || !logits)
+        if (st != LINATTN_OK)
             continue;
         int T = w->threads;
         int par = T > 1 && (size_t)c * m->vocab * m->d >= LINATTN_PARALLEL_MIN_WORK;
         (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(T) schedule(static) if (par)
-        for (int i = 0; i < c; i++)
-            if (logits[g + i])
-                linattn_model_logits(m, k, w->x + (size_t)i * m->d, logits[g + i], 1);
+        for (int i = 0; i < c; i++) {
+            linattn_session *s = sessions[g + i];
+            linattn_model_logits(m, k, w->x + (size_t)i * m->d, s->logits, 1);
+            if (logits && logits[g + i])
+                memcpy(logits[g + i], s->logits, (size_t)m->vocab * sizeof(float));
+        }
     }
     return st;
 }
 
+linattn_status linattn_sessions_feed(linattn_session *const *sessions, const int *const *tokens,
+                                     const int *counts, int n, float *const *logits)
+{
+    if (!sessions || !tokens || !counts || n < 1)
+        return linattn_err(LINATTN_ERR_INVALID, "sessions_feed: need at least one session");
+    const linattn_model *m = sessions[0] ? sessions[0]->m : NULL;
+    for (int i = 0; i < n; i++) {
+        if (!sessions[i] || sessions[i]->m != m)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "sessions_feed: session %d is NULL or of another model", i);
+        for (int j = 0; j < i; j++)
+            if (sessions[j] == sessions[i])
+                return linattn_err(LINATTN_ERR_INVALID, "sessions_feed: session %d appears twice", i);
+        if (counts[i] < 1 || !tokens[i])
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "sessions_feed: session %d: need at least one token, got %d", i,
+                               counts[i]);
+        linattn_status st = check_tokens(m, tokens[i], counts[i]);
+        if (st == LINATTN_OK)
+            st = check_room(sessions[i], (uint64_t)counts[i]);
+        if (st != LINATTN_OK)
+            return with_stream(st, "sessions_feed", i);
+    }
+    /* Each prefill spreads its own rows over the threads; streams in turn. */
+    for (int i = 0; i < n; i++) {
+        linattn_status st = linattn_session_feed(sessions[i], tokens[i], counts[i],
+                                                 logits ? logits[i] : NULL);
+        if (st != LINATTN_OK)
+            return with_stream(st, "sessions_feed", i);
+    }
+    return LINATTN_OK;
+}
+
 /* ---- save and load -------------------------------------------------------- */
 
-/* File: header, payload (linear: per layer and head S then z; softmax: per
- * layer K then V rows 0..tokens-1), extra, CRC32 of all that precedes. */
+/* A session file: a header, the payload (linear: per layer and head S, z
+ * and the waiting rows; softmax: per layer K then V rows 0..tokens-1), the
+ * logits after the last token (version 3), the host's extra bytes, and the
+ * CRC32 of all that precedes. Little-endian. Version 2 (no logits, a
+ * 48-byte header) still loads. */
 #define SESSION_MAGIC "LINATTNS"
-/* 2: a linear state also stores its waiting rows (tokens % 16 of them) */
-#define SESSION_VERSION 2u
-#define HEADER_BYTES 48
+/* 2: a linear state also stores its waiting rows (tokens % 16 of them)
+ * 3: the logits after the last token follow the payload */
+#define SESSION_VERSION 3u
+#define HEADER_V2 48
+#define HEADER_BYTES 56 /* v2's, then u32 logits count (0 or vocab), u32 0 */
 
 static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
 {
@@ -279,6 +421,11 @@ static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
     size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
     return (size_t)m->cfg.n_layers * (size_t)m->h * (dh * dh + dh + rows * 2 * dh) *
            sizeof(float);
+}
+
+static size_t logits_count(const linattn_session *s)
+{
+    return s->tokens > 0 ? (size_t)s->m->vocab : 0;
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -309,22 +456,58 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
+static uLong crc_of(uLong crc, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t off = 0; off < n; off += 1u << 30) { /* zlib takes uInt lengths */
+        size_t k = n - off < (1u << 30) ? n - off : (1u << 30);
+        crc = crc32(crc, b + off, (uInt)k);
+    }
+    return crc;
+}
+
+/* Where a save goes: a file being written, or a buffer. */
 typedef struct writer {
-    safe_file file;
+    safe_file *file;   /* NULL: into buf */
+    unsigned char *buf;
+    size_t at;
     uLong crc;
 } writer;
 
 static void put(writer *w, const void *p, size_t n)
 {
-    if (!n || w->file.failed)
+    if (!n)
         return;
-    w->crc = crc32(w->crc, p, (uInt)n); /* n < 4 GiB: rows and S blocks */
-    safe_file_write(&w->file, p, n);
+    w->crc = crc_of(w->crc, p, n);
+    if (w->file)
+        safe_file_write(w->file, p, n);
+    else
+        memcpy(w->buf + w->at, p, n);
+    w->at += n;
 }
 
-static void put_state(writer *w, const linattn_session *s)
+size_t linattn_session_save_size(const linattn_session *s, size_t extra_bytes)
+{
+    if (!s)
+        return 0;
+    return HEADER_BYTES + payload_bytes(s, s->tokens) + logits_count(s) * sizeof(float) +
+           extra_bytes + 4;
+}
+
+static void put_session(writer *w, const linattn_session *s, const void *extra,
+                        size_t extra_bytes)
 {
     const linattn_model *m = s->m;
+    unsigned char head[HEADER_BYTES] = {0};
+    memcpy(head, SESSION_MAGIC, 8);
+    put_u32(head + 8, SESSION_VERSION);
+    put_u32(head + 12, (uint32_t)m->cfg.attention);
+    put_u64(head + 16, m->shape_hash);
+    put_u64(head + 24, s->tokens);
+    put_u64(head + 32, payload_bytes(s, s->tokens));
+    put_u64(head + 40, extra_bytes);
+    put_u32(head + 48, (uint32_t)logits_count(s));
+    put(w, head, sizeof head);
     size_t dh = (size_t)m->dh, d = (size_t)m->d;
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (s->lin) {
@@ -338,11 +521,17 @@ static void put_state(writer *w, const linattn_session *s)
             continue;
         }
         size_t off = (size_t)l * (size_t)m->cfg.max_seq_len * d;
-        for (uint64_t t = 0; t < s->tokens; t++)
-            put(w, s->kcache + off + t * d, d * sizeof(float));
-        for (uint64_t t = 0; t < s->tokens; t++)
-            put(w, s->vcache + off + t * d, d * sizeof(float));
+        put(w, s->kcache + off, (size_t)s->tokens * d * sizeof(float));
+        put(w, s->vcache + off, (size_t)s->tokens * d * sizeof(float));
     }
+    put(w, s->logits, logits_count(s) * sizeof(float));
+    put(w, extra, extra_bytes);
+    unsigned char tail[4];
+    put_u32(tail, (uint32_t)w->crc);
+    if (w->file)
+        safe_file_write(w->file, tail, 4);
+    else
+        memcpy(w->buf + w->at, tail, 4);
 }
 
 linattn_status linattn_session_save(const linattn_session *s, const char *path, const void *extra,
@@ -350,105 +539,70 @@ linattn_status linattn_session_save(const linattn_session *s, const char *path, 
 {
     if (!s || !path || (!extra && extra_bytes))
         return linattn_err(LINATTN_ERR_INVALID, "session_save: NULL argument");
-    writer w;
-    w.crc = crc32(0L, Z_NULL, 0);
-    linattn_status st = safe_file_begin(&w.file, path, "state file");
+    safe_file f;
+    linattn_status st = safe_file_begin(&f, path, "state file");
     if (st != LINATTN_OK)
         return st;
-    unsigned char head[HEADER_BYTES] = {0};
-    memcpy(head, SESSION_MAGIC, 8);
-    put_u32(head + 8, SESSION_VERSION);
-    put_u32(head + 12, (uint32_t)s->m->cfg.attention);
-    put_u64(head + 16, s->m->shape_hash);
-    put_u64(head + 24, s->tokens);
-    put_u64(head + 32, payload_bytes(s, s->tokens));
-    put_u64(head + 40, extra_bytes);
-    put(&w, head, sizeof head);
-    put_state(&w, s);
-    put(&w, extra, extra_bytes);
-    unsigned char tail[4];
-    put_u32(tail, (uint32_t)w.crc);
-    safe_file_write(&w.file, tail, 4);
-    return safe_file_commit(&w.file, "the state file");
+    writer w = {&f, NULL, 0, crc32(0L, Z_NULL, 0)};
+    put_session(&w, s, extra, extra_bytes);
+    return safe_file_commit(&f, "the state file");
 }
 
-linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
-                                    size_t extra_cap, size_t *extra_bytes)
+linattn_status linattn_session_save_mem(const linattn_session *s, const void *extra,
+                                        size_t extra_bytes, void *buf, size_t cap)
 {
-    if (!s || !path || (!extra && extra_cap))
-        return linattn_err(LINATTN_ERR_INVALID, "session_load: NULL argument");
-    int fd;
-    size_t fsize;
-    linattn_status opened = safe_open_read(path, "state file", SIZE_MAX, &fd, &fsize);
-    if (opened != LINATTN_OK)
-        return opened;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return linattn_err(LINATTN_ERR_NOMEM, "%s: %s", path, strerror(errno));
-    }
-    linattn_status st = LINATTN_OK;
-    unsigned char head[HEADER_BYTES];
-    unsigned char *body = NULL;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || fread(head, 1, sizeof head, f) != sizeof head) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a linattn session file (too short)", path);
-        goto out;
-    }
-    if (memcmp(head, SESSION_MAGIC, 8) != 0) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a linattn session file (bad magic)", path);
-        goto out;
-    }
-    uint32_t version = get_u32(head + 8), variant = get_u32(head + 12);
-    uint64_t hash = get_u64(head + 16), tokens = get_u64(head + 24);
-    uint64_t payload = get_u64(head + 32), xbytes = get_u64(head + 40);
+    if (!s || !buf || (!extra && extra_bytes))
+        return linattn_err(LINATTN_ERR_INVALID, "session_save_mem: NULL argument");
+    size_t need = linattn_session_save_size(s, extra_bytes);
+    if (cap < need)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "session_save_mem: the buffer holds %zu bytes, the state needs %zu "
+                           "(linattn_session_save_size)", cap, need);
+    writer w = {NULL, buf, 0, crc32(0L, Z_NULL, 0)};
+    put_session(&w, s, extra, extra_bytes);
+    return LINATTN_OK;
+}
+
+/* Checks a whole saved session in data[size] (name: for messages) and only
+ * then loads it into s. */
+static linattn_status load_bytes(linattn_session *s, const unsigned char *data, size_t size,
+                                 const char *name, void *extra, size_t extra_cap,
+                                 size_t *extra_bytes)
+{
+    if (size < HEADER_V2 + 4)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: not a linattn session (too short)", name);
+    if (memcmp(data, SESSION_MAGIC, 8) != 0)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: not a linattn session (bad magic)", name);
+    uint32_t version = get_u32(data + 8), variant = get_u32(data + 12);
+    uint64_t hash = get_u64(data + 16), tokens = get_u64(data + 24);
+    uint64_t payload = get_u64(data + 32), xbytes = get_u64(data + 40);
     const linattn_config *c = &s->m->cfg;
-    if (version != SESSION_VERSION) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: session format version %u, this build reads %u",
-                         path, version, SESSION_VERSION);
-        goto out;
-    }
-    if (variant != (uint32_t)c->attention || hash != s->m->shape_hash) {
-        st = linattn_err(LINATTN_ERR_FORMAT,
-                         "%s: saved by a model of another shape or attention variant", path);
-        goto out;
-    }
-    int bounded = c->attention == LINATTN_ATTN_SOFTMAX || c->positions == LINATTN_POS_LEARNED;
-    if (bounded && tokens > (uint64_t)c->max_seq_len) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: %llu tokens exceed max_seq_len %d", path,
-                         (unsigned long long)tokens, c->max_seq_len);
-        goto out;
-    }
-    uint64_t want = payload_bytes(s, tokens);
-    if (payload != want || xbytes > (uint64_t)1 << 32 ||
-        (uint64_t)sb.st_size != HEADER_BYTES + payload + xbytes + 4) {
-        st = linattn_err(LINATTN_ERR_FORMAT,
-                         "%s: size does not match its header (truncated or corrupted file)", path);
-        goto out;
-    }
-    size_t body_bytes = (size_t)(payload + xbytes + 4);
-    body = mem_alloc(body_bytes);
-    if (!body) {
-        st = linattn_err(LINATTN_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, body_bytes);
-        goto out;
-    }
-    if (fread(body, 1, body_bytes, f) != body_bytes) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: truncated file", path);
-        goto out;
-    }
-    uLong crc = crc32(crc32(0L, Z_NULL, 0), head, sizeof head);
-    for (size_t off = 0; off < body_bytes - 4; off += 1u << 30) {
-        size_t n = body_bytes - 4 - off < (1u << 30) ? body_bytes - 4 - off : (1u << 30);
-        crc = crc32(crc, body + off, (uInt)n);
-    }
-    if ((uint32_t)crc != get_u32(body + body_bytes - 4)) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted file)", path);
-        goto out;
-    }
+    if (version != SESSION_VERSION && version != 2)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: session format version %u, this build reads 2 and %u", name,
+                           version, SESSION_VERSION);
+    size_t head_bytes = version == 2 ? HEADER_V2 : HEADER_BYTES;
+    uint64_t nlogits = version == 2 || size < HEADER_BYTES ? 0 : get_u32(data + 48);
+    if (variant != (uint32_t)c->attention || hash != s->m->shape_hash)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: saved by a model of another shape or attention variant", name);
+    if (bounded(c) && tokens > (uint64_t)c->max_seq_len)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: %llu tokens exceed max_seq_len %d", name,
+                           (unsigned long long)tokens, c->max_seq_len);
+    if (nlogits != 0 && nlogits != (uint64_t)s->m->vocab)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: %llu logits stored, the model has %d", name,
+                           (unsigned long long)nlogits, s->m->vocab);
+    if (payload != payload_bytes(s, tokens) || xbytes > (uint64_t)1 << 32 ||
+        (uint64_t)size != head_bytes + payload + nlogits * sizeof(float) + xbytes + 4)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: size does not match its header (truncated or corrupted)", name);
+    uLong crc = crc_of(crc32(0L, Z_NULL, 0), data, size - 4);
+    if ((uint32_t)crc != get_u32(data + size - 4))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
     /* Everything checked: only now touch the session. */
     const linattn_model *m = s->m;
     size_t dh = (size_t)m->dh, d = (size_t)m->d;
-    const unsigned char *p = body;
+    const unsigned char *p = data + head_bytes;
     for (int l = 0; l < c->n_layers; l++) {
         if (s->lin) {
             for (int h = 0; h < m->h; h++) {
@@ -472,12 +626,37 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
         p += rows;
     }
     s->tokens = tokens;
+    if (nlogits)
+        memcpy(s->logits, p, (size_t)nlogits * sizeof(float));
+    else /* a version 2 file: none stored */
+        memset(s->logits, 0, (size_t)m->vocab * sizeof(float));
+    p += nlogits * sizeof(float);
     if (extra)
         memcpy(extra, p, xbytes < extra_cap ? (size_t)xbytes : extra_cap);
     if (extra_bytes)
         *extra_bytes = (size_t)xbytes;
-out:
-    mem_free(body);
-    fclose(f);
+    return LINATTN_OK;
+}
+
+linattn_status linattn_session_load_mem(linattn_session *s, const void *buf, size_t size,
+                                        void *extra, size_t extra_cap, size_t *extra_bytes)
+{
+    if (!s || !buf || (!extra && extra_cap))
+        return linattn_err(LINATTN_ERR_INVALID, "session_load_mem: NULL argument");
+    return load_bytes(s, buf, size, "session buffer", extra, extra_cap, extra_bytes);
+}
+
+linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
+                                    size_t extra_cap, size_t *extra_bytes)
+{
+    if (!s || !path || (!extra && extra_cap))
+        return linattn_err(LINATTN_ERR_INVALID, "session_load: NULL argument");
+    char *data;
+    size_t len;
+    linattn_status st = safe_read_all(path, "state file", SIZE_MAX, &data, &len);
+    if (st != LINATTN_OK)
+        return st;
+    st = load_bytes(s, (const unsigned char *)data, len, path, extra, extra_cap, extra_bytes);
+    mem_free(data);
     return st;
 }

@@ -38,8 +38,10 @@ struct linattn_weights {
     char *path;
     off_t size;             /* the file's size and mtime when opened */
     struct timespec mtime;
-    uint8_t *map;
+    uint8_t *map;           /* the file's map (NULL for weights in memory) */
     size_t map_size;
+    int in_memory;          /* a host's buffer: never unmapped or stat-ed */
+    const uint8_t *head;    /* the 8-byte length, then the JSON header */
     const uint8_t *data;  /* map + 8 + N */
     uint64_t data_size;
     struct tensor *tensors; /* file order */
@@ -276,7 +278,7 @@ static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
     char *text = mem_alloc((size_t)header_len + 1);
     if (!text)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
-    memcpy(text, w->map + 8, (size_t)header_len);
+    memcpy(text, w->head + 8, (size_t)header_len);
     text[header_len] = '\0';
 
     const char *end = NULL;
@@ -336,6 +338,8 @@ done:
     return st;
 }
 
+static linattn_status parse_bytes(linattn_weights *w, const uint8_t *bytes, uint64_t size);
+
 linattn_status linattn_weights_open(const char *path, linattn_weights **out)
 {
     if (!path || !out)
@@ -382,29 +386,61 @@ linattn_status linattn_weights_open(const char *path, linattn_weights **out)
     }
     w->map = map;
     w->map_size = (size_t)size;
-
-    uint64_t header_len = 0;
-    for (int i = 7; i >= 0; i--)
-        header_len = header_len << 8 | w->map[i];
-    if (header_len > size - 8) {
-        st = linattn_err(LINATTN_ERR_FORMAT,
-                         "%s: header length %llu runs past the end of the file (%llu bytes)",
-                         path, (unsigned long long)header_len, (unsigned long long)size);
-        goto fail;
-    }
-    if (header_len > MAX_HEADER_BYTES) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header length %llu is over the %u-byte limit",
-                         path, (unsigned long long)header_len, MAX_HEADER_BYTES);
-        goto fail;
-    }
-    w->data = w->map + 8 + header_len;
-    w->data_size = size - 8 - header_len;
-    if ((st = parse_header(w, header_len)) != LINATTN_OK)
+    if ((st = parse_bytes(w, w->map, size)) != LINATTN_OK)
         goto fail;
     *out = w;
     return LINATTN_OK;
 fail:
     linattn_weights_close(w);
+    return st;
+}
+
+linattn_status linattn_weights_open_mem(const void *bytes, size_t size, const char *name,
+                                        linattn_weights **out)
+{
+    if (!bytes || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
+    *out = NULL;
+    linattn_weights *w = mem_calloc(1, sizeof *w);
+    if (!w || !(w->path = mem_strdup(name && *name ? name : "weights in memory"))) {
+        mem_free(w);
+        return linattn_err(LINATTN_ERR_NOMEM, "weights: out of memory");
+    }
+    w->in_memory = 1;
+    linattn_status st;
+    if (size < 8)
+        st = linattn_err(LINATTN_ERR_FORMAT,
+                         "%s: %zu bytes, too short for safetensors (8-byte header length)",
+                         w->path, size);
+    else
+        st = parse_bytes(w, bytes, size);
+    if (st != LINATTN_OK) {
+        linattn_weights_close(w);
+        return st;
+    }
+    *out = w;
+    return LINATTN_OK;
+}
+
+/* The header of safetensors bytes[size] (size >= 8), and where the data is. */
+static linattn_status parse_bytes(linattn_weights *w, const uint8_t *bytes, uint64_t size)
+{
+    const char *path = w->path;
+    linattn_status st;
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; i--)
+        header_len = header_len << 8 | bytes[i];
+    if (header_len > size - 8)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: header length %llu runs past the end of the file (%llu bytes)",
+                           path, (unsigned long long)header_len, (unsigned long long)size);
+    if (header_len > MAX_HEADER_BYTES)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: header length %llu is over the %u-byte limit",
+                           path, (unsigned long long)header_len, MAX_HEADER_BYTES);
+    w->head = bytes;
+    w->data = bytes + 8 + header_len;
+    w->data_size = size - 8 - header_len;
+    st = parse_header(w, header_len);
     return st;
 }
 
@@ -542,6 +578,8 @@ const char *linattn_weights_metadata(const linattn_weights *w, const char *key)
 
 linattn_status linattn_weights_check_unchanged(const linattn_weights *w)
 {
+    if (w->in_memory)
+        return LINATTN_OK;
     struct stat sb;
     if (stat(w->path, &sb) != 0)
         return linattn_err(LINATTN_ERR_IO, "%s: weights file vanished while being loaded: %s",

@@ -35,6 +35,10 @@ typedef struct linattn_tensor_info {
  * the model is loaded (the map would fault, SIGBUS): replace weights by
  * renaming a new file over the old one, which keeps the mapped copy intact. */
 linattn_status linattn_weights_open(const char *path, linattn_weights **out);
+/* The same over safetensors bytes a host holds (name: for messages); the
+ * bytes must outlive w (aligned F32 tensors are read in place). */
+linattn_status linattn_weights_open_mem(const void *bytes, size_t size, const char *name,
+                                        linattn_weights **out);
 void linattn_weights_close(linattn_weights *w);
 
 /* The tensor `name` as fp32, after checking its shape is exactly

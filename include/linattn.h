@@ -28,7 +28,8 @@ typedef enum linattn_status {
     LINATTN_ERR_NOMEM,        /* an allocation failed */
     LINATTN_ERR_IO,           /* a file could not be opened, read or written */
     LINATTN_ERR_FORMAT,       /* a file's contents are malformed or do not match */
-    LINATTN_ERR_CONTEXT_FULL, /* a softmax session reached max_seq_len */
+    LINATTN_ERR_CONTEXT_FULL, /* a session reached its token limit (linattn_session_tokens_left) */
+    LINATTN_ERR_CANCELLED,    /* a progress callback asked to stop */
 } linattn_status;
 
 /* A short fixed name for a status ("invalid argument", ...). */
@@ -383,6 +384,12 @@ typedef struct linattn_session linattn_session;
 LINATTN_API linattn_status linattn_model_load(const char *config_path, linattn_model **out);
 /* The same from a config already in memory (validated first). */
 LINATTN_API linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out);
+/* The same with the weights in memory: safetensors bytes weights[size]
+ * (config->weights only names them in messages). The bytes must outlive
+ * the model: aligned F32 tensors are used in place. */
+LINATTN_API linattn_status linattn_model_from_config_mem(const linattn_config *config,
+                                                         const void *weights, size_t size,
+                                                         linattn_model **out);
 LINATTN_API void linattn_model_free(linattn_model *m);
 LINATTN_API const linattn_config *linattn_model_config(const linattn_model *m);
 /* Number of parameters (tied embeddings counted once). */
@@ -402,6 +409,9 @@ typedef struct linattn_model_sizes {
     size_t state_bytes;  /* linear: per stream, fixed; softmax: KV cache per token */
 } linattn_model_sizes;
 LINATTN_API linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out);
+
+/* Progress of a long feed (linattn_session_set_progress). */
+typedef int (*linattn_progress_fn)(void *user, uint64_t done, uint64_t total);
 
 /* A new empty stream of model m (which must outlive it). All memory it
  * will use is allocated here: feeding tokens allocates nothing. */
@@ -424,6 +434,23 @@ LINATTN_API linattn_status linattn_session_feed_all(linattn_session *s, const in
                                         float *logits);
 /* Tokens fed since new/reset/load. */
 LINATTN_API uint64_t linattn_session_tokens(const linattn_session *s);
+/* How many more tokens this stream can take: UINT64_MAX for a linear model
+ * without learned positions (unbounded), else max_seq_len - tokens. */
+LINATTN_API uint64_t linattn_session_tokens_left(const linattn_session *s);
+/* The logits after the last token fed ([vocab_size], owned by s, valid
+ * until the next feed, reset or load); NULL before any token. Kept by
+ * every feed and step and stored in session files, so a resumed stream
+ * can sample at once. */
+LINATTN_API const float *linattn_session_logits(const linattn_session *s);
+/* A new session continuing where src stands (state, tokens, logits,
+ * threads): a shared prompt prefix computed once, then streams apart. */
+LINATTN_API linattn_status linattn_session_fork(const linattn_session *src, linattn_session **out);
+/* Called between chunks (of 128 tokens) of a long feed with the
+ * tokens done and the total of the call; returning non-zero stops the feed
+ * with LINATTN_ERR_CANCELLED, the tokens done staying fed (and their logits
+ * kept). NULL removes it. */
+LINATTN_API void linattn_session_set_progress(linattn_session *s, linattn_progress_fn fn,
+                                             void *user);
 /* Bytes of decode state in use: linear, constant; softmax, the KV cache
  * filled so far. */
 LINATTN_API size_t linattn_session_state_bytes(const linattn_session *s);
@@ -439,12 +466,28 @@ LINATTN_API linattn_status linattn_session_save(const linattn_session *s, const 
  * stored size. */
 LINATTN_API linattn_status linattn_session_load(linattn_session *s, const char *path, void *extra,
                                     size_t extra_cap, size_t *extra_bytes);
+/* The same in memory: the bytes linattn_session_save would write (size
+ * from linattn_session_save_size) into buf[cap], and a load from them,
+ * with the same checks (shape, size, CRC32). The format is the file's. */
+LINATTN_API size_t linattn_session_save_size(const linattn_session *s, size_t extra_bytes);
+LINATTN_API linattn_status linattn_session_save_mem(const linattn_session *s, const void *extra,
+                                                    size_t extra_bytes, void *buf, size_t cap);
+LINATTN_API linattn_status linattn_session_load_mem(linattn_session *s, const void *buf,
+                                                    size_t size, void *extra, size_t extra_cap,
+                                                    size_t *extra_bytes);
 
 /* Advances n independent streams (of one model) by one token each;
  * logits[i] (or NULL) receives stream i's logits. Same results as
  * feeding each alone. OpenMP over streams and heads, and weight rows. */
 LINATTN_API linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
                                      float *const *logits);
+/* Prefills n streams with their own tokens: tokens[i][0..counts[i]) into
+ * sessions[i], logits[i] (or NULL) after its last. Every stream and token
+ * is checked first: a stream that would pass its limit, a bad token or a
+ * repeated session is an error naming the stream, and nothing is fed. */
+LINATTN_API linattn_status linattn_sessions_feed(linattn_session *const *sessions,
+                                                 const int *const *tokens, const int *counts,
+                                                 int n, float *const *logits);
 
 /* ------------------------------------------------------------------------ */
 /* Byte-level tokenizer and sampling (engine/tokenizer.c, engine/sample.c)   */

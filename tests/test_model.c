@@ -1,5 +1,6 @@
 /* test_model.c: the decoder against PyTorch golden logits; sessions: prefill = steps, memory, save/load, batch, threads. */
 #include <criterion/criterion.h>
+#include <zlib.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -76,10 +77,13 @@ static double *golden(const char *name, const char *suffix, size_t *count, size_
 }
 
 /* A new session on m. */
+/* Two threads, fixed: the auto count follows the machine's load, and the
+ * bit-for-bit comparisons here need every run to split work alike. */
 static linattn_session *new_session(const linattn_model *m)
 {
     linattn_session *s;
     cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session_set_threads(s, 2);
     return s;
 }
 
@@ -707,4 +711,277 @@ Test(model, weights_that_do_not_match_the_config_are_named)
     cr_assert_eq(linattn_model_load(ini, &m), LINATTN_ERR_FORMAT);
     cr_assert_null(m);
     cr_assert(strstr(linattn_last_error(), "layers.0.ffn.up.weight"), "%s", linattn_last_error());
+}
+
+/* ---- what a host needs: memory save/load, logits kept, fork, limits ------ */
+
+/* save_mem writes exactly the file's bytes; load_mem continues bit for bit
+ * and brings the logits back; a small buffer, a flipped byte or a cut is
+ * refused and the session is unchanged. */
+static void mem_round_trip(linattn_attention_kind kind)
+{
+    linattn_model *m = random_model(kind, 256, LINATTN_POS_SINCOS);
+    int tokens[60];
+    make_tokens(tokens, 60, 21);
+    linattn_session *s = new_session(m), *r = new_session(m);
+    cr_assert_null(linattn_session_logits(s), "no logits before a token");
+    float before[256];
+    cr_assert_eq(linattn_session_feed(s, tokens, 37, before), LINATTN_OK);
+    cr_assert_eq(memcmp(linattn_session_logits(s), before, sizeof before), 0);
+    const char extra[] = "host bytes";
+    size_t need = linattn_session_save_size(s, sizeof extra);
+    unsigned char *buf = malloc(need);
+    cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, buf, need - 1),
+                 LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "save_size"), "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, buf, need), LINATTN_OK);
+    const char *path = tu_path(kind == LINATTN_ATTN_LINEAR ? "mem-linear.state" : "mem-softmax.state");
+    cr_assert_eq(linattn_session_save(s, path, extra, sizeof extra), LINATTN_OK);
+    size_t n;
+    char *file = tu_read_file(path, &n);
+    cr_assert_eq(n, need);
+    cr_assert_eq(memcmp(file, buf, n), 0, "save_mem and save write the same bytes");
+    free(file);
+
+    buf[need / 2] ^= 0x01;
+    cr_assert_eq(linattn_session_load_mem(r, buf, need, NULL, 0, NULL), LINATTN_ERR_FORMAT);
+    buf[need / 2] ^= 0x01;
+    cr_assert_eq(linattn_session_load_mem(r, buf, need - 1, NULL, 0, NULL), LINATTN_ERR_FORMAT);
+    cr_assert_eq(linattn_session_tokens(r), 0u, "refused whole");
+
+    char got[32] = {0};
+    size_t got_n = 0;
+    cr_assert_eq(linattn_session_load_mem(r, buf, need, got, sizeof got, &got_n), LINATTN_OK,
+                 "%s", linattn_last_error());
+    cr_assert_eq(got_n, sizeof extra);
+    cr_assert_str_eq(got, extra);
+    cr_assert_eq(linattn_session_tokens(r), 37u);
+    cr_assert_eq(memcmp(linattn_session_logits(r), before, sizeof before), 0,
+                 "the logits after the last token came back");
+    float a[256], b[256];
+    cr_assert_eq(linattn_session_feed(s, tokens + 37, 9, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(r, tokens + 37, 9, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0);
+    free(buf);
+    linattn_session_free(s);
+    linattn_session_free(r);
+    linattn_model_free(m);
+}
+
+Test(host, save_mem_load_mem_linear) { mem_round_trip(LINATTN_ATTN_LINEAR); }
+Test(host, save_mem_load_mem_softmax) { mem_round_trip(LINATTN_ATTN_SOFTMAX); }
+
+/* A file of format version 2 (a 48-byte header, no logits) still loads;
+ * its logits read as zeros until the next token. Made here from a version
+ * 3 save: the same header fields, payload and extra, a new CRC32. */
+Test(host, version_2_state_files_load)
+{
+    linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
+    int tokens[40];
+    make_tokens(tokens, 40, 3);
+    linattn_session *s = new_session(m), *r = new_session(m);
+    cr_assert_eq(linattn_session_feed(s, tokens, 21, NULL), LINATTN_OK);
+    const char extra[] = "x";
+    size_t n3 = linattn_session_save_size(s, sizeof extra);
+    unsigned char *v3 = malloc(n3), *v2 = malloc(n3);
+    cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, v3, n3), LINATTN_OK);
+    cr_assert_eq(v3[8], 3, "saved as version 3");
+    size_t logits = 256 * sizeof(float), payload = n3 - 56 - logits - sizeof extra - 4;
+    memcpy(v2, v3, 48);
+    v2[8] = 2;
+    memcpy(v2 + 48, v3 + 56, payload);
+    memcpy(v2 + 48 + payload, v3 + 56 + payload + logits, sizeof extra);
+    size_t n2 = 48 + payload + sizeof extra;
+    uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), v2, (uInt)n2);
+    for (int i = 0; i < 4; i++)
+        v2[n2 + i] = (unsigned char)(crc >> (8 * i));
+    n2 += 4;
+    char got[4];
+    cr_assert_eq(linattn_session_load_mem(r, v2, n2, got, sizeof got, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_str_eq(got, extra);
+    cr_assert_eq(linattn_session_tokens(r), 21u);
+    const float *l = linattn_session_logits(r);
+    for (int i = 0; i < 256; i++)
+        cr_assert_eq(l[i], 0.0f);
+    float a[256], b[256];
+    cr_assert_eq(linattn_session_feed(s, tokens + 21, 5, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(r, tokens + 21, 5, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0, "the state itself came back whole");
+    free(v2);
+    free(v3);
+    linattn_session_free(s);
+    linattn_session_free(r);
+    linattn_model_free(m);
+}
+
+/* A fork continues exactly as its source would, and the two then go apart
+ * without touching each other. */
+static void fork_continues(linattn_attention_kind kind)
+{
+    linattn_model *m = random_model(kind, 256, LINATTN_POS_SINCOS);
+    int tokens[80];
+    make_tokens(tokens, 80, 8);
+    linattn_session *s = new_session(m), *twin = new_session(m), *f = NULL;
+    cr_assert_eq(linattn_session_fork(NULL, &f), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_session_feed(s, tokens, 45, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(twin, tokens, 45, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_fork(s, &f), LINATTN_OK);
+    cr_assert_eq(linattn_session_tokens(f), 45u);
+    cr_assert_eq(memcmp(linattn_session_logits(f), linattn_session_logits(s), 256 * sizeof(float)),
+                 0);
+    float a[256], b[256], c[256];
+    cr_assert_eq(linattn_session_feed(f, tokens + 45, 20, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(s, tokens + 60, 20, b), LINATTN_OK); /* apart */
+    cr_assert_eq(linattn_session_feed(twin, tokens + 45, 20, c), LINATTN_OK);
+    cr_assert_eq(memcmp(a, c, sizeof a), 0, "the fork continues as its source would have");
+    cr_assert_neq(memcmp(a, b, sizeof a), 0, "control: other tokens give other logits");
+    linattn_session_free(f);
+    linattn_session_free(s);
+    linattn_session_free(twin);
+    linattn_model_free(m);
+}
+
+Test(host, fork_linear) { fork_continues(LINATTN_ATTN_LINEAR); }
+Test(host, fork_softmax) { fork_continues(LINATTN_ATTN_SOFTMAX); }
+
+Test(host, tokens_left)
+{
+    linattn_model *lin = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
+    linattn_model *learned = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_LEARNED);
+    linattn_model *soft = random_model(LINATTN_ATTN_SOFTMAX, 64, LINATTN_POS_SINCOS);
+    linattn_session *a = new_session(lin), *b = new_session(learned), *c = new_session(soft);
+    int tokens[64];
+    make_tokens(tokens, 64, 1);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(linattn_session_feed(i == 0 ? a : i == 1 ? b : c, tokens, 10, NULL),
+                     LINATTN_OK);
+    cr_expect_eq(linattn_session_tokens_left(a), UINT64_MAX);
+    cr_expect_eq(linattn_session_tokens_left(b), 54u);
+    cr_expect_eq(linattn_session_tokens_left(c), 54u);
+    cr_assert_eq(linattn_session_feed(b, tokens, 55, NULL), LINATTN_ERR_CONTEXT_FULL);
+    cr_assert(strstr(linattn_last_error(), "learned position table"), "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_feed(c, tokens, 54, NULL), LINATTN_OK);
+    cr_expect_eq(linattn_session_tokens_left(c), 0u);
+    linattn_session_free(a);
+    linattn_session_free(b);
+    linattn_session_free(c);
+    linattn_model_free(lin);
+    linattn_model_free(learned);
+    linattn_model_free(soft);
+}
+
+/* sessions_feed: each stream as if fed alone (bit for bit); a stream that
+ * would pass its limit is named and nothing at all is fed. */
+Test(host, sessions_feed)
+{
+    linattn_model *m = random_model(LINATTN_ATTN_SOFTMAX, 100, LINATTN_POS_SINCOS);
+    int tokens[100];
+    make_tokens(tokens, 100, 4);
+    linattn_session *s[3], *alone[3];
+    const int counts[3] = {5, 70, 1};
+    const int *rows[3] = {tokens, tokens + 10, tokens + 50};
+    float out[3][256], want[256], *lp[3] = {out[0], out[1], out[2]};
+    for (int i = 0; i < 3; i++) {
+        s[i] = new_session(m);
+        alone[i] = new_session(m);
+    }
+    cr_assert_eq(linattn_session_feed(s[1], tokens, 40, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(alone[1], tokens, 40, NULL), LINATTN_OK);
+    /* stream 1 would pass max_seq_len 100 */
+    cr_assert_eq(linattn_sessions_feed(s, rows, counts, 3, lp), LINATTN_ERR_CONTEXT_FULL);
+    cr_assert(strstr(linattn_last_error(), "session 1"), "%s", linattn_last_error());
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(linattn_session_tokens(s[i]), i == 1 ? 40u : 0u, "nothing fed");
+    const int ok_counts[3] = {5, 60, 1};
+    cr_assert_eq(linattn_sessions_feed(s, rows, ok_counts, 3, lp), LINATTN_OK, "%s",
+                 linattn_last_error());
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(linattn_session_feed(alone[i], rows[i], ok_counts[i], want), LINATTN_OK);
+        cr_assert_eq(memcmp(out[i], want, sizeof want), 0, "stream %d", i);
+        linattn_session_free(s[i]);
+        linattn_session_free(alone[i]);
+    }
+    linattn_model_free(m);
+}
+
+struct progress_log {
+    int calls, stop_after;
+    uint64_t last_done, total;
+};
+
+static int on_progress(void *user, uint64_t done, uint64_t total)
+{
+    struct progress_log *p = user;
+    cr_assert_gt(done, p->last_done, "progress goes forward");
+    p->calls++;
+    p->last_done = done;
+    p->total = total;
+    return p->calls >= p->stop_after;
+}
+
+/* A long feed reports between chunks and stops when asked: the tokens done
+ * stay fed, with their logits, and the stream continues exactly. */
+Test(host, progress_and_cancel)
+{
+    linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
+    enum { N = 300 };
+    int tokens[N];
+    make_tokens(tokens, N, 6);
+    linattn_session *s = new_session(m), *twin = new_session(m);
+    struct progress_log log = {0, 1000, 0, 0};
+    linattn_session_set_progress(s, on_progress, &log);
+    cr_assert_eq(linattn_session_feed(s, tokens, N, NULL), LINATTN_OK);
+    cr_expect_eq(log.calls, 2, "300 tokens: chunks end at 128 and 256");
+    cr_expect_eq(log.last_done, 256u);
+    cr_expect_eq(log.total, (uint64_t)N);
+    linattn_session_reset(s);
+    log = (struct progress_log){0, 1, 0, 0};
+    cr_assert_eq(linattn_session_feed(s, tokens, N, NULL), LINATTN_ERR_CANCELLED);
+    cr_assert(strstr(linattn_last_error(), "128 of 300"), "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(s), 128u);
+    float want[256], a[256], b[256];
+    cr_assert_eq(linattn_session_feed(twin, tokens, 128, want), LINATTN_OK);
+    cr_assert_eq(memcmp(linattn_session_logits(s), want, sizeof want), 0);
+    linattn_session_set_progress(s, NULL, NULL);
+    cr_assert_eq(linattn_session_feed(s, tokens + 128, N - 128, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(twin, tokens + 128, N - 128, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0);
+    linattn_session_free(s);
+    linattn_session_free(twin);
+    linattn_model_free(m);
+}
+
+/* Weights from a host's buffer give the model the file gives, bit for bit;
+ * a cut or garbled buffer is a FORMAT error naming it. */
+Test(host, model_from_config_mem)
+{
+    linattn_config c;
+    cr_assert_eq(linattn_config_load(tu_data("tiny-linear-pre-ln-gelu-sincos.ini"), &c),
+                 LINATTN_OK, "%s", linattn_last_error());
+    size_t n;
+    char *bytes = tu_read_file(c.weights, &n);
+    linattn_model *file = NULL, *mem = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &file), LINATTN_OK);
+    cr_assert_eq(linattn_model_from_config_mem(&c, bytes, n, &mem), LINATTN_OK, "%s",
+                 linattn_last_error());
+    int tokens[20];
+    make_tokens(tokens, 20, 5);
+    float a[256], b[256];
+    linattn_session *sa = new_session(file), *sb = new_session(mem);
+    cr_assert_eq(linattn_session_feed(sa, tokens, 20, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(sb, tokens, 20, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0);
+    linattn_session_free(sa);
+    linattn_session_free(sb);
+    linattn_model_free(mem);
+    linattn_model *bad = (linattn_model *)1;
+    cr_assert_eq(linattn_model_from_config_mem(&c, bytes, n / 2, &bad), LINATTN_ERR_FORMAT);
+    cr_assert_null(bad);
+    cr_assert_eq(linattn_model_from_config_mem(&c, bytes, 5, &bad), LINATTN_ERR_FORMAT);
+    bytes[10] = '!';
+    cr_assert_eq(linattn_model_from_config_mem(&c, bytes, n, &bad), LINATTN_ERR_FORMAT);
+    cr_assert_eq(linattn_model_from_config_mem(&c, NULL, n, &bad), LINATTN_ERR_INVALID);
+    free(bytes);
+    linattn_model_free(file);
 }

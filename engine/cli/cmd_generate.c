@@ -37,7 +37,7 @@ enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TO
 /* What a saved stream carries for us besides the model state. */
 typedef struct resume_info {
     uint64_t sampler_state;
-    int32_t pending;   /* sampled and printed, not yet fed; -1: none */
+    int32_t pending;   /* sampled and printed, not fed (the context was full); -1: none */
     int32_t reserved;
 } resume_info;
 
@@ -250,7 +250,8 @@ int cmd_generate(int argc, char **argv)
         goto out;
     }
 
-    /* The tokens to feed first: a resumed stream's pending token, then the prompt. */
+    /* The tokens to feed first: a resumed stream's pending token (one that
+     * did not fit before), then the prompt. */
     int n_in = 0;
     if (load) {
         resume_info info = {0, -1, 0};
@@ -270,34 +271,37 @@ int cmd_generate(int argc, char **argv)
     }
     n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
 
-    /* Saving with nothing to generate: the last token stays pending (not fed),
-     * or the saved stream would have no logits to resume from. */
-    int hold = save && cfg->max_new_tokens == 0 && n_in > 0;
-    int bounded = cfg->attention == LINATTN_ATTN_SOFTMAX || cfg->positions == LINATTN_POS_LEARNED;
-    if (hold && bounded &&
-        linattn_session_tokens(sess) + (uint64_t)n_in > (uint64_t)cfg->max_seq_len) {
-        cli_fail("prompt", "context full: %llu tokens fed, %d more would pass max_seq_len %d",
-                 (unsigned long long)linattn_session_tokens(sess), n_in, cfg->max_seq_len);
+    if ((uint64_t)n_in > linattn_session_tokens_left(sess)) {
+        cli_fail("prompt", "context full: %llu tokens fed, %d more would pass max_seq_len %d (%s)",
+                 (unsigned long long)linattn_session_tokens(sess), n_in, cfg->max_seq_len,
+                 cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
+                                                        : "learned position table");
         goto out;
     }
     double t0 = now_s();
     int prompt_tokens = n_in;
-    if (n_in - hold > 0 && (st = feed_prompt(sess, toks, n_in - hold, logits)) != LINATTN_OK) {
+    if (n_in > 0 && (st = feed_prompt(sess, toks, n_in, logits)) != LINATTN_OK) {
         cli_fail_status("prompt", st);
         goto out;
+    }
+    if (n_in == 0) { /* a resumed stream samples from the logits it was saved with */
+        const float *kept = linattn_session_logits(sess);
+        if (!kept && cfg->max_new_tokens > 0) {
+            cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
+            goto out;
+        }
+        if (kept)
+            memcpy(logits, kept, (size_t)cfg->vocab_size * sizeof(float));
     }
     double t1 = now_s();
     if (!load)
         fwrite(prompt_buf, 1, plen, stdout);
     fflush(stdout);
 
-    int pending = hold ? toks[n_in - 1] : -1, made = 0, stopped = 0;
+    /* Every printed token is fed (the last one too when saving), so a saved
+     * stream holds all the text and its logits: a resume samples at once. */
+    int pending = -1, made = 0, stopped = 0;
     for (int i = 0; i < cfg->max_new_tokens; i++) {
-        if (n_in == 0 && i == 0) {
-            /* a resumed stream with nothing pending and no prompt has no logits yet */
-            cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
-            goto out;
-        }
         int tok;
         if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK) {
             cli_fail_status("generate", st);
@@ -308,11 +312,11 @@ int cmd_generate(int argc, char **argv)
             putchar(byte);
         fflush(stdout);
         made++;
-        pending = tok;
-        if (i + 1 == cfg->max_new_tokens)
+        if (i + 1 == cfg->max_new_tokens && !save)
             break;
         st = linattn_session_feed(sess, &tok, 1, logits);
         if (st == LINATTN_ERR_CONTEXT_FULL) {
+            pending = tok;
             stopped = 1;
             break;
         }
@@ -320,15 +324,16 @@ int cmd_generate(int argc, char **argv)
             cli_fail_status("generate", st);
             goto out;
         }
-        pending = -1;
     }
     double t2 = now_s();
     putchar('\n');
     fflush(stdout);
     if (stopped)
         fprintf(stderr, "linattn: generate: stopped after %d tokens: the context is full "
-                        "(max_seq_len %d, softmax KV cache)\n",
-                made, cfg->max_seq_len);
+                        "(max_seq_len %d, %s)\n",
+                made, cfg->max_seq_len,
+                cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
+                                                       : "learned position table");
     if (save) {
         resume_info info = {linattn_sampler_get_state(sampler), pending, 0};
         if ((st = linattn_session_save(sess, save, &info, sizeof info)) != LINATTN_OK) {
