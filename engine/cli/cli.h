@@ -15,6 +15,11 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* Prints "linattn: <what>: <linattn_last_error() or status>"; returns 1. */
 int cli_fail_status(const char *what, linattn_status st);
+/* linattn_config_load, where a relative path that does not exist here is
+ * also looked for in the installed demo files (LINATTN_DATADIR, e.g.
+ * /usr/local/share/linattn): `linattn generate configs/kjv-linear.ini`
+ * works from any folder once installed. */
+linattn_status cli_load_config(const char *path, linattn_config *cfg);
 /* The error reporter of the CLI's own .npy and file code (see internal.h). */
 linattn_status cli_err(linattn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -91,7 +91,7 @@ static int parse_lengths(const char *text, int **out, int *n)
 /* The config's [attention] and [runtime] values as defaults. */
 static int from_config(const char *path, linattn_config *cfg, attend_args *a, int **owned)
 {
-    linattn_status st = linattn_config_load(path, cfg);
+    linattn_status st = cli_load_config(path, cfg);
     if (st != LINATTN_OK)
         return cli_fail_status("attend", st);
     if (!cfg->has_attention)

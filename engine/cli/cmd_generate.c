@@ -185,7 +185,7 @@ int cmd_generate(int argc, char **argv)
     linattn_model *model = NULL;
     linattn_session *sess = NULL;
     linattn_sampler *sampler = NULL;
-    linattn_status st = linattn_config_load(config_path, cfg);
+    linattn_status st = cli_load_config(config_path, cfg);
     if (st != LINATTN_OK) {
         cli_fail_status("config", st);
         goto out;

@@ -67,7 +67,7 @@ int cmd_info(int argc, char **argv)
     if (optind < argc) {
         if (!(cfg = malloc(sizeof *cfg)))
             return cli_fail("info", "out of memory");
-        linattn_status cst = linattn_config_load(argv[optind], cfg);
+        linattn_status cst = cli_load_config(argv[optind], cfg);
         int failed = cst != LINATTN_OK ? cli_fail_status("info", cst)
                      : isa_flag        ? cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)
                      : cfg->isa[0]     ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../escape.h"
 #include "../file.h"
@@ -79,6 +80,19 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
         return cli_fail(cmd, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, text);
     *out = (float)v;
     return 0;
+}
+
+linattn_status cli_load_config(const char *path, linattn_config *cfg)
+{
+#ifdef LINATTN_DATADIR
+    char installed[4096];
+    if (path && path[0] && path[0] != '/' && access(path, F_OK) != 0 &&
+        (size_t)snprintf(installed, sizeof installed, "%s/%s", LINATTN_DATADIR, path) <
+            sizeof installed &&
+        access(installed, F_OK) == 0)
+        return linattn_config_load(installed, cfg);
+#endif
+    return linattn_config_load(path, cfg);
 }
 
 /* Errors of the CLI's own .npy and file code (built with LINATTN_CLI_SIDE,
