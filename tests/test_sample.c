@@ -1,8 +1,11 @@
-/* test_sample.c: greedy, temperature, top-k and top-p sampling; seeds; the byte tokenizer. */
+/* test_sample.c: greedy, temperature, top-k, top-p, min-p, repetition penalty and logit bias; seeds and reset; the byte tokenizer. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
+#include "../engine/mem.h"
+#include "../engine/sample.h"
 #include "linattn.h"
 
 static linattn_sampler *make(int vocab, float t, int k, float p, uint64_t seed)
@@ -136,6 +139,533 @@ Test(sample, bad_parameters_and_logits_are_errors)
     cr_assert_eq(tok, -5);
     bad[1] = INFINITY;
     cr_assert_eq(linattn_sample(s, bad, &tok), LINATTN_ERR_INVALID);
+    linattn_sampler_free(s);
+}
+
+/* ---- the features of issue 12, against hand-computed distributions -------- */
+
+/* The filtered distribution (linattn_sampler_probs shares the draw's code).
+ * The sampler's weights are floats, so 1e-6 is a few float ulps of a
+ * probability and far below any effect tested. */
+static void probs_of(linattn_sampler *s, const float *logits, int vocab, double *p)
+{
+    cr_assert_eq(linattn_sampler_probs(s, logits, p), LINATTN_OK, "%s", linattn_last_error());
+    double sum = 0;
+    for (int i = 0; i < vocab; i++)
+        sum += p[i];
+    cr_assert_float_eq(sum, 1.0, 1e-12);
+}
+
+/* softmax(x / t) over n doubles; x[i] = -INFINITY gives 0. */
+static void softmax_ref(const double *x, int n, double t, double *out)
+{
+    double m = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    for (int i = 0; i < n; i++)
+        sum += out[i] = exp((x[i] - m) / t);
+    for (int i = 0; i < n; i++)
+        out[i] /= sum;
+}
+
+static void expect_probs(const double *got, const double *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        cr_expect_float_eq(got[i], want[i], 1e-6, "token %d: %.9f, expected %.9f", i, got[i],
+                           want[i]);
+}
+
+/* Each draw of a token with probability p is a Bernoulli trial: over n draws
+ * its frequency has standard deviation sqrt(p (1 - p) / n); 5 of them (a
+ * false alarm about once in 3.5 million per token) with a 1/n floor. */
+static void expect_frequencies(const double *freq, const double *p, int vocab, int n)
+{
+    for (int i = 0; i < vocab; i++) {
+        if (p[i] == 0.0) {
+            cr_expect_eq(freq[i], 0.0, "token %d has probability 0 but was drawn", i);
+            continue;
+        }
+        double tol = 5 * sqrt(p[i] * (1 - p[i]) / n) + 1.0 / n;
+        cr_expect_float_eq(freq[i], p[i], tol, "token %d: frequency %.4f, probability %.4f", i,
+                           freq[i], p[i]);
+    }
+}
+
+static void set_penalty(linattn_sampler *s, float penalty, int last_n)
+{
+    cr_assert_eq(linattn_sampler_set_repetition_penalty(s, penalty, last_n), LINATTN_OK, "%s",
+                 linattn_last_error());
+}
+
+static void accept(linattn_sampler *s, int token)
+{
+    cr_assert_eq(linattn_sampler_accept(s, token), LINATTN_OK, "%s", linattn_last_error());
+}
+
+static void bias(linattn_sampler *s, int token, float b)
+{
+    cr_assert_eq(linattn_sampler_set_logit_bias(s, token, b), LINATTN_OK, "%s",
+                 linattn_last_error());
+}
+
+Test(sample, repetition_penalty_divides_positive_and_multiplies_negative_logits)
+{
+    const float logits[4] = {2.0f, -1.0f, 0.5f, 1.0f};
+    double p[4], want[4];
+    linattn_sampler *s = make(4, 1.0f, 0, 1.0f, 1);
+    set_penalty(s, 2.0f, 8);
+    accept(s, 0);
+    accept(s, 1);
+    accept(s, 0); /* twice in the window: still penalised once */
+    probs_of(s, logits, 4, p);
+    /* 2 / 2 = 1 (lower), -1 * 2 = -2 (lower too); 2 and 3 unseen */
+    softmax_ref((const double[]){1.0, -2.0, 0.5, 1.0}, 4, 1.0, want);
+    expect_probs(p, want, 4);
+    cr_expect_float_eq(p[0], p[3], 1e-9, "2 / 2 ties with the unseen logit 1");
+
+    /* a penalty below 1 favours repeats: 2 / 0.5 = 4, -1 * 0.5 = -0.5 */
+    set_penalty(s, 0.5f, 8);
+    probs_of(s, logits, 4, p);
+    softmax_ref((const double[]){4.0, -0.5, 0.5, 1.0}, 4, 1.0, want);
+    expect_probs(p, want, 4);
+
+    /* 1 is off, whatever the window holds */
+    set_penalty(s, 1.0f, 8);
+    probs_of(s, logits, 4, p);
+    softmax_ref((const double[]){2.0, -1.0, 0.5, 1.0}, 4, 1.0, want);
+    expect_probs(p, want, 4);
+    linattn_sampler_free(s);
+}
+
+Test(sample, repetition_penalty_sees_only_the_last_n_accepted)
+{
+    const float logits[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    double p[4], want[4];
+    linattn_sampler *s = make(4, 1.0f, 0, 1.0f, 1);
+    set_penalty(s, 2.0f, 2);
+    accept(s, 0);
+    accept(s, 1);
+    accept(s, 2); /* 0 has left the window */
+    int recent[4];
+    cr_assert_eq(linattn_sampler_recent(s, recent, 4), 2);
+    cr_expect(recent[0] == 2 && recent[1] == 1, "newest first: %d %d", recent[0], recent[1]);
+    probs_of(s, logits, 4, p);
+    softmax_ref((const double[]){1.0, 0.5, 0.5, 1.0}, 4, 1.0, want);
+    expect_probs(p, want, 4);
+
+    /* a wider window starts from the tokens kept; a narrower one keeps the newest */
+    set_penalty(s, 2.0f, 3);
+    accept(s, 3);
+    cr_assert_eq(linattn_sampler_recent(s, recent, 4), 3);
+    cr_expect(recent[0] == 3 && recent[1] == 2 && recent[2] == 1);
+    set_penalty(s, 2.0f, 1);
+    cr_assert_eq(linattn_sampler_recent(s, recent, 4), 1);
+    cr_expect_eq(recent[0], 3);
+    probs_of(s, logits, 4, p);
+    softmax_ref((const double[]){1.0, 1.0, 1.0, 0.5}, 4, 1.0, want);
+    expect_probs(p, want, 4);
+    /* the ring wraps many times and still holds the last one */
+    for (int i = 0; i < 10; i++)
+        accept(s, i % 4);
+    cr_assert_eq(linattn_sampler_recent(s, recent, 4), 1);
+    cr_expect_eq(recent[0], 9 % 4);
+
+    /* last_n 0: no window, accept records nothing, the penalty does nothing */
+    set_penalty(s, 2.0f, 0);
+    accept(s, 0);
+    cr_expect_eq(linattn_sampler_recent(s, recent, 4), 0);
+    probs_of(s, logits, 4, p);
+    expect_probs(p, (const double[]){0.25, 0.25, 0.25, 0.25}, 4);
+    linattn_sampler_free(s);
+}
+
+Test(sample, repetition_penalty_applies_to_greedy)
+{
+    const float logits[3] = {2.0f, 1.5f, -3.0f};
+    linattn_sampler *s = make(3, 0.0f, 0, 1.0f, 1);
+    int tok = -1;
+    set_penalty(s, 2.0f, 4);
+    cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+    cr_expect_eq(tok, 0, "nothing accepted: the argmax");
+    accept(s, 0); /* 2 -> 1 < 1.5 */
+    cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+    cr_expect_eq(tok, 1);
+    cr_expect_eq(linattn_sampler_get_state(s), 1, "greedy draws nothing from the generator");
+    int recent[4];
+    cr_expect_eq(linattn_sampler_recent(s, recent, 4), 1, "sampling does not accept");
+    linattn_sampler_free(s);
+}
+
+Test(sample, logit_bias_adds_to_the_logit_before_temperature)
+{
+    const float zeros[4] = {0, 0, 0, 0};
+    double p[4];
+    linattn_sampler *s = make(4, 1.0f, 0, 1.0f, 5);
+    bias(s, 1, (float)log(3.0));
+    probs_of(s, zeros, 4, p);
+    expect_probs(p, (const double[]){1 / 6.0, 3 / 6.0, 1 / 6.0, 1 / 6.0}, 4);
+    bias(s, 2, -INFINITY);
+    probs_of(s, zeros, 4, p);
+    expect_probs(p, (const double[]){1 / 5.0, 3 / 5.0, 0, 1 / 5.0}, 4);
+    cr_expect_eq(p[2], 0.0, "banned: exactly 0");
+
+    /* 40000 draws follow it and never hit the banned token */
+    double f[4];
+    draw(s, zeros, 4, 40000, f);
+    expect_frequencies(f, p, 4, 40000);
+
+    /* temperature 2 divides logit + bias: weights 1, sqrt 3, 0, 1 */
+    linattn_sampler *t = make(4, 2.0f, 0, 1.0f, 5);
+    bias(t, 1, (float)log(3.0));
+    bias(t, 2, -INFINITY);
+    probs_of(t, zeros, 4, p);
+    double r3 = sqrt(3.0), sum = 2 + r3;
+    expect_probs(p, (const double[]){1 / sum, r3 / sum, 0, 1 / sum}, 4);
+
+    /* 0 removes one bias; clear removes them all */
+    bias(s, 1, 0.0f);
+    probs_of(s, zeros, 4, p);
+    expect_probs(p, (const double[]){1 / 3.0, 1 / 3.0, 0, 1 / 3.0}, 4);
+    linattn_sampler_clear_logit_bias(s);
+    probs_of(s, zeros, 4, p);
+    expect_probs(p, (const double[]){0.25, 0.25, 0.25, 0.25}, 4);
+    linattn_sampler_free(s);
+    linattn_sampler_free(t);
+}
+
+Test(sample, banned_tokens_are_never_drawn)
+{
+    /* the favourite banned, at every setting that could pick it */
+    const float logits[5] = {9.0f, 1.0f, 0.5f, 0.0f, 8.5f};
+    const float temps[3] = {0.0f, 1.0f, 5.0f};
+    for (int t = 0; t < 3; t++) {
+        linattn_sampler *s = make(5, temps[t], 1, 0.5f, 11);
+        bias(s, 0, -INFINITY);
+        for (int i = 0; i < 2000; i++) {
+            int tok = -1;
+            cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+            cr_assert_eq(tok, 4, "temperature %g, top-k 1: the best allowed token, got %d",
+                         (double)temps[t], tok);
+        }
+        linattn_sampler_free(s);
+    }
+    linattn_sampler *s = make(5, 5.0f, 0, 1.0f, 12);
+    bias(s, 0, -INFINITY);
+    bias(s, 3, -INFINITY);
+    double f[5];
+    draw(s, logits, 5, 20000, f);
+    cr_expect_eq(f[0], 0.0);
+    cr_expect_eq(f[3], 0.0);
+    cr_expect_gt(f[1], 0.0, "a flat temperature draws the others");
+    linattn_sampler_free(s);
+}
+
+Test(sample, all_banned_is_an_error)
+{
+    const float logits[3] = {1, 2, 3};
+    double p[3];
+    for (int greedy = 0; greedy < 2; greedy++) {
+        linattn_sampler *s = make(3, greedy ? 0.0f : 1.0f, 0, 1.0f, 1);
+        for (int i = 0; i < 3; i++)
+            bias(s, i, -INFINITY);
+        int tok = -7;
+        cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_ERR_INVALID);
+        cr_expect_eq(tok, -7, "*token unchanged");
+        cr_expect(strstr(linattn_last_error(), "banned"), "%s", linattn_last_error());
+        cr_expect_eq(linattn_sampler_probs(s, logits, p), LINATTN_ERR_INVALID);
+        bias(s, 1, 0.0f); /* one allowed again: it is the only choice */
+        cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+        cr_expect_eq(tok, 1);
+        linattn_sampler_free(s);
+    }
+}
+
+/* weights 1, 0.5, 0.25, 0.1 at temperature 1 */
+static const float minp_logits[4] = {0.0f, -0.693147181f, -1.386294361f, -2.302585093f};
+
+Test(sample, min_p_keeps_tokens_at_least_min_p_times_the_most_probable)
+{
+    double p[4], f[4];
+    linattn_sampler *s = make(4, 1.0f, 0, 1.0f, 21);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.3f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){2 / 3.0, 1 / 3.0, 0, 0}, 4);
+    draw(s, minp_logits, 4, 40000, f);
+    expect_frequencies(f, p, 4, 40000);
+
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.2f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){1 / 1.75, 0.5 / 1.75, 0.25 / 1.75, 0}, 4);
+
+    /* 1 keeps the most probable only; 0 is off */
+    cr_assert_eq(linattn_sampler_set_min_p(s, 1.0f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){1, 0, 0, 0}, 4);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.0f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){1 / 1.85, 0.5 / 1.85, 0.25 / 1.85, 0.1 / 1.85}, 4);
+    linattn_sampler_free(s);
+}
+
+Test(sample, min_p_cut_is_exact_at_the_boundary)
+{
+    /* token 2's weight as the sampler computes it (the max logit is 0 and
+     * T = 1, so exp of the logit, rounded to float): min_p equal to it keeps
+     * token 2, the next float up drops it */
+    float w = (float)exp((double)minp_logits[2]);
+    double p[4];
+    linattn_sampler *s = make(4, 1.0f, 0, 1.0f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(s, w), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    cr_expect_gt(p[2], 0.0, "p == min_p * p_max is kept");
+    cr_expect_eq(p[3], 0.0);
+    cr_assert_eq(linattn_sampler_set_min_p(s, nextafterf(w, 1.0f)), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    cr_expect_eq(p[2], 0.0, "just above: dropped");
+    cr_expect_gt(p[1], 0.0);
+    /* ties with the most probable survive min_p = 1 */
+    const float tied[3] = {0.5f, 0.5f, 0.49f};
+    cr_assert_eq(linattn_sampler_set_min_p(s, 1.0f), LINATTN_OK);
+    linattn_sampler *t = make(3, 1.0f, 0, 1.0f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(t, 1.0f), LINATTN_OK);
+    probs_of(t, tied, 3, p);
+    expect_probs(p, (const double[]){0.5, 0.5, 0}, 3);
+    linattn_sampler_free(s);
+    linattn_sampler_free(t);
+}
+
+Test(sample, min_p_follows_temperature_and_the_other_cuts)
+{
+    double p[4];
+    /* T = 2: weights sqrt(1, 0.5, 0.25, 0.1) = 1, .707, .5, .316: min-p 0.6
+     * keeps two; at T = 1 (weights 1, .5, ...) the same min-p keeps one */
+    linattn_sampler *s = make(4, 2.0f, 0, 1.0f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.6f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    double r = sqrt(0.5);
+    expect_probs(p, (const double[]){1 / (1 + r), r / (1 + r), 0, 0}, 4);
+    linattn_sampler_free(s);
+    s = make(4, 1.0f, 0, 1.0f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.6f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){1, 0, 0, 0}, 4);
+    linattn_sampler_free(s);
+
+    /* top-k 3 keeps weights 1, 0.5, 0.25 (mass 1.75); top-p 0.8 needs 1.4
+     * of that: 1 + 0.5 reaches it, tokens 0 and 1; min-p 0.2 would keep
+     * token 2 but cannot add back what top-p cut */
+    s = make(4, 1.0f, 3, 0.8f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.2f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){2 / 3.0, 1 / 3.0, 0, 0}, 4);
+    linattn_sampler_free(s);
+    /* and top-p's cut is the same as without min-p: the mass it refers to is top-k's */
+    s = make(4, 1.0f, 0, 0.9f, 1); /* 1.85 * 0.9 = 1.665: 1.75 reaches it at 3 tokens */
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.2f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){1 / 1.75, 0.5 / 1.75, 0.25 / 1.75, 0}, 4);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.3f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){2 / 3.0, 1 / 3.0, 0, 0}, 4);
+    linattn_sampler_free(s);
+    /* where min-p stands matters only through top-p's mass: top-p 0.55 of
+     * all four (1.85 * 0.55 = 1.0175) keeps tokens 0 and 1, and min-p 0.2
+     * keeps both; min-p first would leave top-p 0.55 of 1.75 = 0.9625,
+     * which token 0 alone reaches */
+    s = make(4, 1.0f, 0, 0.55f, 1);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.2f), LINATTN_OK);
+    probs_of(s, minp_logits, 4, p);
+    expect_probs(p, (const double[]){2 / 3.0, 1 / 3.0, 0, 0}, 4);
+    linattn_sampler_free(s);
+}
+
+Test(sample, penalty_comes_before_bias)
+{
+    /* token 0: logit 1, seen, bias -2. Penalty then bias: 1 / 2 - 2 = -1.5.
+     * (Bias then penalty would give (1 - 2) * 2 = -4.) Token 1: logit 0. */
+    const float logits[2] = {1.0f, 0.0f};
+    double p[2], want[2];
+    linattn_sampler *s = make(2, 1.0f, 0, 1.0f, 1);
+    set_penalty(s, 2.0f, 4);
+    accept(s, 0);
+    bias(s, 0, -2.0f);
+    probs_of(s, logits, 2, p);
+    softmax_ref((const double[]){-1.5, 0.0}, 2, 1.0, want);
+    expect_probs(p, want, 2);
+    /* a bias does not flip the penalty's direction: logit 1 with bias -2 is
+     * still divided (it is the model's logit whose sign counts) */
+    linattn_sampler_free(s);
+}
+
+Test(sample, everything_on_draws_follow_the_distribution)
+{
+    const float logits[6] = {1.5f, 1.2f, 0.9f, -0.3f, 1.4f, -2.0f};
+    linattn_sampler *s = make(6, 0.7f, 5, 0.97f, 99);
+    set_penalty(s, 1.5f, 3);
+    accept(s, 0);
+    accept(s, 5);
+    bias(s, 4, -INFINITY);
+    bias(s, 3, 1.0f);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.05f), LINATTN_OK);
+    /* by hand: 1.5/1.5 = 1, 1.2, 0.9, -0.3 + 1 = 0.7, banned, -2 * 1.5 = -3,
+     * over T = 0.7; top-k 5 keeps all five allowed, top-p 0.97 and min-p
+     * 0.05 then drop token 5 (weight exp(-4.2/0.7) = 0.0025) */
+    double x[6] = {1.0, 1.2, 0.9, 0.7, -INFINITY, -INFINITY}, want[6], p[6];
+    softmax_ref(x, 6, 0.7, want);
+    probs_of(s, logits, 6, p);
+    expect_probs(p, want, 6);
+    double f[6];
+    draw(s, logits, 6, 40000, f);
+    expect_frequencies(f, p, 6, 40000);
+    linattn_sampler_free(s);
+}
+
+Test(sample, reset_reproduces_exactly)
+{
+    const float logits[5] = {0.3f, 0.1f, -0.2f, 0.25f, 0.0f};
+    linattn_sampler *s = make(5, 1.2f, 4, 0.95f, 1234);
+    set_penalty(s, 1.8f, 3);
+    bias(s, 2, 0.4f);
+    cr_assert_eq(linattn_sampler_set_min_p(s, 0.1f), LINATTN_OK);
+    int first[200], again[200], recent[3];
+    for (int run = 0; run < 2; run++) {
+        int *out = run ? again : first;
+        accept(s, 3); /* a prompt */
+        for (int i = 0; i < 200; i++) {
+            cr_assert_eq(linattn_sample(s, logits, &out[i]), LINATTN_OK);
+            accept(s, out[i]);
+        }
+        linattn_sampler_reset(s);
+        cr_assert_eq(linattn_sampler_get_state(s), 1234, "the generator is back at the seed");
+        cr_assert_eq(linattn_sampler_recent(s, recent, 3), 0, "the window is empty");
+    }
+    cr_assert_eq(memcmp(first, again, sizeof first), 0, "the re-run differs");
+    /* reset goes back to the seed even after set_state */
+    linattn_sampler_set_state(s, 77);
+    linattn_sampler_reset(s);
+    accept(s, 3);
+    int tok;
+    cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+    cr_expect_eq(tok, first[0]);
+    linattn_sampler_free(s);
+}
+
+Test(sample, window_round_trips_through_recent_and_accept)
+{
+    /* how a host saves the window: recent (newest first), then accept in
+     * reverse on a fresh sampler; both then sample alike */
+    const float logits[4] = {0.5f, 0.4f, 0.3f, 0.2f};
+    linattn_sampler *a = make(4, 1.0f, 0, 1.0f, 5), *b = make(4, 1.0f, 0, 1.0f, 5);
+    set_penalty(a, 3.0f, 5);
+    set_penalty(b, 3.0f, 5);
+    for (int i = 0; i < 13; i++)
+        accept(a, (i * 3) % 4);
+    int w[5], n = linattn_sampler_recent(a, w, 5);
+    cr_assert_eq(n, 5);
+    for (int i = n - 1; i >= 0; i--)
+        accept(b, w[i]);
+    double pa[4], pb[4];
+    probs_of(a, logits, 4, pa);
+    probs_of(b, logits, 4, pb);
+    cr_assert_eq(memcmp(pa, pb, sizeof pa), 0);
+    /* a short buffer gets the newest */
+    int w2[2];
+    cr_assert_eq(linattn_sampler_recent(a, w2, 2), 2);
+    cr_expect(w2[0] == w[0] && w2[1] == w[1]);
+    linattn_sampler_free(a);
+    linattn_sampler_free(b);
+}
+
+/* The message of the last error contains each of the strings. */
+static void expect_message(const char *a, const char *b)
+{
+    const char *m = linattn_last_error();
+    cr_expect(strstr(m, a) && strstr(m, b), "'%s' lacks '%s' or '%s'", m, a, b);
+}
+
+Test(sample, new_parameters_are_validated_and_named)
+{
+    const float logits[3] = {1.0f, 0.0f, -1.0f};
+    double before[3], after[3];
+    linattn_sampler *s = make(3, 1.0f, 0, 1.0f, 1);
+    set_penalty(s, 2.0f, 4);
+    accept(s, 0);
+    probs_of(s, logits, 3, before);
+
+    const float bad_penalty[] = {0.0f, -1.0f, NAN, INFINITY};
+    const char *bad_penalty_text[] = {"repeat_penalty 0", "repeat_penalty -1", "repeat_penalty nan",
+                                      "repeat_penalty inf"};
+    for (int i = 0; i < 4; i++) {
+        cr_expect_eq(linattn_sampler_set_repetition_penalty(s, bad_penalty[i], 4),
+                     LINATTN_ERR_INVALID);
+        expect_message("sampler: ", bad_penalty_text[i]);
+    }
+    cr_expect_eq(linattn_sampler_set_repetition_penalty(s, 1.5f, -1), LINATTN_ERR_INVALID);
+    expect_message("repeat_last_n -1", "0..1048576");
+    cr_expect_eq(linattn_sampler_set_repetition_penalty(s, 1.5f, LINATTN_MAX_REPEAT_LAST_N + 1),
+                 LINATTN_ERR_INVALID);
+    expect_message("repeat_last_n 1048577", "0..1048576");
+
+    const float bad_min_p[] = {-0.1f, 1.5f, NAN};
+    const char *bad_min_p_text[] = {"min_p -0.1", "min_p 1.5", "min_p nan"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(linattn_sampler_set_min_p(s, bad_min_p[i]), LINATTN_ERR_INVALID);
+        expect_message(bad_min_p_text[i], "[0, 1]");
+    }
+
+    cr_expect_eq(linattn_sampler_set_logit_bias(s, -1, 1.0f), LINATTN_ERR_INVALID);
+    expect_message("token -1", "outside the vocabulary (0..2)");
+    cr_expect_eq(linattn_sampler_set_logit_bias(s, 3, 1.0f), LINATTN_ERR_INVALID);
+    expect_message("token 3", "outside the vocabulary (0..2)");
+    cr_expect_eq(linattn_sampler_set_logit_bias(s, 1, INFINITY), LINATTN_ERR_INVALID);
+    expect_message("logit bias inf for token 1", "finite or -inf");
+    cr_expect_eq(linattn_sampler_set_logit_bias(s, 1, NAN), LINATTN_ERR_INVALID);
+    expect_message("logit bias nan", "token 1");
+
+    cr_expect_eq(linattn_sampler_accept(s, 3), LINATTN_ERR_INVALID);
+    expect_message("accepted token 3", "(0..2)");
+    cr_expect_eq(linattn_sampler_accept(s, -2), LINATTN_ERR_INVALID);
+    expect_message("accepted token -2", "(0..2)");
+
+    cr_expect_eq(linattn_sampler_set_repetition_penalty(NULL, 1, 1), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_sampler_set_min_p(NULL, 0), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_sampler_set_logit_bias(NULL, 0, 0), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_sampler_accept(NULL, 0), LINATTN_ERR_INVALID);
+
+    /* none of that changed the sampler */
+    probs_of(s, logits, 3, after);
+    cr_expect_eq(memcmp(before, after, sizeof before), 0, "a refused setting changed the sampler");
+    int recent[4];
+    cr_expect_eq(linattn_sampler_recent(s, recent, 4), 1);
+    linattn_sampler_free(s);
+}
+
+Test(sample, allocation_failures_leave_the_sampler_unchanged)
+{
+    const float logits[3] = {1.0f, 0.0f, -1.0f};
+    double before[3], after[3];
+    linattn_sampler *s = make(3, 1.0f, 0, 1.0f, 1);
+    set_penalty(s, 2.0f, 4);
+    accept(s, 0);
+    probs_of(s, logits, 3, before);
+    long live = linattn_test_alloc_live();
+    linattn_test_fail_alloc(0);
+    cr_expect_eq(linattn_sampler_set_repetition_penalty(s, 3.0f, 8), LINATTN_ERR_NOMEM);
+    linattn_test_fail_alloc(0);
+    cr_expect_eq(linattn_sampler_set_logit_bias(s, 1, 5.0f), LINATTN_ERR_NOMEM);
+    linattn_test_fail_alloc(-1);
+    cr_expect_eq(linattn_test_alloc_live(), live, "a failed setting leaked");
+    probs_of(s, logits, 3, after);
+    cr_expect_eq(memcmp(before, after, sizeof before), 0);
+    /* accepting and sampling allocate nothing */
+    bias(s, 2, 1.0f);
+    long made = linattn_test_alloc_count();
+    for (int i = 0; i < 100; i++) {
+        int tok;
+        cr_assert_eq(linattn_sample(s, logits, &tok), LINATTN_OK);
+        accept(s, tok);
+    }
+    cr_expect_eq(linattn_test_alloc_count(), made);
     linattn_sampler_free(s);
 }
 
