@@ -272,7 +272,8 @@ linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *ou
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
  *               decay
  *   [runtime]   threads isa batch
- *   [generate]  prompt max_new_tokens temperature top_k top_p seed
+ *   [generate]  prompt max_new_tokens temperature top_k top_p seed repeat_penalty
+ *               repeat_last_n min_p
  *   [attention] variant causal lengths scale eps decay q k v out   (`linattn attend`)
  * Booleans: true/false/yes/no/1/0; enum names are case-insensitive.
  * Comments: whole lines starting with ';' or '#', and inline comments that
@@ -314,6 +315,9 @@ typedef struct linattn_config {
     int top_k;            /* >= 0 (0: off), default 40 */
     float top_p;          /* 0 < top_p <= 1, default 0.95 */
     uint64_t seed;        /* default 42 */
+    float repeat_penalty; /* finite, > 0 (1: off), default 1 */
+    int repeat_last_n;    /* 0..LINATTN_MAX_REPEAT_LAST_N tokens the penalty sees, default 64 */
+    float min_p;          /* 0 <= min_p <= 1 (0: off), default 0 */
 
     /* [attention], for `linattn attend` */
     int has_attention;    /* 1: the file has an [attention] section */

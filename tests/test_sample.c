@@ -7,6 +7,7 @@
 #include "../engine/mem.h"
 #include "../engine/sample.h"
 #include "linattn.h"
+#include "testutil.h"
 
 static linattn_sampler *make(int vocab, float t, int k, float p, uint64_t seed)
 {
@@ -667,6 +668,93 @@ Test(sample, allocation_failures_leave_the_sampler_unchanged)
     }
     cr_expect_eq(linattn_test_alloc_count(), made);
     linattn_sampler_free(s);
+}
+
+/* ---- [generate] repeat_penalty, repeat_last_n, min_p ------------------------ */
+
+TestSuite(sample_config, .init = tu_make_dir, .fini = tu_remove_dir);
+
+static linattn_config cfg;
+
+static linattn_status load_text(const char *text)
+{
+    const char *path = tu_path("cfg.ini");
+    tu_write_text(path, text);
+    return linattn_config_load(path, &cfg);
+}
+
+Test(sample_config, keys_and_defaults)
+{
+    cr_assert_eq(load_text("[generate]\nseed = 1\n"), LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(cfg.repeat_penalty, 1.0f, "off by default");
+    cr_expect_eq(cfg.repeat_last_n, 64);
+    cr_expect_eq(cfg.min_p, 0.0f, "off by default");
+    cr_assert_eq(load_text("[generate]\nrepeat_penalty = 1.3\nrepeat_last_n = 0\nmin_p = 0.05\n"),
+                 LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(cfg.repeat_penalty, 1.3f);
+    cr_expect_eq(cfg.repeat_last_n, 0);
+    cr_expect_eq(cfg.min_p, 0.05f);
+    cr_assert_eq(load_text("[generate]\nrepeat_penalty = 0.5\nrepeat_last_n = 1048576\nmin_p = 1\n"),
+                 LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(cfg.repeat_last_n, LINATTN_MAX_REPEAT_LAST_N);
+}
+
+/* "cfg.ini:LINE: [generate] key 'KEY'" and the why. */
+static void expect_bad(const char *text, linattn_status status, const char *where, const char *why)
+{
+    linattn_config before = cfg;
+    cr_assert_eq(load_text(text), status, "%s: %s", text, linattn_last_error());
+    const char *m = linattn_last_error();
+    cr_expect(strstr(m, where) && strstr(m, why), "'%s' lacks '%s' or '%s'", m, where, why);
+    cr_expect_eq(memcmp(&before, &cfg, sizeof cfg), 0, "a failed load changed the config");
+}
+
+Test(sample_config, bad_values_name_file_line_and_key)
+{
+    linattn_config_defaults(&cfg);
+    const char *pen = "cfg.ini:3: [generate] key 'repeat_penalty'";
+    expect_bad("[generate]\nseed = 1\nrepeat_penalty = 0\n", LINATTN_ERR_INVALID, pen,
+               "expected a finite number > 0 (1: off), got 0");
+    expect_bad("[generate]\nseed = 1\nrepeat_penalty = -1.5\n", LINATTN_ERR_INVALID, pen, "got -1.5");
+    expect_bad("[generate]\nseed = 1\nrepeat_penalty = high\n", LINATTN_ERR_INVALID, pen,
+               "expected a decimal number");
+    expect_bad("[generate]\nseed = 1\nrepeat_penalty = 1e39\n", LINATTN_ERR_INVALID, pen,
+               "out of range");
+    const char *last = "cfg.ini:2: [generate] key 'repeat_last_n'";
+    expect_bad("[generate]\nrepeat_last_n = -1\n", LINATTN_ERR_INVALID, last,
+               "-1 is out of range (0..1048576)");
+    expect_bad("[generate]\nrepeat_last_n = 1048577\n", LINATTN_ERR_INVALID, last,
+               "1048577 is out of range");
+    expect_bad("[generate]\nrepeat_last_n = 6.4\n", LINATTN_ERR_INVALID, last,
+               "expected an integer");
+    const char *minp = "cfg.ini:2: [generate] key 'min_p'";
+    expect_bad("[generate]\nmin_p = 1.5\n", LINATTN_ERR_INVALID, minp,
+               "expected 0 <= min_p <= 1, got 1.5");
+    expect_bad("[generate]\nmin_p = -0.1\n", LINATTN_ERR_INVALID, minp, "got -0.1");
+    expect_bad("[generate]\nmin_p = 0.1\nmin_p = 0.2\n", LINATTN_ERR_FORMAT,
+               "cfg.ini:3: [generate] key 'min_p'", "duplicate key (first set at line 2)");
+    /* the keys belong to [generate] only */
+    expect_bad("[runtime]\nmin_p = 0.1\n", LINATTN_ERR_FORMAT, "[runtime] key 'min_p'",
+               "unknown key");
+}
+
+Test(sample_config, hand_built_configs_are_checked_too)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    c.repeat_penalty = NAN;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'repeat_penalty'"), "%s", linattn_last_error());
+    linattn_config_defaults(&c);
+    c.repeat_last_n = -3;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'repeat_last_n'"), "%s", linattn_last_error());
+    linattn_config_defaults(&c);
+    c.min_p = NAN;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'min_p'"), "%s", linattn_last_error());
+    linattn_config_defaults(&c);
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
 }
 
 Test(tokenizer, bytes_round_trip)
