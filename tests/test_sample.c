@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../engine/mem.h"
@@ -755,6 +758,213 @@ Test(sample_config, hand_built_configs_are_checked_too)
     cr_expect(strstr(linattn_last_error(), "key 'min_p'"), "%s", linattn_last_error());
     linattn_config_defaults(&c);
     cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+}
+
+/* ---- linattn generate: the flags, the window in saved streams ------------- */
+
+#define TINY "tiny-linear-pre-ln-gelu-sincos.ini"
+
+TestSuite(sample_cli, .init = tu_make_dir, .fini = tu_remove_dir);
+
+/* generate TINY --prompt Hello --tokens N, then the extra arguments (NULL-ended). */
+static tu_run_result gen(const char *n, ...)
+{
+    const char *args[32] = {"generate", tu_data(TINY), "--prompt", "Hello", "--tokens", n};
+    int k = 6;
+    va_list ap;
+    va_start(ap, n);
+    for (const char *a; (a = va_arg(ap, const char *));)
+        args[k++] = a;
+    va_end(ap);
+    args[k] = NULL;
+    cr_assert_lt(k, 32);
+    tu_run_result r = tu_run_args(args);
+    tu_assert_ok(&r);
+    cr_assert_geq(r.out_len, 6, "the prompt and a newline at least");
+    return r;
+}
+
+static int same_out(const tu_run_result *a, const tu_run_result *b)
+{
+    return a->out_len == b->out_len && !memcmp(a->out, b->out, a->out_len);
+}
+
+Test(sample_cli, logit_bias_bans_and_forces_bytes)
+{
+    /* the byte the sampled text uses most, banned: gone, and only it */
+    tu_run_result a = gen("200", "--seed", "3", "--temperature", "0.9", NULL);
+    int count[256] = {0}, top = 0;
+    for (size_t i = 5; i + 1 < a.out_len; i++)
+        count[(unsigned char)a.out[i]]++;
+    for (int b = 1; b < 256; b++)
+        top = count[b] > count[top] ? b : top;
+    cr_assert_geq(count[top], 5, "byte %d only %d times", top, count[top]);
+    char ban[16];
+    snprintf(ban, sizeof ban, "%d=-inf", top);
+    tu_run_result b = gen("200", "--seed", "3", "--temperature", "0.9", "--logit-bias", ban, NULL);
+    cr_assert_eq(b.out_len, a.out_len);
+    for (size_t i = 5; i + 1 < b.out_len; i++)
+        cr_assert_neq((unsigned char)b.out[i], top, "banned byte %d at %zu", top, i);
+    /* a large bias forces a byte, at any temperature */
+    tu_run_result c = gen("50", "--seed", "3", "--temperature", "2", "--logit-bias", "65=1000",
+                          "--logit-bias", ban, NULL);
+    cr_assert_eq(c.out_len, 5 + 50 + 1);
+    for (size_t i = 5; i < 55; i++)
+        cr_assert_eq(c.out[i], 'A');
+    tu_run_free(&a);
+    tu_run_free(&b);
+    tu_run_free(&c);
+}
+
+Test(sample_cli, min_p_one_is_greedy_and_penalty_one_is_off)
+{
+    /* min-p 1 keeps only the most probable token (ties aside): greedy text
+     * at any temperature and seed */
+    tu_run_result greedy = gen("60", "--temperature", "0", NULL);
+    tu_run_result minp = gen("60", "--temperature", "1.5", "--seed", "9", "--min-p", "1", NULL);
+    cr_assert(same_out(&greedy, &minp), "min-p 1 wrote other text than greedy");
+    tu_run_result off = gen("60", "--temperature", "0", "--repeat-penalty", "1", NULL);
+    cr_assert(same_out(&greedy, &off), "penalty 1 changed the text");
+    /* the tiny model's greedy text loops; a penalty breaks the loop */
+    tu_run_result pen = gen("60", "--temperature", "0", "--repeat-penalty", "1.5", NULL);
+    cr_assert(!same_out(&greedy, &pen), "penalty 1.5 changed nothing");
+    tu_run_result none = gen("60", "--temperature", "0", "--repeat-penalty", "1.5",
+                             "--repeat-last-n", "0", NULL);
+    cr_assert(same_out(&greedy, &none), "an empty window still penalised");
+    tu_run_free(&greedy);
+    tu_run_free(&minp);
+    tu_run_free(&off);
+    tu_run_free(&pen);
+    tu_run_free(&none);
+}
+
+/* The first greedy byte after "Hello,<" is ','; only a window that reaches
+ * back to the prompt's ',' can penalise it. */
+static char first_byte(const char *last_n)
+{
+    tu_run_result r = tu_run("generate", tu_data(TINY), "--prompt", "Hello,<", "--tokens", "1",
+                             "--temperature", "0", "--repeat-penalty", "1000000",
+                             "--repeat-last-n", last_n, NULL);
+    tu_assert_ok(&r);
+    cr_assert_eq(r.out_len, 9);
+    char c = r.out[7];
+    tu_run_free(&r);
+    return c;
+}
+
+Test(sample_cli, the_prompt_enters_the_window)
+{
+    cr_assert_eq(first_byte("0"), ',', "no window: the greedy byte");
+    cr_assert_eq(first_byte("1"), ',', "a window of '<' alone");
+    cr_assert_neq(first_byte("2"), ',', "a window of ',<' penalises ','");
+}
+
+/* N tokens saved, N more resumed == one 2N-token run, with every sampler feature on. */
+Test(sample_cli, resume_keeps_the_window)
+{
+    const char *state = tu_path("s.state");
+    tu_run_result whole = gen("60", "--seed", "5", "--temperature", "0.9", "--repeat-penalty",
+                              "3", "--repeat-last-n", "16", "--min-p", "0.02", "--logit-bias",
+                              "44=-2", NULL);
+    tu_run_result a = gen("30", "--seed", "5", "--temperature", "0.9", "--repeat-penalty", "3",
+                          "--repeat-last-n", "16", "--min-p", "0.02", "--logit-bias", "44=-2",
+                          "--save-state", state, NULL);
+    tu_run_result b = tu_run("generate", tu_data(TINY), "--tokens", "30", "--temperature", "0.9",
+                             "--repeat-penalty", "3", "--repeat-last-n", "16", "--min-p", "0.02",
+                             "--logit-bias", "44=-2", "--load-state", state, NULL);
+    tu_assert_ok(&b);
+    cr_assert_eq(whole.out_len, 5 + 60 + 1);
+    cr_assert_eq(b.out_len, 31);
+    cr_assert(!memcmp(a.out, whole.out, 35), "the first half differs");
+    cr_assert(!memcmp(b.out, whole.out + 35, 30), "the resumed half differs from one run");
+    tu_run_free(&whole);
+    tu_run_free(&a);
+    tu_run_free(&b);
+}
+
+/* A state file from before the window (16 bytes of extra, the window count
+ * 0) still resumes. */
+Test(sample_cli, state_files_without_a_window_still_load)
+{
+    linattn_model *m;
+    linattn_session *sess;
+    cr_assert_eq(linattn_model_load(tu_data(TINY), &m), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_new(m, &sess), LINATTN_OK);
+    int toks[5];
+    float logits[256];
+    int n = linattn_tokenize("Hello", 5, toks);
+    cr_assert_eq(linattn_session_feed(sess, toks, n - 1, logits), LINATTN_OK);
+    struct {
+        uint64_t state;
+        int32_t pending, reserved;
+    } old = {42, 'o', 0}; /* 'o' waits to be fed */
+    const char *path = tu_path("old.state");
+    cr_assert_eq(linattn_session_save(sess, path, &old, sizeof old), LINATTN_OK);
+    linattn_session_free(sess);
+    linattn_model_free(m);
+    tu_run_result r = tu_run("generate", tu_data(TINY), "--tokens", "5", "--repeat-penalty", "1.2",
+                             "--load-state", path, NULL);
+    tu_assert_ok(&r);
+    cr_assert_eq(r.out_len, 6);
+    tu_run_free(&r);
+}
+
+static void expect_fail(const char *want, ...)
+{
+    const char *args[32] = {"generate", tu_data(TINY), "--prompt", "Hi", "--tokens", "3"};
+    int k = 6;
+    va_list ap;
+    va_start(ap, want);
+    for (const char *a; (a = va_arg(ap, const char *));)
+        args[k++] = a;
+    va_end(ap);
+    args[k] = NULL;
+    tu_run_result r = tu_run_args(args);
+    cr_expect_eq(r.status, 1, "want '%s', got status %d", want, r.status);
+    cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+    cr_expect(!strncmp(r.err, "linattn: ", 9) && strstr(r.err, want), "want '%s' in: %s", want,
+              r.err);
+    tu_run_free(&r);
+}
+
+Test(sample_cli, bad_flags_are_one_line_errors)
+{
+    expect_fail("--repeat-penalty: expected a number in [1e-09, 1e+09], got '0'",
+                "--repeat-penalty", "0", NULL);
+    expect_fail("--repeat-penalty", "--repeat-penalty", "1.5x", NULL);
+    expect_fail("--repeat-last-n: expected an integer in [0, 1048576], got '-1'",
+                "--repeat-last-n", "-1", NULL);
+    expect_fail("--min-p: expected a number in [0, 1], got '1.5'", "--min-p", "1.5", NULL);
+    expect_fail("--logit-bias: expected TOKEN=BIAS, got '65'", "--logit-bias", "65", NULL);
+    expect_fail("--logit-bias: expected TOKEN=BIAS, got '=1'", "--logit-bias", "=1", NULL);
+    expect_fail("--logit-bias TOKEN: expected an integer", "--logit-bias", "x=1", NULL);
+    expect_fail("--logit-bias TOKEN: expected an integer", "--logit-bias", "-1=1", NULL);
+    expect_fail("--logit-bias BIAS (a number or -inf): expected a number", "--logit-bias",
+                "65=inf", NULL);
+    expect_fail("--logit-bias BIAS", "--logit-bias", "65=", NULL);
+    expect_fail("--logit-bias BIAS", "--logit-bias", "65=nan", NULL);
+    expect_fail("logit-bias: sampler: logit bias token 256 is outside the vocabulary (0..255)",
+                "--logit-bias", "256=-1", NULL);
+}
+
+Test(sample_cli, every_token_banned_is_an_error)
+{
+    /* more arguments than tu_run_args takes: argv by hand */
+    static char bans[256][24];
+    char *argv[520] = {"linattn", "generate", (char *)tu_data(TINY), "--prompt", "Hi", "--tokens",
+                       "3"};
+    int k = 7;
+    for (int t = 0; t < 256; t++) {
+        snprintf(bans[t], sizeof bans[t], "--logit-bias=%d=-inf", t);
+        argv[k++] = bans[t];
+    }
+    argv[k] = NULL;
+    const char *exe = getenv("LINATTN_EXE");
+    cr_assert_not_null(exe);
+    tu_run_result r = tu_run_argv(exe, argv);
+    cr_expect_eq(r.status, 1, "status %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "every token is banned"), "%s", r.err);
+    tu_run_free(&r);
 }
 
 Test(tokenizer, bytes_round_trip)
