@@ -52,6 +52,7 @@ enum key_id {
     K_DECAY,
     K_THREADS, K_ISA, K_BATCH,
     K_PROMPT, K_MAX_NEW_TOKENS, K_TEMPERATURE, K_TOP_K, K_TOP_P, K_SEED,
+    K_REPEAT_PENALTY, K_REPEAT_LAST_N, K_MIN_P,
     K_VARIANT, K_CAUSAL, K_LENGTHS, K_SCALE, K_ATTN_EPS, K_ATTN_DECAY, K_Q, K_K, K_V, K_OUT,
     N_KEYS
 };
@@ -101,6 +102,9 @@ static const struct key keys[N_KEYS] = {
     [K_TOP_K] = {SEC_GENERATE, "top_k", T_INT, FIELD(top_k), NULL},
     [K_TOP_P] = {SEC_GENERATE, "top_p", T_FLOAT, FIELD(top_p), NULL},
     [K_SEED] = {SEC_GENERATE, "seed", T_U64, FIELD(seed), NULL},
+    [K_REPEAT_PENALTY] = {SEC_GENERATE, "repeat_penalty", T_FLOAT, FIELD(repeat_penalty), NULL},
+    [K_REPEAT_LAST_N] = {SEC_GENERATE, "repeat_last_n", T_INT, FIELD(repeat_last_n), NULL},
+    [K_MIN_P] = {SEC_GENERATE, "min_p", T_FLOAT, FIELD(min_p), NULL},
     [K_VARIANT] = {SEC_ATTENTION, "variant", T_NAME, FIELD(variant), attention_names},
     [K_CAUSAL] = {SEC_ATTENTION, "causal", T_BOOL, FIELD(causal), NULL},
     [K_LENGTHS] = {SEC_ATTENTION, "lengths", T_LENGTHS, FIELD(lengths), NULL},
@@ -175,6 +179,8 @@ void linattn_config_defaults(linattn_config *c)
     c->top_k = 40;
     c->top_p = 0.95f;
     c->seed = 42;
+    c->repeat_penalty = 1.0f;
+    c->repeat_last_n = 64;
     strcpy(c->variant, "linear");
     c->causal = 1;
     c->attn_eps = 1e-6f;
@@ -349,6 +355,13 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         return st;
     if (!(c->top_p > 0 && c->top_p <= 1))
         return bad_value(o, K_TOP_P, "expected 0 < top_p <= 1, got %g", (double)c->top_p);
+    if (!(c->repeat_penalty > 0 && isfinite(c->repeat_penalty)))
+        return bad_value(o, K_REPEAT_PENALTY, "expected a finite number > 0 (1: off), got %g",
+                         (double)c->repeat_penalty);
+    if (!check_int(o, K_REPEAT_LAST_N, c->repeat_last_n, 0, LINATTN_MAX_REPEAT_LAST_N, &st))
+        return st;
+    if (!(c->min_p >= 0 && c->min_p <= 1))
+        return bad_value(o, K_MIN_P, "expected 0 <= min_p <= 1, got %g", (double)c->min_p);
 
     if (c->has_attention) {
         if (!check_string(o, K_VARIANT, c->variant, sizeof c->variant, &st))

@@ -293,7 +293,8 @@ LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int head
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
  *               decay
  *   [runtime]   threads isa batch
- *   [generate]  prompt max_new_tokens temperature top_k top_p seed
+ *   [generate]  prompt max_new_tokens temperature top_k top_p seed repeat_penalty
+ *               repeat_last_n min_p
  *   [attention] variant causal lengths scale eps decay q k v out   (`linattn attend`)
  * Booleans: true/false/yes/no/1/0; enum names are case-insensitive.
  * Comments: whole lines starting with ';' or '#', and inline comments that
@@ -335,6 +336,9 @@ typedef struct linattn_config {
     int top_k;            /* >= 0 (0: off), default 40 */
     float top_p;          /* 0 < top_p <= 1, default 0.95 */
     uint64_t seed;        /* default 42 */
+    float repeat_penalty; /* finite, > 0 (1: off), default 1 */
+    int repeat_last_n;    /* 0..LINATTN_MAX_REPEAT_LAST_N tokens the penalty sees, default 64 */
+    float min_p;          /* 0 <= min_p <= 1 (0: off), default 0 */
 
     /* [attention], for `linattn attend` */
     int has_attention;    /* 1: the file has an [attention] section */
@@ -499,19 +503,80 @@ LINATTN_API int linattn_tokenize(const char *text, size_t len, int *tokens);
 /* The byte of a token; -1 if token is not a byte (>= 256 or < 0). */
 LINATTN_API int linattn_token_byte(int token);
 
-/* Temperature / top-k / top-p sampling with its own seeded generator. */
+/* Sampling with its own seeded generator. linattn_sample picks a token from
+ * logits[vocab] in this order (a step that is off changes nothing):
+ *   1. repetition penalty: each distinct token among the last repeat_last_n
+ *      accepted ones gets logit l / penalty if l > 0, else l * penalty
+ *      (CTRL, llama.cpp: penalty > 1 makes a repeat less likely either way);
+ *   2. logit bias: bias[token] is added (-INFINITY bans the token);
+ *   3. temperature: probabilities softmax(logits / T); T = 0 is greedy, the
+ *      argmax after steps 1-2 (lowest index on ties), and 4-7 are skipped;
+ *   4. top-k: the k most probable;
+ *   5. top-p: the fewest of those, most probable first, whose total
+ *      probability reaches top_p times theirs;
+ *   6. min-p: of those, the ones whose probability is >= min_p times the
+ *      most probable one's;
+ *   7. a draw from what is left, renormalised.
+ * Why: the penalty rescales the model's own logits, by their sign, so it
+ * comes before any shift; a bias after it moves a logit by the same amount
+ * whatever the history and cannot flip the penalty's direction. The cuts
+ * follow the temperature, so top-p and min-p judge the distribution that is
+ * drawn from. Min-p goes last: it compares with the most probable token,
+ * which every cut keeps, so its set is the same wherever it stands; last,
+ * it leaves top-p's reference mass (top-k's set) as it was, and when it is
+ * off the draws are bit for bit those of a sampler without it.
+ *
+ * The sampler never records what it returns: the host calls
+ * linattn_sampler_accept for each token the penalty should count (the
+ * prompt's, then each sampled token it keeps), as llama.cpp does, because
+ * only the host knows what entered the stream (a prompt, text it inserts, a
+ * sample it throws away). */
 typedef struct linattn_sampler linattn_sampler;
 
+/* The largest repetition window: 1 Mi tokens (4 MiB). */
+#define LINATTN_MAX_REPEAT_LAST_N 1048576
+
 /* temperature 0: greedy (argmax, lowest index on ties); top_k 0: no limit;
- * top_p 1: no limit. Allocates its scratch here, never per token. */
+ * top_p 1: no limit. Starts with no penalty, no min-p, no bias, an empty
+ * window. Allocates its scratch here, never per token. */
 LINATTN_API linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, float top_p,
                                    uint64_t seed, linattn_sampler **out);
 LINATTN_API void linattn_sampler_free(linattn_sampler *s);
-/* Picks a token from logits[vocab]. Non-finite logits are an error. */
+/* Picks a token from logits[vocab]. Non-finite logits are an error, and so
+ * is a bias that bans every token (LINATTN_ERR_INVALID; *token unchanged).
+ * Does not accept the token. */
 LINATTN_API linattn_status linattn_sample(linattn_sampler *s, const float *logits, int *token);
 /* The generator's state, to save with a session and restore later. */
 LINATTN_API uint64_t linattn_sampler_get_state(const linattn_sampler *s);
 LINATTN_API void linattn_sampler_set_state(linattn_sampler *s, uint64_t state);
+/* Back to the start: the generator to linattn_sampler_new's seed, the
+ * window emptied; parameters and biases stay. Accepting the same tokens and
+ * sampling the same logits then gives the same tokens. */
+LINATTN_API void linattn_sampler_reset(linattn_sampler *s);
+
+/* Repetition penalty: penalty finite and > 0 (1: off, the default; < 1
+ * favours repeats) over a window of the last last_n accepted tokens, 0..
+ * LINATTN_MAX_REPEAT_LAST_N (0, the default: none). A new window size
+ * allocates the window here (on failure LINATTN_ERR_NOMEM, s unchanged) and
+ * keeps the newest tokens. */
+LINATTN_API linattn_status linattn_sampler_set_repetition_penalty(linattn_sampler *s, float penalty,
+                                                      int last_n);
+/* Records token (0 <= token < vocab) as seen: the window keeps the last
+ * last_n (none when last_n is 0). Never allocates. */
+LINATTN_API linattn_status linattn_sampler_accept(linattn_sampler *s, int token);
+/* The window, newest first: writes min(held, cap) tokens into tokens[cap]
+ * and returns that count. Accepting them in reverse order (oldest first) on
+ * a reset sampler restores it: how a host saves the window with a stream. */
+LINATTN_API int linattn_sampler_recent(const linattn_sampler *s, int *tokens, int cap);
+/* min-p in [0, 1]: keeps the tokens whose probability is at least min_p
+ * times the most probable one's (equal is kept); 0 (default): off. */
+LINATTN_API linattn_status linattn_sampler_set_min_p(linattn_sampler *s, float min_p);
+/* Adds bias to token's logit in every later draw (0 <= token < vocab; bias
+ * finite, or -INFINITY to ban the token; 0 removes it). The first nonzero
+ * bias allocates a table of vocab floats (LINATTN_ERR_NOMEM: s unchanged). */
+LINATTN_API linattn_status linattn_sampler_set_logit_bias(linattn_sampler *s, int token, float bias);
+/* Removes every bias (and frees the table). */
+LINATTN_API void linattn_sampler_clear_logit_bias(linattn_sampler *s);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,11 @@ static const char usage[] =
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
     "  --seed S             sampler seed; the same seed gives the same text\n"
+    "  --repeat-penalty R   divide a positive logit (multiply a negative one) of the\n"
+    "                       tokens in the window by R; 1 = off (default: config, else 1)\n"
+    "  --repeat-last-n N    the window: the last N tokens of prompt and text (default 64)\n"
+    "  --min-p P            keep tokens at least P times as likely as the top one; 0 = off\n"
+    "  --logit-bias T=B     add B to token T's logit (B = -inf bans it); repeatable\n"
     "  --threads N          threads (0 = auto: the cores other processes leave free)\n"
     "  --isa ISA            auto|scalar|avx2|avx512|neon\n"
     "  --stats              print speed and memory figures to stderr at the end\n"
@@ -32,14 +38,47 @@ static const char usage[] =
     "  -h, --help           this text\n";
 
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
-       OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD };
+       OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
+       OPT_BIAS };
 
 /* What a saved stream carries for us besides the model state. */
 typedef struct resume_info {
     uint64_t sampler_state;
     int32_t pending;   /* sampled and printed, not fed (the context was full); -1: none */
-    int32_t reserved;
+    int32_t n_recent;  /* the sampler's repetition window follows, newest first (files
+                        * from before it hold 0 here: no window) */
+    int recent[];
 } resume_info;
+_Static_assert(sizeof(int) == 4 && sizeof(resume_info) == 16, "the state file's layout");
+
+/* --logit-bias flags, applied once the sampler exists */
+#define MAX_LOGIT_BIAS 1024
+typedef struct logit_bias {
+    int token;
+    float bias;
+} logit_bias;
+
+/* TOKEN=BIAS: a token id, and a number or -inf. */
+static int parse_logit_bias(const char *text, logit_bias *out)
+{
+    const char *eq = strchr(text, '=');
+    char token[24];
+    size_t n = eq ? (size_t)(eq - text) : 0;
+    long t;
+    float b = -INFINITY;
+    if (n == 0 || n >= sizeof token)
+        return cli_fail("generate", "--logit-bias: expected TOKEN=BIAS, got '%s'", text);
+    memcpy(token, text, n);
+    token[n] = '\0';
+    if (cli_parse_long("generate", "--logit-bias TOKEN", token, 0, INT_MAX, &t) ||
+        (strcmp(eq + 1, "-inf") != 0 &&
+         cli_parse_float("generate", "--logit-bias BIAS (a number or -inf)", eq + 1, -1e30, 1e30,
+                         &b)))
+        return 1;
+    out->token = (int)t;
+    out->bias = b;
+    return 0;
+}
 
 static double now_s(void)
 {
@@ -136,12 +175,18 @@ int cmd_generate(int argc, char **argv)
         {"stats", no_argument, 0, OPT_STATS},
         {"save-state", required_argument, 0, OPT_SAVE},
         {"load-state", required_argument, 0, OPT_LOAD},
+        {"repeat-penalty", required_argument, 0, OPT_PENALTY},
+        {"repeat-last-n", required_argument, 0, OPT_LAST_N},
+        {"min-p", required_argument, 0, OPT_MIN_P},
+        {"logit-bias", required_argument, 0, OPT_BIAS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
-    long tokens = -1, top_k = -1, threads = -1;
-    float temperature = -1.0f, top_p = -1.0f;
+    long tokens = -1, top_k = -1, threads = -1, last_n = -1;
+    float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
+    logit_bias biases[MAX_LOGIT_BIAS];
+    int n_biases = 0;
     uint64_t seed = 0;
     int have_seed = 0, stats = 0, c;
     char opt_buf[3];
@@ -160,6 +205,15 @@ int cmd_generate(int argc, char **argv)
         case OPT_STATS: stats = 1; break;
         case OPT_SAVE: save = optarg; break;
         case OPT_LOAD: load = optarg; break;
+        case OPT_PENALTY: if (cli_parse_float("generate", "--repeat-penalty", optarg, 1e-9, 1e9, &penalty)) return 1; break;
+        case OPT_LAST_N: if (cli_parse_long("generate", "--repeat-last-n", optarg, 0, LINATTN_MAX_REPEAT_LAST_N, &last_n)) return 1; break;
+        case OPT_MIN_P: if (cli_parse_float("generate", "--min-p", optarg, 0, 1, &min_p)) return 1; break;
+        case OPT_BIAS:
+            if (n_biases == MAX_LOGIT_BIAS)
+                return cli_fail("generate", "--logit-bias: more than %d given", MAX_LOGIT_BIAS);
+            if (parse_logit_bias(optarg, &biases[n_biases++]))
+                return 1;
+            break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -185,6 +239,7 @@ int cmd_generate(int argc, char **argv)
     linattn_model *model = NULL;
     linattn_session *sess = NULL;
     linattn_sampler *sampler = NULL;
+    resume_info *info = NULL;
     linattn_status st = cli_load_config(config_path, cfg);
     if (st != LINATTN_OK) {
         cli_fail_status("config", st);
@@ -205,6 +260,12 @@ int cmd_generate(int argc, char **argv)
         cfg->top_p = top_p;
     if (have_seed)
         cfg->seed = seed;
+    if (penalty > 0)
+        cfg->repeat_penalty = penalty;
+    if (last_n >= 0)
+        cfg->repeat_last_n = (int)last_n;
+    if (min_p >= 0)
+        cfg->min_p = min_p;
     /* everything checkable about the save path, before the generation it would lose */
     if (save && (st = safe_file_check(save, "state file")) != LINATTN_OK) {
         cli_fail_status("save-state", st);
@@ -238,14 +299,27 @@ int cmd_generate(int argc, char **argv)
     if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
         (st = linattn_session_new(model, &sess)) != LINATTN_OK ||
         (st = linattn_sampler_new(cfg->vocab_size, cfg->temperature, cfg->top_k, cfg->top_p,
-                                  cfg->seed, &sampler)) != LINATTN_OK) {
+                                  cfg->seed, &sampler)) != LINATTN_OK ||
+        (st = linattn_sampler_set_repetition_penalty(sampler, cfg->repeat_penalty,
+                                                     cfg->repeat_last_n)) != LINATTN_OK ||
+        (st = linattn_sampler_set_min_p(sampler, cfg->min_p)) != LINATTN_OK) {
         cli_fail_status("generate", st);
         goto out;
     }
+    for (int i = 0; i < n_biases; i++)
+        if ((st = linattn_sampler_set_logit_bias(sampler, biases[i].token, biases[i].bias)) !=
+            LINATTN_OK) {
+            cli_fail_status("logit-bias", st);
+            goto out;
+        }
     linattn_session_set_threads(sess, cfg->threads);
     toks = malloc((plen + 1) * sizeof *toks);
     logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
-    if (!toks || !logits) {
+    /* the window is kept (and saved) even with the penalty off, so a resumed
+     * run that turns it on sees the same tokens as one long run would */
+    size_t info_bytes = sizeof *info + (size_t)cfg->repeat_last_n * sizeof info->recent[0];
+    info = malloc(info_bytes);
+    if (!toks || !logits || !info) {
         cli_fail("generate", "out of memory");
         goto out;
     }
@@ -254,22 +328,38 @@ int cmd_generate(int argc, char **argv)
      * did not fit before), then the prompt. */
     int n_in = 0;
     if (load) {
-        resume_info info = {0, -1, 0};
         size_t got = 0;
-        if ((st = linattn_session_load(sess, load, &info, sizeof info, &got)) != LINATTN_OK) {
+        if ((st = linattn_session_load(sess, load, info, info_bytes, &got)) != LINATTN_OK) {
             cli_fail_status("load-state", st);
             goto out;
         }
-        if (got != sizeof info) {
+        if (got < sizeof *info || info->n_recent < 0 ||
+            got != sizeof *info + (size_t)info->n_recent * sizeof info->recent[0]) {
             cli_fail("load-state", "%s: not saved by 'linattn generate'", load);
             goto out;
         }
         if (!have_seed)
-            linattn_sampler_set_state(sampler, info.sampler_state);
-        if (info.pending >= 0)
-            toks[n_in++] = info.pending;
+            linattn_sampler_set_state(sampler, info->sampler_state);
+        /* stored newest first, so a smaller window than the saved one got the
+         * newest; accepted oldest first */
+        int n_recent = info->n_recent < cfg->repeat_last_n ? info->n_recent : cfg->repeat_last_n;
+        for (int i = n_recent - 1; i >= 0; i--)
+            if ((st = linattn_sampler_accept(sampler, info->recent[i])) != LINATTN_OK) {
+                cli_fail_status("load-state", st);
+                goto out;
+            }
+        if (info->pending >= 0)
+            toks[n_in++] = info->pending; /* accepted before it was saved */
     }
+    int first_new = n_in;
     n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
+    /* the prompt enters the window (only its last repeat_last_n tokens can stay) */
+    int from = n_in - first_new > cfg->repeat_last_n ? n_in - cfg->repeat_last_n : first_new;
+    for (int i = from; i < n_in; i++)
+        if ((st = linattn_sampler_accept(sampler, toks[i])) != LINATTN_OK) {
+            cli_fail_status("prompt", st); /* a byte past a vocab_size under 256 */
+            goto out;
+        }
 
     if ((uint64_t)n_in > linattn_session_tokens_left(sess)) {
         cli_fail("prompt", "context full: %llu tokens fed, %d more would pass max_seq_len %d (%s)",
@@ -303,7 +393,8 @@ int cmd_generate(int argc, char **argv)
     int pending = -1, made = 0, stopped = 0;
     for (int i = 0; i < cfg->max_new_tokens; i++) {
         int tok;
-        if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK) {
+        if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK ||
+            (st = linattn_sampler_accept(sampler, tok)) != LINATTN_OK) {
             cli_fail_status("generate", st);
             goto out;
         }
@@ -335,8 +426,11 @@ int cmd_generate(int argc, char **argv)
                 cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
                                                        : "learned position table");
     if (save) {
-        resume_info info = {linattn_sampler_get_state(sampler), pending, 0};
-        if ((st = linattn_session_save(sess, save, &info, sizeof info)) != LINATTN_OK) {
+        info->sampler_state = linattn_sampler_get_state(sampler);
+        info->pending = pending;
+        info->n_recent = linattn_sampler_recent(sampler, info->recent, cfg->repeat_last_n);
+        size_t bytes = sizeof *info + (size_t)info->n_recent * sizeof info->recent[0];
+        if ((st = linattn_session_save(sess, save, info, bytes)) != LINATTN_OK) {
             cli_fail_status("save-state", st);
             goto out;
         }
@@ -357,6 +451,7 @@ int cmd_generate(int argc, char **argv)
     }
     rc = 0;
 out:
+    free(info);
     linattn_sampler_free(sampler);
     linattn_session_free(sess);
     linattn_model_free(model);
