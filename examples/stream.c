@@ -31,20 +31,21 @@ int main(int argc, char **argv)
         return 1;
     const char *prompt = "In the beginning";
     int n = linattn_tokenize(prompt, strlen(prompt), tokens);
-    /* Prefill all but the last token, which travels in the file's extra
-     * bytes: the resumed stream feeds it to get logits to sample from. */
-    if (check(linattn_session_feed(a, tokens, n - 1, NULL), "feed") ||
-        check(linattn_session_save(a, argv[2], &tokens[n - 1], sizeof(int)), "save") ||
-        check(linattn_session_load(b, argv[2], &next, sizeof next, NULL), "load state"))
+    /* Prefill, save, resume in another session: the file keeps the logits
+     * after the last token, so the resumed stream samples at once. */
+    if (check(linattn_session_feed(a, tokens, n, NULL), "feed") ||
+        check(linattn_session_save(a, argv[2], NULL, 0), "save") ||
+        check(linattn_session_load(b, argv[2], NULL, 0, NULL), "load state"))
         return 1;
+    memcpy(logits, linattn_session_logits(b), sizeof logits);
     printf("%s", prompt);
     for (int i = 0; i < 40; i++) { /* greedy decode, one token at a time */
-        if (check(linattn_session_feed(b, &next, 1, logits), "decode"))
-            return 1;
         next = 0;
         for (int t = 1; t < 256; t++)
             next = logits[t] > logits[next] ? t : next;
         putchar(next);
+        if (i + 1 < 40 && check(linattn_session_feed(b, &next, 1, logits), "decode"))
+            return 1;
     }
     printf("\n%llu tokens, %zu bytes of state\n",
            (unsigned long long)linattn_session_tokens(b), linattn_session_state_bytes(b));
