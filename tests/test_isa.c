@@ -179,6 +179,52 @@ Test(cli_info, flag_beats_env)
     tu_run_free(&r);
 }
 
+/* Precedence: --isa, then LINATTN_ISA, then the config's isa (auto there
+ * is the same as unset); a bad LINATTN_ISA is an error whatever else is
+ * given; info names the source truthfully. */
+Test(cli_info, env_beats_config_and_bad_env_always_fails, .init = tu_make_dir,
+     .fini = tu_remove_dir)
+{
+    char ini[512], autoini[512];
+    snprintf(ini, sizeof ini, "%s", tu_path("isa.ini"));
+    snprintf(autoini, sizeof autoini, "%s", tu_path("isa-auto.ini"));
+#define MODEL "[model]\nweights = random:1\nd_model = 8\nn_heads = 2\nn_layers = 1\nd_ff = 8\n"
+    const char body[] = MODEL "[runtime]\nisa = scalar\n", autob[] = MODEL "[runtime]\nisa = auto\n";
+#undef MODEL
+    tu_write_file(ini, body, sizeof body - 1);
+    tu_write_file(autoini, autob, sizeof autob - 1);
+    unsetenv("LINATTN_ISA");
+    tu_run_result r = tu_run("info", ini, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "isa: scalar (config)"), "%s", r.out);
+    tu_run_free(&r);
+    setenv("LINATTN_ISA", "auto", 1);
+    r = tu_run("info", ini, NULL);
+    cr_assert(strstr(r.out, "(env LINATTN_ISA)"), "env beats the config: %s", r.out);
+    tu_run_free(&r);
+    setenv("LINATTN_ISA", "scalar", 1);
+    r = tu_run("info", autoini, NULL);
+    cr_assert(strstr(r.out, "isa: scalar (env LINATTN_ISA)"), "auto in a config is unset: %s",
+              r.out);
+    tu_run_free(&r);
+    unsetenv("LINATTN_ISA");
+    r = tu_run("info", autoini, NULL);
+    cr_assert(strstr(r.out, "(auto)"), "%s", r.out);
+    tu_run_free(&r);
+    setenv("LINATTN_ISA", "bogus", 1);
+    const char *const cases[][4] = {{"info", ini, NULL, NULL},
+                                    {"info", ini, "--isa", "scalar"},
+                                    {"info", NULL, NULL, NULL}};
+    for (int i = 0; i < 3; i++) {
+        r = tu_run(cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL);
+        cr_assert_neq(r.status, 0, "case %d: a bad LINATTN_ISA passed", i);
+        cr_assert(strstr(r.err, "LINATTN_ISA: unknown ISA 'bogus'"), "case %d: %s", i, r.err);
+        cr_assert_eq(tu_count_lines(r.err, r.err_len), 1);
+        tu_run_free(&r);
+    }
+    unsetenv("LINATTN_ISA");
+}
+
 Test(cli_info, foreign_isa_is_one_error_line)
 {
 #if defined(__x86_64__)

@@ -178,6 +178,7 @@ Test(golden, shipped_demo_models_match_pytorch)
 /* State files go to a temporary folder per test. */
 TestSuite(session, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(model, .init = tu_make_dir, .fini = tu_remove_dir);
+TestSuite(host, .init = tu_make_dir, .fini = tu_remove_dir);
 
 static linattn_model *random_model_decay(linattn_attention_kind kind, int max_seq_len,
                                         int positions, const linattn_decay *decay)

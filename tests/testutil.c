@@ -47,6 +47,9 @@ const char *tu_path(const char *name)
 {
     static char ring[8][512];
     static int next;
+    /* a suite without .init = tu_make_dir would write into / */
+    cr_assert(dir[0], "tu_path('%s') before tu_make_dir (give the suite .init = tu_make_dir)",
+              name);
     char *p = ring[next++ % 8];
     snprintf(p, sizeof ring[0], "%s/%s", dir, name);
     return p;

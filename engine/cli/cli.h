@@ -34,7 +34,10 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
                     float *out);
 
 /* Applies --isa TEXT (flag) or a config's isa (config) over LINATTN_ISA. */
-int cli_apply_isa(const char *text, linattn_isa_source source);
+/* The ISA by the CLI's precedence: --isa, then LINATTN_ISA, then the
+ * config's isa (auto there is the same as unset), then auto. A bad
+ * LINATTN_ISA is an error in every case. 0, or 1 after printing why. */
+int cli_choose_isa(const char *cmd, const char *flag, const char *config_isa);
 
 /* Writes len bytes to path whole or not at all (engine/file.h: a temporary
  * file beside it renamed over it; symlinks followed; folders, devices,

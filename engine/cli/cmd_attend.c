@@ -185,14 +185,9 @@ static int run(const attend_args *a)
     for (int i = 0; i < 4; i++)
         if (!a->path[i])
             return cli_fail("attend", "no --%s given", tensor_names[i]);
-    if (a->isa) {
-        linattn_isa isa;
-        linattn_status st = linattn_isa_parse(a->isa, &isa);
-        if (st == LINATTN_OK)
-            st = linattn_set_isa_from(isa, a->isa_source);
-        if (st != LINATTN_OK)
-            return cli_fail_status("attend", st);
-    }
+    if (cli_choose_isa("attend", a->isa_source == LINATTN_ISA_FROM_FLAG ? a->isa : NULL,
+                       a->isa_source == LINATTN_ISA_FROM_CONFIG ? a->isa : NULL))
+        return 1;
 
     /* a path that cannot be written fails before the work */
     linattn_status chk = safe_file_check(a->path[3], ".npy output");

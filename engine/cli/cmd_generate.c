@@ -245,8 +245,7 @@ int cmd_generate(int argc, char **argv)
         cli_fail_status("config", st);
         goto out;
     }
-    if (isa ? cli_apply_isa(isa, LINATTN_ISA_FROM_FLAG)
-            : cfg->isa[0] ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG) : 0)
+    if (cli_choose_isa("generate", isa, cfg->isa))
         goto out;
     if (threads >= 0)
         cfg->threads = (int)threads;

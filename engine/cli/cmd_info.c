@@ -69,9 +69,7 @@ int cmd_info(int argc, char **argv)
             return cli_fail("info", "out of memory");
         linattn_status cst = cli_load_config(argv[optind], cfg);
         int failed = cst != LINATTN_OK ? cli_fail_status("info", cst)
-                     : isa_flag        ? cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)
-                     : cfg->isa[0]     ? cli_apply_isa(cfg->isa, LINATTN_ISA_FROM_CONFIG)
-                                       : 0;
+                                       : cli_choose_isa("info", isa_flag, cfg->isa);
         if (!failed && threads >= 0)
             cfg->threads = (int)threads;
         if (!failed && (cst = linattn_config_sizes(cfg, &sizes)) != LINATTN_OK)
@@ -86,7 +84,7 @@ int cmd_info(int argc, char **argv)
             free(cfg);
             return 1;
         }
-    } else if (isa_flag && cli_apply_isa(isa_flag, LINATTN_ISA_FROM_FLAG)) {
+    } else if (cli_choose_isa("info", isa_flag, NULL)) {
         return 1;
     }
 

@@ -22,7 +22,7 @@ static const char usage[] =
     "\n"
     "Run 'linattn COMMAND --help' for a command's options.\n"
     "Environment: LINATTN_ISA=auto|scalar|avx2|avx512|neon picks the kernels\n"
-    "(a command's --isa flag or a config's isa key wins over it).\n";
+    "(a command's --isa flag wins over it; it wins over a config's isa key).\n";
 
 int cli_fail(const char *what, const char *fmt, ...)
 {
@@ -127,13 +127,33 @@ linattn_status cli_write_file(const char *path, const char *what, const void *da
     return st;
 }
 
-int cli_apply_isa(const char *text, linattn_isa_source source)
+static int apply_isa(const char *cmd, const char *text, linattn_isa_source source)
 {
     linattn_isa isa;
     linattn_status st = linattn_isa_parse(text, &isa);
     if (st == LINATTN_OK)
         st = linattn_set_isa_from(isa, source);
-    return st == LINATTN_OK ? 0 : cli_fail_status("isa", st);
+    return st == LINATTN_OK ? 0 : cli_fail_status(cmd, st);
+}
+
+int cli_choose_isa(const char *cmd, const char *flag, const char *config_isa)
+{
+    /* A bad LINATTN_ISA is an error whatever else is given: a typo there
+     * would otherwise go unseen until a run without the flag. */
+    const char *env = getenv("LINATTN_ISA");
+    linattn_isa env_isa = LINATTN_ISA_AUTO;
+    if (env && *env && linattn_isa_parse(env, &env_isa) != LINATTN_OK)
+        return cli_fail(cmd, "LINATTN_ISA: unknown ISA '%s' (expected %s)", env,
+                        linattn_isa_choices());
+    if (flag)
+        return apply_isa(cmd, flag, LINATTN_ISA_FROM_FLAG);
+    if (env && *env) {
+        linattn_status st = linattn_set_isa_from(env_isa, LINATTN_ISA_FROM_ENV);
+        return st == LINATTN_OK ? 0 : cli_fail_status(cmd, st);
+    }
+    if (config_isa && config_isa[0] && strcmp(config_isa, "auto") != 0)
+        return apply_isa(cmd, config_isa, LINATTN_ISA_FROM_CONFIG);
+    return 0; /* auto */
 }
 
 int main(int argc, char **argv)
