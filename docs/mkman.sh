@@ -5,19 +5,27 @@ set -eu
 exe=$1
 out=$2
 version=$3
+# every --help first, so a program that cannot run fails the build here
+help=$(mktemp)
+trap 'rm -f "$help"' EXIT
+for cmd in "" generate eval info attend; do
+    # shellcheck disable=SC2086
+    "$exe" $cmd --help >"$help.$cmd" || { echo "mkman: '$exe $cmd --help' failed" >&2; exit 1; }
+done
+trap 'rm -f "$help" "$help".*' EXIT
 # roff: escape backslashes, and a line starting with '.' or "'" must not read as a request
 esc() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/" -e 's/^-/\\-/'; }
 {
     printf '.TH LINATTN 1 "" "linattn %s" "User Commands"\n' "$version"
     printf '.SH NAME\nlinattn \\- run transformer decoders with softmax or causal linear attention on a CPU\n'
     printf '.SH SYNOPSIS\n.nf\n'
-    "$exe" --help | sed -n '1p' | esc
+    sed -n '1p' "$help." | esc
     printf '.fi\n.SH DESCRIPTION\n.nf\n'
-    "$exe" --help | sed '1,2d' | esc
+    sed '1,2d' "$help." | esc
     printf '.fi\n'
     for cmd in generate eval info attend; do
         printf '.SH "%s"\n.nf\n' "$(echo "linattn $cmd" | tr a-z A-Z)"
-        "$exe" "$cmd" --help | esc
+        esc <"$help.$cmd"
         printf '.fi\n'
     done
     printf '.SH FILES\n.TP\n.I share/linattn/\n'

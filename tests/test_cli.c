@@ -514,3 +514,112 @@ Test(example, stream_usage_and_bad_config)
     cr_assert(strstr(r.err, "missing.ini"), "%s", r.err);
     tu_run_free(&r);
 }
+
+/* ---- the habits people bring (llama.cpp-style flags) ------------------------- */
+
+Test(cli, short_flags_equal_long_ones)
+{
+    const char *L = tu_data(LINEAR);
+    tu_run_result a = tu_run("generate", "-m", L, "-p", "Hello", "-n", "30", "-s", "7", "-t", "1",
+                             NULL);
+    tu_run_result b = tu_run("generate", L, "--prompt", "Hello", "--tokens", "30", "--seed", "7",
+                             "--threads", "1", NULL);
+    tu_assert_ok(&a);
+    tu_assert_ok(&b);
+    assert_same_out(&a, &b);
+    cr_assert(a.out_len > 30, "%s", a.out);
+    tu_run_free(&a);
+    tu_run_free(&b);
+}
+
+/* --stop ends the text at the first time it ends with the stop text (the
+ * same text as the run without it, cut there); --no-display-prompt drops the
+ * echo; --print-ids prints the same tokens as ids. */
+Test(cli, stop_no_display_and_ids)
+{
+    const char *L = tu_data(LINEAR);
+    tu_run_result full = tu_run("generate", L, "-p", "ab", "-n", "60", "-s", "3", NULL);
+    tu_assert_ok(&full);
+    /* a stop text that occurs in the generated part: its 5th-8th bytes */
+    char stop[5];
+    memcpy(stop, full.out + 2 + 4, 4);
+    stop[4] = '\0';
+    const char *at = strstr(full.out + 2, stop);
+    cr_assert_not_null(at);
+    size_t want = (size_t)(at - full.out) + 4;
+    tu_run_result cut = tu_run("generate", L, "-p", "ab", "-n", "60", "-s", "3", "--stop", "zzzz",
+                               "--stop", stop, NULL);
+    tu_assert_ok(&cut);
+    cr_assert_eq(cut.out_len, want + 1, "text up to the stop, then a newline: '%s'", cut.out);
+    cr_assert_eq(memcmp(cut.out, full.out, want), 0);
+    tu_run_result quiet = tu_run("generate", L, "-p", "ab", "-n", "60", "-s", "3",
+                                 "--no-display-prompt", NULL);
+    tu_assert_ok(&quiet);
+    cr_assert_eq(quiet.out_len, full.out_len - 2);
+    cr_assert_eq(memcmp(quiet.out, full.out + 2, quiet.out_len), 0);
+    tu_run_result ids = tu_run("generate", L, "-p", "ab", "-n", "60", "-s", "3", "--print-ids", NULL);
+    tu_assert_ok(&ids);
+    const char *p = ids.out;
+    for (size_t i = 0; i < 60; i++) {
+        char *end;
+        long id = strtol(p, &end, 10);
+        cr_assert(end != p, "id %zu missing: %s", i, ids.out);
+        cr_assert_eq(id, (unsigned char)full.out[2 + i], "id %zu", i);
+        p = end;
+    }
+    check_error(tu_run("generate", L, "-p", "ab", "--stop", "", NULL), "--stop");
+    tu_run_free(&full);
+    tu_run_free(&cut);
+    tu_run_free(&quiet);
+    tu_run_free(&ids);
+}
+
+/* --ctx sets max_seq_len: a softmax model stops there with a message; a
+ * learned-position model cannot go past its table; too many threads warn. */
+Test(cli, ctx_and_thread_warnings)
+{
+    tu_run_result r = tu_run("generate", tu_data(SOFTMAX), "-p", "abcdef", "-n", "50", "--ctx", "10",
+                             NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(r.out_len, 6 + 5 + 1, "10 fed, the 5th sample printed: '%s'", r.out);
+    cr_assert(strstr(r.err, "stopped after 5 tokens") && strstr(r.err, "max_seq_len 10") &&
+                  strstr(r.err, "softmax KV cache"),
+              "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("generate", tu_data("tiny-linear-post-rms-relu-learned.ini"), "-p", "ab", "-n", "100",
+               NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "learned position table"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("generate", tu_data(LINEAR), "-p", "ab", "-n", "2", "-t", "1000", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "warning: --threads 1000 is more than"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("info", "--threads", "2", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "warning: --threads applies to a config"), "%s", r.err);
+    tu_run_free(&r);
+}
+
+Test(cli_errors, no_model_section_is_named)
+{
+    const char *ini = tu_path("runtime-only.ini");
+    const char body[] = "[runtime]\nthreads = 1\n";
+    tu_write_file(ini, body, sizeof body - 1);
+    check_error(tu_run("generate", ini, NULL), "no [model] section");
+    check_error(tu_run("generate", tu_data(SOFTMAX), "--ctx", "0", NULL), "--ctx");
+}
+
+Test(cli_info_model, token_limits)
+{
+    tu_run_result r = tu_run("info", tu_data("tiny-linear-post-rms-relu-learned.ini"), NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "token limit 64 (learned position table)"), "%s", r.out);
+    tu_run_free(&r);
+    r = tu_run("info", tu_data(LINEAR), NULL);
+    cr_assert(strstr(r.out, "no token limit"), "%s", r.out);
+    tu_run_free(&r);
+    r = tu_run("info", tu_data(SOFTMAX), NULL);
+    cr_assert(strstr(r.out, "(the token limit)"), "%s", r.out);
+    tu_run_free(&r);
+}

@@ -15,6 +15,10 @@ int cli_fail(const char *what, const char *fmt, ...)
 
 /* Prints "linattn: <what>: <linattn_last_error() or status>"; returns 1. */
 int cli_fail_status(const char *what, linattn_status st);
+/* "linattn: WHAT: warning: ..." on stderr; the command goes on. */
+void cli_warn(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warns when threads is above the cores this process may use. */
+void cli_check_threads(const char *what, long threads);
 /* linattn_config_load, where a relative path that does not exist here is
  * also looked for in the installed demo files (LINATTN_DATADIR, e.g.
  * /usr/local/share/linattn): `linattn generate configs/kjv-linear.ini`

@@ -15,22 +15,30 @@
 
 static const char usage[] =
     "usage: linattn generate CONFIG [options]\n"
+    "       linattn generate -m CONFIG [options]\n"
     "\n"
     "Feeds a prompt to the model CONFIG describes and streams the text it writes.\n"
     "\n"
-    "  --prompt TEXT        prompt (default: the config's [generate] prompt)\n"
-    "  --prompt-file FILE   read the prompt from FILE ('-': standard input)\n"
-    "  --tokens N           tokens to generate (default: max_new_tokens)\n"
+    "  -m, --model CONFIG   the config (instead of the first argument)\n"
+    "  -p, --prompt TEXT    prompt (default: the config's [generate] prompt)\n"
+    "  -f, --prompt-file F  read the prompt from F ('-': standard input)\n"
+    "  -n, --tokens N       tokens to generate (default: max_new_tokens)\n"
+    "  --stop TEXT          stop once the text written ends with TEXT (printed);\n"
+    "                       repeatable, up to 16\n"
+    "  --ctx N              max_seq_len N instead of the config's (softmax: the KV\n"
+    "                       cache; learned positions: at most the table's rows)\n"
+    "  --no-display-prompt  do not echo the prompt\n"
+    "  --print-ids          print token ids (space-separated) instead of bytes\n"
     "  --temperature T      0 = greedy (default: config, else 0.8)\n"
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
-    "  --seed S             sampler seed; the same seed gives the same text\n"
+    "  -s, --seed S         sampler seed; the same seed gives the same text\n"
     "  --repeat-penalty R   divide a positive logit (multiply a negative one) of the\n"
     "                       tokens in the window by R; 1 = off (default: config, else 1)\n"
     "  --repeat-last-n N    the window: the last N tokens of prompt and text (default 64)\n"
     "  --min-p P            keep tokens at least P times as likely as the top one; 0 = off\n"
     "  --logit-bias T=B     add B to token T's logit (B = -inf bans it); repeatable\n"
-    "  --threads N          threads (0 = auto: the cores other processes leave free)\n"
+    "  -t, --threads N      threads (0 = auto: the cores other processes leave free)\n"
     "  --isa ISA            auto|scalar|avx2|avx512|neon\n"
     "  --stats              print speed and memory figures to stderr at the end\n"
     "  --save-state FILE    save the stream (and sampler) at the end\n"
@@ -39,7 +47,9 @@ static const char usage[] =
 
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
-       OPT_BIAS };
+       OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS };
+
+#define MAX_STOPS 16
 
 /* What a saved stream carries for us besides the model state. */
 typedef struct resume_info {
@@ -163,9 +173,14 @@ static linattn_status feed_prompt(linattn_session *s, const int *tokens, int n, 
 int cmd_generate(int argc, char **argv)
 {
     static const struct option opts[] = {
+        {"model", required_argument, 0, 'm'},
         {"prompt", required_argument, 0, OPT_PROMPT},
         {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
         {"tokens", required_argument, 0, OPT_TOKENS},
+        {"stop", required_argument, 0, OPT_STOP},
+        {"ctx", required_argument, 0, OPT_CTX},
+        {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
+        {"print-ids", no_argument, 0, OPT_PRINT_IDS},
         {"temperature", required_argument, 0, OPT_TEMP},
         {"top-k", required_argument, 0, OPT_TOPK},
         {"top-p", required_argument, 0, OPT_TOPP},
@@ -183,7 +198,9 @@ int cmd_generate(int argc, char **argv)
         {0, 0, 0, 0},
     };
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
-    long tokens = -1, top_k = -1, threads = -1, last_n = -1;
+    const char *model_flag = NULL, *stops[MAX_STOPS];
+    int n_stops = 0, display_prompt = 1, print_ids = 0;
+    long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
     float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
     logit_bias biases[MAX_LOGIT_BIAS];
     int n_biases = 0;
@@ -191,15 +208,31 @@ int cmd_generate(int argc, char **argv)
     int have_seed = 0, stats = 0, c;
     char opt_buf[3];
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hm:p:f:n:t:s:", opts, NULL)) != -1) {
         switch (c) {
+        case 'm': model_flag = optarg; break;
+        case 'p': /* fall through */
         case OPT_PROMPT: prompt = optarg; break;
+        case 'f': /* fall through */
         case OPT_PROMPT_FILE: prompt_file = optarg; break;
+        case 'n': /* fall through */
         case OPT_TOKENS: if (cli_parse_long("generate", "--tokens", optarg, 0, INT_MAX, &tokens)) return 1; break;
+        case OPT_STOP:
+            if (n_stops == MAX_STOPS)
+                return cli_fail("generate", "--stop: more than %d given", MAX_STOPS);
+            if (!optarg[0])
+                return cli_fail("generate", "--stop: an empty text would stop at once");
+            stops[n_stops++] = optarg;
+            break;
+        case OPT_CTX: if (cli_parse_long("generate", "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &ctx)) return 1; break;
+        case OPT_NO_DISPLAY: display_prompt = 0; break;
+        case OPT_PRINT_IDS: print_ids = 1; break;
         case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &temperature)) return 1; break;
         case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
         case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
+        case 's': /* fall through */
         case OPT_SEED: if (cli_parse_u64("generate", "--seed", optarg, &seed)) return 1; have_seed = 1; break;
+        case 't': /* fall through */
         case OPT_THREADS: if (cli_parse_long("generate", "--threads", optarg, 0, 1024, &threads)) return 1; break;
         case OPT_ISA: isa = optarg; break;
         case OPT_STATS: stats = 1; break;
@@ -218,16 +251,17 @@ int cmd_generate(int argc, char **argv)
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
-                            bad_option(argv, "h", opt_buf));
+                            bad_option(argv, "hmpfnts", opt_buf));
         }
     }
-    if (optind >= argc)
+    if (!model_flag && optind >= argc)
         return cli_fail("generate", "no config file given (usage: linattn generate CONFIG ...)");
-    if (optind + 1 < argc)
-        return cli_fail("generate", "unexpected argument '%s'", argv[optind + 1]);
+    if (optind + (model_flag ? 0 : 1) < argc)
+        return cli_fail("generate", "unexpected argument '%s'", argv[optind + (model_flag ? 0 : 1)]);
     if (prompt && prompt_file)
         return cli_fail("generate", "give --prompt or --prompt-file, not both");
-    const char *config_path = argv[optind];
+    const char *config_path = model_flag ? model_flag : argv[optind];
+    cli_check_threads("generate", threads);
 
     linattn_config *cfg = malloc(sizeof *cfg);
     if (!cfg)
@@ -240,13 +274,25 @@ int cmd_generate(int argc, char **argv)
     linattn_session *sess = NULL;
     linattn_sampler *sampler = NULL;
     resume_info *info = NULL;
+    char *tail = NULL; /* the end of the text written, for --stop */
     linattn_status st = cli_load_config(config_path, cfg);
     if (st != LINATTN_OK) {
         cli_fail_status("config", st);
         goto out;
     }
+    if (!linattn_config_has_model(cfg)) {
+        cli_fail("generate", "%s: no [model] section: nothing to generate with", cfg->path);
+        goto out;
+    }
     if (cli_choose_isa("generate", isa, cfg->isa))
         goto out;
+    if (ctx > 0) {
+        cfg->max_seq_len = (int)ctx;
+        if ((st = linattn_config_validate(cfg)) != LINATTN_OK) {
+            cli_fail_status("ctx", st);
+            goto out;
+        }
+    }
     if (threads >= 0)
         cfg->threads = (int)threads;
     if (tokens >= 0)
@@ -383,9 +429,19 @@ int cmd_generate(int argc, char **argv)
             memcpy(logits, kept, (size_t)cfg->vocab_size * sizeof(float));
     }
     double t1 = now_s();
-    if (!load)
+    if (!load && display_prompt && !print_ids)
         fwrite(prompt_buf, 1, plen, stdout);
     fflush(stdout);
+    size_t stop_max = 0;
+    for (int i = 0; i < n_stops; i++)
+        stop_max = strlen(stops[i]) > stop_max ? strlen(stops[i]) : stop_max;
+    tail = stop_max ? calloc(stop_max + 1, 1) : NULL;
+    size_t tail_len = 0;
+    if (stop_max && !tail) {
+        cli_fail("generate", "out of memory");
+        goto out;
+    }
+    int warned_no_text = 0;
 
     /* Every printed token is fed (the last one too when saving), so a saved
      * stream holds all the text and its logits: a resume samples at once. */
@@ -398,11 +454,28 @@ int cmd_generate(int argc, char **argv)
             goto out;
         }
         int byte = linattn_token_byte(tok);
-        if (byte >= 0)
+        if (print_ids)
+            printf("%s%d", made ? " " : "", tok);
+        else if (byte >= 0)
             putchar(byte);
+        else if (!warned_no_text) {
+            cli_warn("generate", "token %d is not a byte and this model has no tokenizer for "
+                                 "it: such tokens print nothing (--print-ids shows ids)", tok);
+            warned_no_text = 1;
+        }
         fflush(stdout);
         made++;
-        if (i + 1 == cfg->max_new_tokens && !save)
+        int stop_now = 0;
+        if (tail && byte >= 0) {
+            if (tail_len == stop_max)
+                memmove(tail, tail + 1, --tail_len);
+            tail[tail_len++] = (char)byte;
+            for (int k = 0; k < n_stops && !stop_now; k++) {
+                size_t sl = strlen(stops[k]);
+                stop_now = tail_len >= sl && !memcmp(tail + tail_len - sl, stops[k], sl);
+            }
+        }
+        if ((i + 1 == cfg->max_new_tokens || stop_now) && !save)
             break;
         st = linattn_session_feed(sess, &tok, 1, logits);
         if (st == LINATTN_ERR_CONTEXT_FULL) {
@@ -414,14 +487,16 @@ int cmd_generate(int argc, char **argv)
             cli_fail_status("generate", st);
             goto out;
         }
+        if (stop_now)
+            break;
     }
     double t2 = now_s();
     putchar('\n');
     fflush(stdout);
     if (stopped)
-        fprintf(stderr, "linattn: generate: stopped after %d tokens: the context is full "
+        fprintf(stderr, "linattn: generate: stopped after %d token%s: the context is full "
                         "(max_seq_len %d, %s)\n",
-                made, cfg->max_seq_len,
+                made, made == 1 ? "" : "s", cfg->max_seq_len,
                 cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
                                                        : "learned position table");
     if (save) {
@@ -450,6 +525,7 @@ int cmd_generate(int argc, char **argv)
     }
     rc = 0;
 out:
+    free(tail);
     free(info);
     linattn_sampler_free(sampler);
     linattn_session_free(sess);

@@ -60,6 +60,8 @@ int cmd_info(int argc, char **argv)
     long threads = -1;
     if (threads_flag && cli_parse_long("info", "--threads", threads_flag, 0, 1024, &threads))
         return 1;
+    if (threads_flag && optind >= argc)
+        cli_warn("info", "--threads applies to a config's model; without CONFIG it is ignored");
     /* With a config: its sizes come from the shape; a weights file is
      * loaded too (its tensors checked), random weights are not made. */
     linattn_config *cfg = NULL;
@@ -138,13 +140,20 @@ int cmd_info(int argc, char **argv)
         free(g);
         printf("  parameters: %llu\n", (unsigned long long)sizes.params);
         printf("  weight bytes: %zu\n", sizes.weight_bytes);
-        if (linear)
-            printf("  state bytes per stream: %zu (fixed, whatever the length)\n",
-                   sizes.state_bytes);
+        if (linear && c->positions == LINATTN_POS_LEARNED)
+            printf("  state bytes per stream: %zu (fixed); token limit %d (learned position "
+                   "table)\n", sizes.state_bytes, c->max_seq_len);
+        else if (linear)
+            printf("  state bytes per stream: %zu (fixed, whatever the length); no token "
+                   "limit\n", sizes.state_bytes);
         else
-            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d\n", sizes.state_bytes,
-                   sizes.state_bytes * (size_t)c->max_seq_len, c->max_seq_len);
-        printf("  threads: %d\n", c->threads > 0 ? c->threads : linattn_max_threads());
+            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d (the token limit)\n",
+                   sizes.state_bytes, sizes.state_bytes * (size_t)c->max_seq_len, c->max_seq_len);
+        if (c->threads > 0)
+            printf("  threads: %d\n", c->threads);
+        else
+            printf("  threads: auto (up to %d, fewer while other processes hold cores)\n",
+                   linattn_max_threads());
         free(cfg);
     }
     return 0;

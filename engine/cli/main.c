@@ -13,6 +13,7 @@
 
 static const char usage[] =
     "usage: linattn COMMAND [ARGS]\n"
+    "       linattn --version | --help\n"
     "\n"
     "commands:\n"
     "  attend    run an attention operator on .npy tensors (flags or a config)\n"
@@ -20,7 +21,8 @@ static const char usage[] =
     "  generate  stream text from a model described by a config file\n"
     "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
     "\n"
-    "Run 'linattn COMMAND --help' for a command's options.\n"
+    "Run 'linattn COMMAND --help' for a command's options; 'linattn --version'\n"
+    "prints the version.\n"
     "Environment: LINATTN_ISA=auto|scalar|avx2|avx512|neon picks the kernels\n"
     "(a command's --isa flag wins over it; it wins over a config's isa key).\n";
 
@@ -80,6 +82,25 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
         return cli_fail(cmd, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, text);
     *out = (float)v;
     return 0;
+}
+
+void cli_warn(const char *what, const char *fmt, ...)
+{
+    char msg[1024], safe[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    linattn_escape(safe, sizeof safe, msg);
+    fprintf(stderr, "linattn: %s: warning: %s\n", what, safe);
+}
+
+void cli_check_threads(const char *what, long threads)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads > 0 && cores > 0 && threads > cores)
+        cli_warn(what, "--threads %ld is more than the %ld cores here: threads will share cores "
+                       "and every parallel step waits for the slowest", threads, cores);
 }
 
 linattn_status cli_load_config(const char *path, linattn_config *cfg)
