@@ -1031,15 +1031,19 @@ static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, repo
                 if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
                     gemm_case(r, f, fs, nt, c, sizes[a], sizes[b], sizes[d]);
     /* k blocking (K past a cache block) with full and edge tiles; A too big
-     * to stay in L2 whole (M K > 128 Ki floats, another loop order); every
-     * remainder of rows after whole micro-tiles (6 rows in AVX2, 12 in
-     * AVX-512: 68..71 leave 8..11, also past gemm_nt's dot-tile limit); empty */
+     * to stay in L2 whole (M K > 128 Ki floats, another loop order); rows
+     * left after whole micro-tiles (6 rows in AVX2, 10 in NEON, 12 in
+     * AVX-512) with large K (68..71 leave 8..11 of 12); empty */
     static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {4, 17, 1000}, {64, 64, 64},
                                       {150, 33, 1000}, {133, 40, 1001}, {68, 40, 70},
                                       {69, 33, 300}, {70, 64, 17}, {71, 31, 260}, {10, 65, 40},
                                       {11, 48, 33}, {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
         gemm_case(r, f, fs, nt, c, extra[i][0], extra[i][1], extra[i][2]);
+    /* every remainder of rows after whole micro-tiles of up to 12 rows, past
+     * gemm_nt's dot-tile limit too, with edge panels of several widths */
+    for (size_t m = 64; m < 76; m++)
+        gemm_case(r, f, fs, nt, c, m, 24 + m % 9, 37);
 }
 
 /* ------------------------------------------------------------------------ */

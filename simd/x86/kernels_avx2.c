@@ -1,6 +1,6 @@
-/* kernels_avx2.c: the x86 kernels in AVX2+FMA (built with -mavx2 -mfma). */
+/* kernels_avx2.c: the shared kernel bodies in AVX2+FMA (built with -mavx2 -mfma). */
 #include "vec_avx2.h"
 
-#include "kernels_x86.h"
+#include "../body/kernels_body.h"
 
-#include "gemm_x86.h"
+#include "../body/gemm_body.h"

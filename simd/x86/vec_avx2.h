@@ -1,6 +1,6 @@
-/* vec_avx2.h: the vector vocabulary of the x86 kernel bodies, in AVX2+FMA (8 lanes). */
-#ifndef LINATTN_SIMD_X86_VEC_H
-#define LINATTN_SIMD_X86_VEC_H
+/* vec_avx2.h: the vector vocabulary of the shared kernel bodies (simd/body/) in AVX2+FMA (8 lanes). */
+#ifndef LINATTN_SIMD_VEC_H
+#define LINATTN_SIMD_VEC_H
 
 #include <sleef.h>
 
@@ -53,5 +53,14 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
 }
 LINATTN_INLINE vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
+/* Fetches the cache line of p into all levels, for a read soon. */
+LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
+/* pack_bt's blocks: TB x TB, transposed by the AVX2 8x8 shuffles. */
+#define TB 8
+LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, size_t lds,
+                                     size_t h, size_t w)
+{
+    avx2_transpose_block(dst, ldd, src, lds, h, w);
+}
 
 #endif

@@ -54,4 +54,24 @@ LINATTN_INLINE void avx2_transpose8(__m256 r[8])
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+/* dst[q * ldd + j] = src[j * lds + q] for q < w and j < 8, rows j >= h of
+ * src read as 0 (w, h <= 8): an 8x8 block of the gemm's B packing,
+ * transposed in registers; a row is masked past w, so nothing past the end
+ * is read. dst is 32-byte aligned. */
+LINATTN_INLINE void avx2_transpose_block(float *dst, size_t ldd, const float *src, size_t lds,
+                                         size_t h, size_t w)
+{
+    __m256i m = avx2_tail_mask(w);
+    __m256 r[8];
+    for (size_t j = 0; j < 8; j++) {
+        if (j >= h)
+            r[j] = _mm256_setzero_ps();
+        else
+            r[j] = w == 8 ? _mm256_loadu_ps(src + j * lds) : _mm256_maskload_ps(src + j * lds, m);
+    }
+    avx2_transpose8(r);
+    for (size_t q = 0; q < w; q++)
+        _mm256_store_ps(dst + q * ldd, r[q]);
+}
+
 #endif

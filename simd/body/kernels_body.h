@@ -1,13 +1,27 @@
-/* kernels_x86.h: the elementwise, reduction, norm and linear-attention kernels, written once over
- * the vector vocabulary (vec_avx2.h or vec_avx512.h, included first); no ISA is named here. */
+/* kernels_body.h: the elementwise, reduction, norm and linear-attention kernels, written once over
+ * a vector vocabulary (x86/vec_avx2.h, x86/vec_avx512.h or arm/vec_neon.h, included first); no ISA
+ * is named here. */
 
 #include <float.h>
 #include <math.h>
 
 #include "../kernels.h"
 
+/* The vocabulary (one vec_*.h a translation unit) gives:
+ *   VL floats a vector, FN(name) the ISA's kernel name, LINATTN_INLINE;
+ *   vf, and vmask = the first n lanes (vmask_n(n), 0 <= n <= VL);
+ *   vzero vset1 vbcast vload vstore, vload_m (0 past the mask) and vstore_m
+ *   (nothing past the mask written), which touch no memory past the mask;
+ *   vadd vsub vmul vdiv, vfma(a, b, c) = a b + c (fused), vmin/vmax (b
+ *   where a is NaN), vkeep vblend vpos_sel (selects);
+ *   vhsum vhmax, vhsum4_add (four sums at once); vexp vexpm1 (SLEEF u10);
+ *   for gemm_body.h: GEMM_MR, vprefetch, and TB with vtranspose_block. */
+#if !defined(VL) || !defined(FN) || !defined(GEMM_MR)
+#error "include a vector vocabulary (vec_*.h) before kernels_body.h"
+#endif
+
 /* Tails: the last n % VL elements through masked loads and stores, which
- * never touch memory past the end. */
+ * never touch memory past the end (a masked load gives 0 past it). */
 
 float FN(dot)(const float *a, const float *b, size_t n)
 {

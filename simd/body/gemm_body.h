@@ -1,16 +1,23 @@
-/* gemm_x86.h: gemv and the gemms, written once: blocking, packing and tails here, over the vector
- * vocabulary (vec_avx2.h or vec_avx512.h, included first) and its micro-tile height GEMM_MR. */
+/* gemm_body.h: gemv and the gemms, written once: blocking, packing and tails here, over a vector
+ * vocabulary (vec_*.h) and its micro-tile height GEMM_MR; included after kernels_body.h. */
 
 #include "../kernels.h"
 
-/* A B panel is NR = 2 vectors wide (16 floats in AVX2, 32 in AVX-512); a
- * k block of it, KC x NR, stays in L1 (16 or 32 KiB) while every GEMM_MR-row
- * tile of A streams past it. */
+#if !defined(VL) || !defined(GEMM_MR) || !defined(TB)
+#error "include a vector vocabulary (vec_*.h) and kernels_body.h before gemm_body.h"
+#endif
+
+/* A B panel is NR = 2 vectors wide (8 floats in NEON, 16 in AVX2, 32 in
+ * AVX-512); a k block of it, KC x NR, stays in L1 (8, 16 or 32 KiB) while
+ * every GEMM_MR-row tile of A streams past it. */
 #define KC 256
 #define NR (2 * VL)
+_Static_assert(GEMM_MR >= 6 && GEMM_MR <= 12, "panel_rows has remainder cases for 6 to 12 rows");
+_Static_assert(NR % TB == 0, "pack_bt fills a panel in whole TB-wide blocks");
 /* Measured (AVX2, Sapphire Rapids): below 64 rows of C, gemm_nt's dot tiles
  * are as fast as packing B or faster; at 64 (the flash-attention score
- * tile) the packed tile wins by about 10%. */
+ * tile) the packed tile wins by about 10%. The other ISAs take the same
+ * limits (not measured on Arm hardware). */
 #define NT_DOTS_MAX_M 64
 /* From 32 rows of C, gemm_nn's copy of each B panel pays for itself. */
 #define NN_PACK_MIN_M 32
@@ -173,8 +180,8 @@ LINATTN_INLINE void tile(float *C, size_t ldc, const float *A, size_t lda, const
         c0[r] = vzero();
         c1[r] = vzero();
         /* C is read only after the k loop: fetch it now so that read does not stall */
-        _mm_prefetch((const char *)(C + r * ldc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(C + r * ldc + NR - 1), _MM_HINT_T0);
+        vprefetch(C + r * ldc);
+        vprefetch(C + r * ldc + NR - 1);
     }
     for (size_t p = 0; p < kc; p++) {
         vf b0 = vload(Bp + p * ldbp);
@@ -259,13 +266,25 @@ static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const f
     float *c = C + i * ldc;
     const float *a = A + i * lda;
 #define TILE(rows) tile(c, ldc, a, lda, Bp, ldbp, kc, rows, full, ml, mh)
+    /* one case for every remainder below GEMM_MR (and none above: a tile
+     * of more rows would overrun its accumulator arrays) */
     switch (M - i) {
-#if GEMM_MR > 6
+#if GEMM_MR > 11
     case 11: TILE(11); break;
+#endif
+#if GEMM_MR > 10
     case 10: TILE(10); break;
+#endif
+#if GEMM_MR > 9
     case 9: TILE(9); break;
+#endif
+#if GEMM_MR > 8
     case 8: TILE(8); break;
+#endif
+#if GEMM_MR > 7
     case 7: TILE(7); break;
+#endif
+#if GEMM_MR > 6
     case 6: TILE(6); break;
 #endif
     case 5: TILE(5); break;
@@ -279,24 +298,15 @@ static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const f
 }
 
 /* Bp[p][j] = B[j][p] for j < nrows (B rows of length kc, stride ldb), 0 for
- * nrows <= j < NR; 8x8 blocks transposed in registers. */
+ * nrows <= j < NR; TB x TB blocks transposed in registers by the vocabulary
+ * (w x h at the edges). */
 static void pack_bt(float *Bp, const float *B, size_t ldb, size_t nrows, size_t kc)
 {
-    for (size_t j0 = 0; j0 < NR; j0 += 8) {
-        for (size_t p = 0; p < kc; p += 8) {
-            size_t w = kc - p < 8 ? kc - p : 8;
-            __m256i m = avx2_tail_mask(w);
-            __m256 r[8];
-            for (size_t j = 0; j < 8; j++) {
-                const float *src = B + (j0 + j) * ldb + p;
-                if (j0 + j >= nrows)
-                    r[j] = _mm256_setzero_ps();
-                else
-                    r[j] = w == 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, m);
-            }
-            avx2_transpose8(r);
-            for (size_t q = 0; q < w; q++)
-                _mm256_store_ps(Bp + (p + q) * NR + j0, r[q]);
+    for (size_t j0 = 0; j0 < NR; j0 += TB) {
+        size_t h = nrows <= j0 ? 0 : nrows - j0 < TB ? nrows - j0 : TB;
+        for (size_t p = 0; p < kc; p += TB) {
+            size_t w = kc - p < TB ? kc - p : TB;
+            vtranspose_block(Bp + p * NR + j0, NR, B + j0 * ldb + p, ldb, h, w);
         }
     }
 }

@@ -1,0 +1,125 @@
+/* vec_neon.h: the vector vocabulary of the shared kernel bodies (simd/body/) in aarch64 NEON (4 lanes). */
+#ifndef LINATTN_SIMD_VEC_H
+#define LINATTN_SIMD_VEC_H
+
+#include <arm_neon.h>
+#include <sleef.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LINATTN_INLINE static inline __attribute__((always_inline))
+
+#define VL 4                             /* floats per vector */
+#define FN(name) linattn_##name##_neon   /* the kernel names of this ISA */
+/* Rows of a gemm micro-tile: 20 accumulators + 2 B vectors + 10 A values
+ * = 32 registers. GCC turns the broadcasts into scalar loads, all issued at
+ * the top of a k step, and by-element FMAs, so every row's A value holds a
+ * register: with 11 or 12 rows the k loop spills accumulators (GCC 12). */
+#define GEMM_MR 10
+
+typedef float32x4_t vf;
+/* NEON has no masked loads or stores: a mask is the number of leading lanes
+ * (0..VL), and a tail moves in pieces of 2 and 1 floats, so nothing past
+ * the end is ever read or written. */
+typedef size_t vmask;
+
+LINATTN_INLINE vmask vmask_n(size_t n) { return n; } /* lanes 0..n-1, n <= VL */
+
+/* All ones on lanes 0..m-1: for the selects, which need a lane mask. */
+LINATTN_INLINE uint32x4_t neon_lanes(vmask m)
+{
+    static const uint32_t index[4] = {0, 1, 2, 3};
+    return vcltq_u32(vld1q_u32(index), vdupq_n_u32((uint32_t)m));
+}
+
+LINATTN_INLINE vf vzero(void) { return vdupq_n_f32(0.0f); }
+LINATTN_INLINE vf vset1(float a) { return vdupq_n_f32(a); }
+LINATTN_INLINE vf vbcast(const float *p) { return vld1q_dup_f32(p); }
+LINATTN_INLINE vf vload(const float *p) { return vld1q_f32(p); }
+/* The first m floats of p, 0 past them. */
+LINATTN_INLINE vf vload_m(const float *p, vmask m)
+{
+    const float32x2_t z = vdup_n_f32(0.0f);
+    switch (m) {
+    case 0: return vdupq_n_f32(0.0f);
+    case 1: return vcombine_f32(vld1_lane_f32(p, z, 0), z);
+    case 2: return vcombine_f32(vld1_f32(p), z);
+    case 3: return vcombine_f32(vld1_f32(p), vld1_lane_f32(p + 2, z, 0));
+    default: return vld1q_f32(p);
+    }
+}
+LINATTN_INLINE void vstore(float *p, vf v) { vst1q_f32(p, v); }
+/* The first m lanes of v to p; nothing past them is written. */
+LINATTN_INLINE void vstore_m(float *p, vf v, vmask m)
+{
+    switch (m) {
+    case 0: break;
+    case 1: vst1q_lane_f32(p, v, 0); break;
+    case 2: vst1_f32(p, vget_low_f32(v)); break;
+    case 3:
+        vst1_f32(p, vget_low_f32(v));
+        vst1q_lane_f32(p + 2, v, 2);
+        break;
+    default: vst1q_f32(p, v); break;
+    }
+}
+LINATTN_INLINE vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
+LINATTN_INLINE vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
+LINATTN_INLINE vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
+LINATTN_INLINE vf vdiv(vf a, vf b) { return vdivq_f32(a, b); }
+/* minNum and maxNum give the number where one operand is a (quiet) NaN: b
+ * where a is NaN, as the bodies need (max(x, acc) keeps acc when x is NaN,
+ * relu gives 0, gelu's clamp gives the limit); a where b is NaN, which the
+ * bodies never pass. */
+LINATTN_INLINE vf vmin(vf a, vf b) { return vminnmq_f32(a, b); }
+LINATTN_INLINE vf vmax(vf a, vf b) { return vmaxnmq_f32(a, b); }
+LINATTN_INLINE vf vfma(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); } /* a b + c */
+/* v on the lanes of m, 0 elsewhere */
+LINATTN_INLINE vf vkeep(vf v, vmask m)
+{
+    return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), neon_lanes(m)));
+}
+/* b on the lanes of m, a elsewhere */
+LINATTN_INLINE vf vblend(vf a, vf b, vmask m) { return vbslq_f32(neon_lanes(m), b, a); }
+/* x > 0 (ordered) ? a : b */
+LINATTN_INLINE vf vpos_sel(vf x, vf a, vf b) { return vbslq_f32(vcgtzq_f32(x), a, b); }
+/* Pairwise, (v0 + v1) + (v2 + v3): the tree vhsum4_add uses too. */
+LINATTN_INLINE float vhsum(vf v) { return vaddvq_f32(v); }
+LINATTN_INLINE float vhmax(vf v) { return vmaxnmvq_f32(v); }
+/* out[0..3] += {hsum a, hsum b, hsum c, hsum d} */
+LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
+{
+    vst1q_f32(out, vaddq_f32(vld1q_f32(out), vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d))));
+}
+LINATTN_INLINE vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
+LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f4_u10advsimd(x); }
+/* Fetches the cache line of p into all levels, for a read soon. */
+LINATTN_INLINE void vprefetch(const float *p) { __builtin_prefetch(p); }
+
+/* pack_bt's blocks: TB x TB, transposed by trn1/trn2 on 32- then 64-bit
+ * elements. */
+#define TB 4
+/* dst[q * ldd + j] = src[j * lds + q] for q < w and j < 4, rows j >= h of
+ * src read as 0 (w, h <= 4). */
+LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, size_t lds,
+                                     size_t h, size_t w)
+{
+    float32x4_t r[4];
+#pragma GCC unroll 4
+    for (size_t j = 0; j < 4; j++)
+        r[j] = j < h ? vload_m(src + j * lds, w) : vdupq_n_f32(0.0f);
+    /* {a0 b0 a2 b2}, {a1 b1 a3 b3}, {c0 d0 c2 d2}, {c1 d1 c3 d3} */
+    float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r[0], r[1]));
+    float64x2_t t1 = vreinterpretq_f64_f32(vtrn2q_f32(r[0], r[1]));
+    float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r[2], r[3]));
+    float64x2_t t3 = vreinterpretq_f64_f32(vtrn2q_f32(r[2], r[3]));
+    r[0] = vreinterpretq_f32_f64(vtrn1q_f64(t0, t2));
+    r[1] = vreinterpretq_f32_f64(vtrn1q_f64(t1, t3));
+    r[2] = vreinterpretq_f32_f64(vtrn2q_f64(t0, t2));
+    r[3] = vreinterpretq_f32_f64(vtrn2q_f64(t1, t3));
+#pragma GCC unroll 4
+    for (size_t q = 0; q < w; q++)
+        vst1q_f32(dst + q * ldd, r[q]);
+}
+
+#endif
