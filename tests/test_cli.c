@@ -623,3 +623,45 @@ Test(cli_info_model, token_limits)
     cr_assert(strstr(r.out, "(the token limit)"), "%s", r.out);
     tu_run_free(&r);
 }
+
+/* chat (generate --interactive) through a pipe: each line of stdin is fed
+ * and answered up to a newline; the first answer is generate's text for
+ * that line with --stop "\n"; a conversation saved after one line and
+ * resumed with the next prints what one conversation prints. */
+Test(cli, chat_through_a_pipe)
+{
+    const char *L = tu_data(LINEAR);
+    char in2[512], in1[512], in_b[512];
+    snprintf(in2, sizeof in2, "%s", tu_path("two.txt"));
+    snprintf(in1, sizeof in1, "%s", tu_path("one.txt"));
+    snprintf(in_b, sizeof in_b, "%s", tu_path("b.txt"));
+    tu_write_file(in2, "hello there\nand more\n", 21);
+    tu_write_file(in1, "hello there\n", 12);
+    tu_write_file(in_b, "and more", 8); /* no final newline: one is added */
+    tu_next_stdin(in2);
+    tu_run_result both = tu_run("chat", L, "-n", "40", "-s", "9", NULL);
+    tu_assert_ok(&both);
+    cr_assert_eq(tu_count_lines(both.out, both.out_len), 2, "two answers: '%s'", both.out);
+    tu_run_result g = tu_run("generate", L, "-p", "hello there\n", "-n", "40", "-s", "9",
+                             "--stop", "\n", "--no-display-prompt", NULL);
+    tu_assert_ok(&g);
+    size_t first = (size_t)(strchr(both.out, '\n') - both.out) + 1;
+    cr_assert(g.out_len >= first && !memcmp(g.out, both.out, first),
+              "chat's first answer '%.*s' vs generate '%s'", (int)first, both.out, g.out);
+    const char *state = tu_path("chat.state");
+    tu_next_stdin(in1);
+    tu_run_result a = tu_run("chat", L, "-n", "40", "-s", "9", "--save-state", state, NULL);
+    tu_assert_ok(&a);
+    tu_next_stdin(in_b);
+    tu_run_result b = tu_run("chat", L, "-n", "40", "--load-state", state, NULL);
+    tu_assert_ok(&b);
+    cr_assert_eq(a.out_len + b.out_len, both.out_len);
+    cr_assert(!memcmp(a.out, both.out, a.out_len) &&
+                  !memcmp(b.out, both.out + a.out_len, b.out_len),
+              "resumed conversation differs: '%s' + '%s' vs '%s'", a.out, b.out, both.out);
+    check_error(tu_run("chat", L, "-f", "-", NULL), "stdin");
+    tu_run_free(&both);
+    tu_run_free(&g);
+    tu_run_free(&a);
+    tu_run_free(&b);
+}

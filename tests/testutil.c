@@ -169,6 +169,13 @@ uint32_t tu_rng(void)
 
 /* ---- running the built binaries -------------------------------------------- */
 
+static char next_stdin[512];
+
+void tu_next_stdin(const char *path)
+{
+    snprintf(next_stdin, sizeof next_stdin, "%s", path);
+}
+
 tu_run_result tu_run_argv(const char *exe, char *const argv[])
 {
     FILE *o = tmpfile(), *e = tmpfile();
@@ -178,7 +185,7 @@ tu_run_result tu_run_argv(const char *exe, char *const argv[])
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
+        int in = open(next_stdin[0] ? next_stdin : "/dev/null", O_RDONLY);
         if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(o), 1) < 0 || dup2(fileno(e), 2) < 0)
             _exit(126);
         execv(exe, argv);
@@ -186,6 +193,7 @@ tu_run_result tu_run_argv(const char *exe, char *const argv[])
     }
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
+    next_stdin[0] = '\0';
     tu_run_result r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r.out = read_stream(o, &r.out_len);

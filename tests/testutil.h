@@ -70,6 +70,8 @@ typedef struct tu_run_result {
  * environment; stdin is /dev/null, stdout and stderr are files, so stderr
  * is no terminal. */
 tu_run_result tu_run_argv(const char *exe, char *const argv[]);
+/* The next run reads its stdin from path (once; then /dev/null again). */
+void tu_next_stdin(const char *path);
 /* $LINATTN_EXE with the arguments (without argv[0]), ending with NULL. */
 tu_run_result tu_run(const char *first, ...);
 /* The same with the arguments in a NULL-terminated array. */

@@ -29,6 +29,10 @@ static const char usage[] =
     "                       cache; learned positions: at most the table's rows)\n"
     "  --no-display-prompt  do not echo the prompt\n"
     "  --print-ids          print token ids (space-separated) instead of bytes\n"
+    "  -i, --interactive    a conversation: after each answer, read a line from stdin,\n"
+    "                       feed it and answer it (each answer up to -n tokens, ending\n"
+    "                       at a newline unless --stop says otherwise); end of input\n"
+    "                       ends it ('linattn chat CONFIG' is the same)\n"
     "  --temperature T      0 = greedy (default: config, else 0.8)\n"
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
@@ -47,7 +51,7 @@ static const char usage[] =
 
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
-       OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS };
+       OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE };
 
 #define MAX_STOPS 16
 
@@ -181,6 +185,7 @@ int cmd_generate(int argc, char **argv)
         {"ctx", required_argument, 0, OPT_CTX},
         {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
         {"print-ids", no_argument, 0, OPT_PRINT_IDS},
+        {"interactive", no_argument, 0, 'i'},
         {"temperature", required_argument, 0, OPT_TEMP},
         {"top-k", required_argument, 0, OPT_TOPK},
         {"top-p", required_argument, 0, OPT_TOPP},
@@ -199,7 +204,7 @@ int cmd_generate(int argc, char **argv)
     };
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
     const char *model_flag = NULL, *stops[MAX_STOPS];
-    int n_stops = 0, display_prompt = 1, print_ids = 0;
+    int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0;
     long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
     float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
     logit_bias biases[MAX_LOGIT_BIAS];
@@ -208,8 +213,9 @@ int cmd_generate(int argc, char **argv)
     int have_seed = 0, stats = 0, c;
     char opt_buf[3];
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":hm:p:f:n:t:s:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":him:p:f:n:t:s:", opts, NULL)) != -1) {
         switch (c) {
+        case 'i': interactive = 1; break;
         case 'm': model_flag = optarg; break;
         case 'p': /* fall through */
         case OPT_PROMPT: prompt = optarg; break;
@@ -251,7 +257,7 @@ int cmd_generate(int argc, char **argv)
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
-                            bad_option(argv, "hmpfnts", opt_buf));
+                            bad_option(argv, "himpfnts", opt_buf));
         }
     }
     if (!model_flag && optind >= argc)
@@ -261,6 +267,11 @@ int cmd_generate(int argc, char **argv)
     if (prompt && prompt_file)
         return cli_fail("generate", "give --prompt or --prompt-file, not both");
     const char *config_path = model_flag ? model_flag : argv[optind];
+    if (interactive && prompt_file && !strcmp(prompt_file, "-"))
+        return cli_fail("generate", "--interactive reads the conversation from stdin: "
+                                    "--prompt-file - cannot read it too");
+    if (interactive && n_stops == 0)
+        stops[n_stops++] = "\n"; /* an answer is a line */
     cli_check_threads("generate", threads);
 
     linattn_config *cfg = malloc(sizeof *cfg);
@@ -322,7 +333,8 @@ int cmd_generate(int argc, char **argv)
         if (!(prompt_buf = read_prompt(prompt_file, &plen)))
             goto out;
     } else {
-        const char *p = prompt ? prompt : load ? "" : cfg->prompt;
+        /* a conversation starts from what the user types, not the config's prompt */
+        const char *p = prompt ? prompt : load || interactive ? "" : cfg->prompt;
         plen = strlen(p);
         prompt_buf = malloc(plen + 1);
         if (prompt_buf)
@@ -332,7 +344,7 @@ int cmd_generate(int argc, char **argv)
         cli_fail("generate", "out of memory");
         goto out;
     }
-    if (plen == 0 && !load) {
+    if (plen == 0 && !load && !interactive) {
         cli_fail("generate", "empty prompt: give --prompt, --prompt-file or [generate] prompt");
         goto out;
     }
@@ -421,7 +433,7 @@ int cmd_generate(int argc, char **argv)
     }
     if (n_in == 0) { /* a resumed stream samples from the logits it was saved with */
         const float *kept = linattn_session_logits(sess);
-        if (!kept && cfg->max_new_tokens > 0) {
+        if (!kept && cfg->max_new_tokens > 0 && !interactive) {
             cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
             goto out;
         }
@@ -443,9 +455,56 @@ int cmd_generate(int argc, char **argv)
     }
     int warned_no_text = 0;
 
-    /* Every printed token is fed (the last one too when saving), so a saved
-     * stream holds all the text and its logits: a resume samples at once. */
-    int pending = -1, made = 0, stopped = 0;
+    /* Every printed token is fed (the last one too when saving or in a
+     * conversation), so a saved stream holds all the text and its logits: a
+     * resume samples at once. Interactive: after each turn a line of stdin is
+     * fed, and the next turn answers it. */
+    int pending = -1, made = 0, stopped = 0, keep_all = save || interactive;
+    int need_input = interactive && n_in == 0; /* no prompt: the user speaks first */
+    char *line = NULL;
+    size_t line_cap = 0;
+    for (;;) {
+        if (need_input) {
+            if (isatty(STDIN_FILENO))
+                fputs("> ", stderr);
+            ssize_t got = getline(&line, &line_cap, stdin);
+            if (got < 0)
+                break; /* end of the conversation */
+            if (got == 0 || line[got - 1] != '\n') { /* the last line without its newline */
+                char *grown = realloc(line, (size_t)got + 2);
+                if (!grown) {
+                    free(line);
+                    cli_fail("generate", "out of memory");
+                    goto out;
+                }
+                line = grown;
+                line[got++] = '\n';
+                line[got] = '\0';
+            }
+            int *lt = malloc((size_t)got * sizeof *lt);
+            if (!lt) {
+                free(line);
+                cli_fail("generate", "out of memory");
+                goto out;
+            }
+            int nl = linattn_tokenize(line, (size_t)got, lt);
+            for (int k = 0; k < nl && st == LINATTN_OK; k++)
+                st = linattn_sampler_accept(sampler, lt[k]);
+            if (st == LINATTN_OK)
+                st = linattn_session_feed(sess, lt, nl, logits);
+            free(lt);
+            if (st == LINATTN_ERR_CONTEXT_FULL) {
+                stopped = 1;
+                break;
+            }
+            if (st != LINATTN_OK) {
+                free(line);
+                cli_fail_status("generate", st);
+                goto out;
+            }
+            tail_len = 0;
+        }
+        need_input = interactive;
     for (int i = 0; i < cfg->max_new_tokens; i++) {
         int tok;
         if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK ||
@@ -475,7 +534,7 @@ int cmd_generate(int argc, char **argv)
                 stop_now = tail_len >= sl && !memcmp(tail + tail_len - sl, stops[k], sl);
             }
         }
-        if ((i + 1 == cfg->max_new_tokens || stop_now) && !save)
+        if ((i + 1 == cfg->max_new_tokens || stop_now) && !keep_all)
             break;
         st = linattn_session_feed(sess, &tok, 1, logits);
         if (st == LINATTN_ERR_CONTEXT_FULL) {
@@ -490,8 +549,16 @@ int cmd_generate(int argc, char **argv)
         if (stop_now)
             break;
     }
+        if (!interactive || stopped)
+            break;
+        if (!tail_len || tail[tail_len - 1] != '\n')
+            putchar('\n');
+        fflush(stdout);
+    }
+    free(line);
     double t2 = now_s();
-    putchar('\n');
+    if (!interactive)
+        putchar('\n');
     fflush(stdout);
     if (stopped)
         fprintf(stderr, "linattn: generate: stopped after %d token%s: the context is full "

@@ -17,6 +17,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  attend    run an attention operator on .npy tensors (flags or a config)\n"
+    "  chat      a conversation on stdin: 'generate --interactive'\n"
     "  eval      bits per byte of a text under a model, overall and by position\n"
     "  generate  stream text from a model described by a config file\n"
     "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
@@ -198,6 +199,19 @@ int main(int argc, char **argv)
         return cmd_eval(argc - 1, argv + 1);
     if (!strcmp(cmd, "generate"))
         return cmd_generate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "chat")) { /* generate --interactive */
+        char **args = malloc(((size_t)argc + 1) * sizeof *args);
+        if (!args)
+            return cli_fail("chat", "out of memory");
+        args[0] = (char *)"chat";
+        args[1] = (char *)"--interactive";
+        for (int i = 2; i < argc; i++)
+            args[i] = argv[i];
+        args[argc] = NULL;
+        int rc = cmd_generate(argc, args);
+        free(args);
+        return rc;
+    }
     if (!strcmp(cmd, "info"))
         return cmd_info(argc - 1, argv + 1);
     return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);
