@@ -191,6 +191,10 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
         if ((st = attn_check_decay(d->decay, d->heads, op)) != LINATTN_OK)
             return st;
     }
+    if (d->kv_heads < 0 || (d->kv_heads > 0 && d->heads % d->kv_heads != 0))
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: kv_heads %d must divide heads %d (0: one k/v head per head)", op,
+                           d->kv_heads, d->heads);
     if ((unsigned)d->linear_mode > LINATTN_LINEAR_CHUNKED)
         return linattn_err(LINATTN_ERR_INVALID,
                            "%s: linear_mode %d is not AUTO (0), RECURRENT (1) or CHUNKED (2)", op,
@@ -215,9 +219,11 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
     p->eps = d->eps;
     p->decay = d->decay;
     p->mode = d->linear_mode;
+    const int G = d->kv_heads > 0 ? d->kv_heads : d->heads;
+    p->group = d->heads / G;
     p->q = resolve(d->q, p->H, p->Lq, p->dk);
-    p->k = resolve(d->k, p->H, p->Lk, p->dk);
-    p->v = resolve(d->v, p->H, p->Lk, p->dv);
+    p->k = resolve(d->k, G, p->Lk, p->dk);
+    p->v = resolve(d->v, G, p->Lk, p->dv);
     p->out = resolve(d->out, p->H, p->Lq, p->dv);
 
     if ((st = attn_check_input_layout(&p->q, p->Lq, p->dk, op, "q")) != LINATTN_OK ||

@@ -17,6 +17,7 @@ typedef struct attn_plan {
     float eps;          /* linear */
     const float *decay; /* linear, causal: [H] in (0, 1], NULL: none */
     linattn_linear_mode mode; /* linear */
+    int group;          /* query heads per k/v head (heads / kv_heads) */
     linattn_layout q, k, v, out;
 } attn_plan;
 

@@ -641,8 +641,8 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     lin_seq s;
     s.kt = kt;
     s.q = q + b * p->q.batch + h * p->q.head;
-    s.k = k + b * p->k.batch + h * p->k.head;
-    s.v = v + b * p->v.batch + h * p->v.head;
+    s.k = k + b * p->k.batch + h / (size_t)p->group * p->k.head;
+    s.v = v + b * p->v.batch + h / (size_t)p->group * p->v.head;
     s.out = out + b * p->out.batch + h * p->out.head;
     s.qr = p->q.row;
     s.kr = p->k.row;

@@ -64,8 +64,8 @@ static sm_head sm_head_at(const attn_plan *p, const float *q, const float *k, co
     size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
     sm_head hd;
     hd.q = q + b * p->q.batch + h * p->q.head;
-    hd.k = k + b * p->k.batch + h * p->k.head;
-    hd.v = v + b * p->v.batch + h * p->v.head;
+    hd.k = k + b * p->k.batch + h / (size_t)p->group * p->k.head;
+    hd.v = v + b * p->v.batch + h / (size_t)p->group * p->v.head;
     hd.out = out + b * p->out.batch + h * p->out.head;
     hd.len = attn_len(p, (int)b);
     return hd;

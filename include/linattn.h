@@ -145,6 +145,10 @@ typedef struct linattn_attention_desc {
     void *workspace;      /* NULL: allocated (and freed) inside the call */
     size_t workspace_bytes;
     linattn_linear_mode linear_mode; /* linear, causal: 0 (AUTO) or a forced algorithm */
+    int kv_heads;         /* heads of k and v (G): 0 or heads: one each; 1: shared by all
+                           * (multi-query); else G dividing heads, query head h reading
+                           * k/v head h / (heads / G) (grouped-query). Dense k/v strides
+                           * then mean (B, G, Lk, D). */
 } linattn_attention_desc;
 
 /* Zeroes d and sets eps = 1e-6. */

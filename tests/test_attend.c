@@ -316,3 +316,61 @@ Test(attend, help)
     cr_expect_eq(r.err[0], '\0');
     tu_run_free(&r);
 }
+
+/* Grouped- and multi-query k/v: (B, G, Lk, D) with G dividing H gives what
+ * the same k/v expanded to H heads gives, byte for byte; G not dividing H,
+ * or k and v with different heads, are refused. */
+Test(attend, grouped_query_kv)
+{
+    const int B = 1, H = 4, Lq = 5, Lk = 7, dk = 8, dv = 3;
+    for (int G = 1; G <= 2; G++) {
+        size_t sq[4] = {B, H, Lq, dk}, sk[4] = {B, (size_t)G, Lk, dk}, sv[4] = {B, (size_t)G, Lk, dv};
+        size_t ske[4] = {B, H, Lk, dk}, sve[4] = {B, H, Lk, dv};
+        float *q = random_tensor((size_t)B * H * Lq * dk, 11);
+        float *k = random_tensor((size_t)B * G * Lk * dk, 12 + G);
+        float *v = random_tensor((size_t)B * G * Lk * dv, 14 + G);
+        float *ke = malloc((size_t)H * Lk * dk * sizeof(float));
+        float *ve = malloc((size_t)H * Lk * dv * sizeof(float));
+        for (int h = 0; h < H; h++) {
+            memcpy(ke + (size_t)h * Lk * dk, k + (size_t)(h / (H / G)) * Lk * dk,
+                   (size_t)Lk * dk * sizeof(float));
+            memcpy(ve + (size_t)h * Lk * dv, v + (size_t)(h / (H / G)) * Lk * dv,
+                   (size_t)Lk * dv * sizeof(float));
+        }
+        cr_assert_eq(linattn_npy_write(tu_path("q.npy"), q, 4, sq), LINATTN_OK);
+        cr_assert_eq(linattn_npy_write(tu_path("kg.npy"), k, 4, sk), LINATTN_OK);
+        cr_assert_eq(linattn_npy_write(tu_path("vg.npy"), v, 4, sv), LINATTN_OK);
+        cr_assert_eq(linattn_npy_write(tu_path("ke.npy"), ke, 4, ske), LINATTN_OK);
+        cr_assert_eq(linattn_npy_write(tu_path("ve.npy"), ve, 4, sve), LINATTN_OK);
+        for (int var = 0; var < 2; var++) {
+            const char *variant = var ? "linear" : "softmax";
+            const char *g[] = {"attend", "--variant", variant, "--causal", "--q", tu_path("q.npy"),
+                               "--k", tu_path("kg.npy"), "--v", tu_path("vg.npy"), "--out",
+                               tu_path("og.npy"), NULL};
+            const char *e[] = {"attend", "--variant", variant, "--causal", "--q", tu_path("q.npy"),
+                               "--k", tu_path("ke.npy"), "--v", tu_path("ve.npy"), "--out",
+                               tu_path("oe.npy"), NULL};
+            run_ok(g);
+            run_ok(e);
+            size_t na, nb;
+            char *a = tu_read_file(tu_path("og.npy"), &na), *b = tu_read_file(tu_path("oe.npy"), &nb);
+            cr_assert_eq(na, nb);
+            cr_assert_eq(memcmp(a, b, na), 0, "%s G=%d", variant, G);
+            free(a);
+            free(b);
+        }
+        free(q), free(k), free(v), free(ke), free(ve);
+    }
+    size_t s3[4] = {1, 3, 7, 8}, s3v[4] = {1, 3, 7, 3};
+    float zeros[512] = {0};
+    cr_assert_eq(linattn_npy_write(tu_path("k3.npy"), zeros, 4, s3), LINATTN_OK);
+    cr_assert_eq(linattn_npy_write(tu_path("v3.npy"), zeros, 4, s3v), LINATTN_OK);
+    const char *bad[] = {"attend", "--variant", "linear", "--q", tu_path("q.npy"), "--k",
+                         tu_path("k3.npy"), "--v", tu_path("v3.npy"), "--out", tu_path("o.npy"),
+                         NULL};
+    expect_refused(bad, "do not divide");
+    const char *mixed[] = {"attend", "--variant", "linear", "--q", tu_path("q.npy"), "--k",
+                           tu_path("kg.npy"), "--v", tu_path("ve.npy"), "--out", tu_path("o.npy"),
+                           NULL};
+    expect_refused(mixed, "k and v must match");
+}

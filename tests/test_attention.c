@@ -1551,3 +1551,54 @@ Test(linear, ten_million_tokens_stay_accurate)
     }
     linattn_linear_state_free(s);
 }
+
+/* Grouped-query attention: G k/v heads shared by groups of H / G query
+ * heads give, bit for bit, the dense call on k/v expanded to H heads; a G
+ * that does not divide H is INVALID. Both variants, causal and not, with
+ * decays for linear. */
+Test(attention, grouped_query_heads_equal_expanded)
+{
+    const int B = 2, H = 6, L = 70, dk = 9, dv = 7;
+    const int groups[] = {1, 2, 3, 6};
+    const float decay[6] = {0.5f, 0.9f, 0.99f, 1.0f, 0.8f, 0.95f};
+    for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
+        for (int var = SOFTMAX; var <= LINEAR; var++)
+            for (int causal = 0; causal < 2; causal++) {
+                const int G = groups[gi];
+                problem p = make(B, H, L, L, dk, dv, causal, 900 + gi);
+                problem g = make(B, G, L, L, dk, dv, causal, 950 + gi); /* its k, v: (B, G, L, D) */
+                if (var == LINEAR && causal)
+                    p.decay = decay;
+                for (int b = 0; b < B; b++) /* expand g's k/v into p's */
+                    for (int h = 0; h < H; h++) {
+                        int kh = h / (H / G);
+                        memcpy(p.k + ((size_t)(b * H + h) * L) * dk, g.k + ((size_t)(b * G + kh) * L) * dk,
+                               (size_t)L * dk * sizeof(float));
+                        memcpy(p.v + ((size_t)(b * H + h) * L) * dv, g.v + ((size_t)(b * G + kh) * L) * dv,
+                               (size_t)L * dv * sizeof(float));
+                    }
+                float *dense = run_new((enum variant)var, &p);
+                linattn_attention_desc d = desc_of(&p);
+                d.kv_heads = G;
+                float *out = malloc(out_size(&p) * sizeof(float));
+                linattn_status st = var == SOFTMAX
+                                        ? linattn_attention_softmax(&d, p.q, g.k, g.v, out)
+                                        : linattn_attention_linear(&d, p.q, g.k, g.v, out);
+                cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+                cr_expect(!memcmp(out, dense, out_size(&p) * sizeof(float)),
+                          "%s G=%d causal=%d: grouped differs from expanded",
+                          var == SOFTMAX ? "softmax" : "linear", G, causal);
+                free(out);
+                free(dense);
+                p.decay = NULL;
+                drop(&p);
+                drop(&g);
+            }
+    float buf[64] = {0};
+    linattn_attention_desc d;
+    linattn_attention_desc_init(&d);
+    d.batch = 1, d.heads = 6, d.len_q = 1, d.len_k = 1, d.d_k = 2, d.d_v = 2, d.kv_heads = 4;
+    expect_invalid(&d, buf, buf, buf, buf + 32, "kv_heads 4 of 6");
+    d.kv_heads = -1;
+    expect_invalid(&d, buf, buf, buf, buf + 32, "kv_heads -1");
+}

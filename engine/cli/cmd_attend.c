@@ -17,7 +17,9 @@ static const char usage[] =
     "\n"
     "Runs one attention operator on (B, H, L, D) fp32 tensors stored as .npy\n"
     "(<f4 or <f8, C order; <f8 is converted) and writes OUT.npy (<f4), shape\n"
-    "(B, H, Lq, d_v). q is (B, H, Lq, d_k), k (B, H, Lk, d_k), v (B, H, Lk, d_v).\n"
+    "(B, H, Lq, d_v). q is (B, H, Lq, d_k), k (B, G, Lk, d_k), v (B, G, Lk, d_v)\n"
+    "with G = H, or G dividing H: a k/v head shared by H/G query heads\n"
+    "(G = 1: multi-query, else grouped-query attention).\n"
     "\n"
     "CONFIG is an INI file whose [attention] section sets variant, causal,\n"
     "lengths, scale, eps, decay, q, k, v, out (paths relative to the file's folder);\n"
@@ -132,10 +134,20 @@ static int check_shapes(const attend_args *a, const linattn_npy t[3])
                                 a->path[i], linattn_npy_shape_str(&t[i], s0, sizeof s0));
     }
     for (int i = 1; i < 3; i++)
-        if (t[i].shape[0] != t[0].shape[0] || t[i].shape[1] != t[0].shape[1])
-            return cli_fail("attend", "%s has shape %s but %s has %s: batch and heads must match",
+        if (t[i].shape[0] != t[0].shape[0])
+            return cli_fail("attend", "%s has shape %s but %s has %s: the batch must match",
                             a->path[i], linattn_npy_shape_str(&t[i], s0, sizeof s0), a->path[0],
                             linattn_npy_shape_str(&t[0], s1, sizeof s1));
+    /* k and v: H heads, or G dividing H shared by groups of query heads
+     * (1: multi-query, else grouped-query) */
+    if (t[2].shape[1] != t[1].shape[1])
+        return cli_fail("attend", "%s has %zu heads but %s has %zu: k and v must match",
+                        a->path[2], t[2].shape[1], a->path[1], t[1].shape[1]);
+    if (t[0].shape[1] % t[1].shape[1] != 0)
+        return cli_fail("attend",
+                        "%s has %zu heads, which do not divide the %zu query heads of %s (k/v "
+                        "heads: H, or G dividing H for grouped-query attention)",
+                        a->path[1], t[1].shape[1], t[0].shape[1], a->path[0]);
     if (t[1].shape[3] != t[0].shape[3])
         return cli_fail("attend", "%s has d_k = %zu but %s has d_k = %zu", a->path[1],
                         t[1].shape[3], a->path[0], t[0].shape[3]);
@@ -220,6 +232,7 @@ static int run(const attend_args *a)
         linattn_attention_desc_init(&d);
         d.batch = (int)t[0].shape[0];
         d.heads = (int)t[0].shape[1];
+        d.kv_heads = (int)t[1].shape[1];
         d.len_q = (int)t[0].shape[2];
         d.len_k = (int)t[1].shape[2];
         d.d_k = (int)t[0].shape[3];
