@@ -28,22 +28,29 @@
 #define MAX_CONFIG_BYTES (1u << 20)
 #define LONG_VALUE_MARK "\x1f" /* stands for p->long_value in a line given to inih */
 
-enum section { SEC_MODEL, SEC_RUNTIME, SEC_GENERATE, SEC_ATTENTION, N_SECTIONS };
-static const char *const section_names[N_SECTIONS] = {"model", "runtime", "generate", "attention"};
+/* The library's sections; a host adds its own (linattn_config_load_keys). */
+enum section { SEC_MODEL, SEC_RUNTIME, N_SECTIONS };
+static const char *const section_names[N_SECTIONS] = {"model", "runtime"};
+/* The linattn program's sections: skipped unseen when a host does not claim
+ * them, so any program can load the shipped configs (the program itself
+ * checks them when it reads the file). */
+static const char *const program_sections[] = {"generate", "attention"};
+#define N_PROGRAM_SECTIONS 2
+#define MAX_HOST_SECTIONS 16
 
+/* Value types; the first ones are linattn_key_type's, in its order. */
 enum key_type {
-    T_INT,      /* int */
-    T_FLOAT,    /* float, finite */
-    T_U64,      /* uint64_t */
-    T_BOOL,     /* int 0/1 */
-    T_ENUM,     /* an enum field: index into choices */
-    T_NAME,     /* a char[] field holding one of choices */
-    T_STRING,   /* a char[] field, any text */
-    T_PATH,     /* a char[] field, resolved from the config's folder */
-    T_WEIGHTS,  /* like T_PATH, but "random:SEED" stays as is */
-    T_LENGTHS,  /* int lengths[] + n_lengths */
-    T_DECAY,    /* a linattn_decay field */
-    T_ISA,      /* a char[] field holding an ISA name (linattn_isa_parse) */
+    T_INT = LINATTN_KEY_INT,       /* int */
+    T_FLOAT = LINATTN_KEY_FLOAT,   /* float, finite */
+    T_U64 = LINATTN_KEY_U64,       /* uint64_t */
+    T_BOOL = LINATTN_KEY_BOOL,     /* int 0/1 */
+    T_STRING = LINATTN_KEY_STRING, /* a char[] field, any text */
+    T_PATH = LINATTN_KEY_PATH,     /* a char[] field, resolved from the config's folder */
+    T_ENUM = LINATTN_KEY_CHOICE,   /* an int (or enum) field: index into choices */
+    T_DECAY = LINATTN_KEY_DECAY,   /* a linattn_decay field */
+    T_INTS = LINATTN_KEY_INTS,     /* int[size] and a count */
+    T_WEIGHTS,                     /* like T_PATH, but "random:SEED" stays as is */
+    T_ISA,                         /* a linattn_isa field (linattn_isa_parse) */
 };
 
 enum key_id {
@@ -51,9 +58,6 @@ enum key_id {
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
     K_DECAY,
     K_THREADS, K_ISA, K_BATCH,
-    K_PROMPT, K_MAX_NEW_TOKENS, K_TEMPERATURE, K_TOP_K, K_TOP_P, K_SEED,
-    K_REPEAT_PENALTY, K_REPEAT_LAST_N, K_MIN_P,
-    K_VARIANT, K_CAUSAL, K_LENGTHS, K_SCALE, K_ATTN_EPS, K_ATTN_DECAY, K_Q, K_K, K_V, K_OUT,
     N_KEYS
 };
 
@@ -70,7 +74,7 @@ struct key {
     enum key_type type;
     size_t offset;                /* of the field in linattn_config */
     size_t size;                  /* of char[] fields */
-    const char *const *choices;   /* T_ENUM, T_NAME */
+    const char *const *choices;   /* T_ENUM */
 };
 
 #define FIELD(f) offsetof(linattn_config, f), sizeof(((linattn_config *)0)->f)
@@ -96,25 +100,6 @@ static const struct key keys[N_KEYS] = {
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
-    [K_PROMPT] = {SEC_GENERATE, "prompt", T_STRING, FIELD(prompt), NULL},
-    [K_MAX_NEW_TOKENS] = {SEC_GENERATE, "max_new_tokens", T_INT, FIELD(max_new_tokens), NULL},
-    [K_TEMPERATURE] = {SEC_GENERATE, "temperature", T_FLOAT, FIELD(temperature), NULL},
-    [K_TOP_K] = {SEC_GENERATE, "top_k", T_INT, FIELD(top_k), NULL},
-    [K_TOP_P] = {SEC_GENERATE, "top_p", T_FLOAT, FIELD(top_p), NULL},
-    [K_SEED] = {SEC_GENERATE, "seed", T_U64, FIELD(seed), NULL},
-    [K_REPEAT_PENALTY] = {SEC_GENERATE, "repeat_penalty", T_FLOAT, FIELD(repeat_penalty), NULL},
-    [K_REPEAT_LAST_N] = {SEC_GENERATE, "repeat_last_n", T_INT, FIELD(repeat_last_n), NULL},
-    [K_MIN_P] = {SEC_GENERATE, "min_p", T_FLOAT, FIELD(min_p), NULL},
-    [K_VARIANT] = {SEC_ATTENTION, "variant", T_NAME, FIELD(variant), attention_names},
-    [K_CAUSAL] = {SEC_ATTENTION, "causal", T_BOOL, FIELD(causal), NULL},
-    [K_LENGTHS] = {SEC_ATTENTION, "lengths", T_LENGTHS, FIELD(lengths), NULL},
-    [K_SCALE] = {SEC_ATTENTION, "scale", T_FLOAT, FIELD(scale), NULL},
-    [K_ATTN_EPS] = {SEC_ATTENTION, "eps", T_FLOAT, FIELD(attn_eps), NULL},
-    [K_ATTN_DECAY] = {SEC_ATTENTION, "decay", T_DECAY, FIELD(attn_decay), NULL},
-    [K_Q] = {SEC_ATTENTION, "q", T_PATH, FIELD(q), NULL},
-    [K_K] = {SEC_ATTENTION, "k", T_PATH, FIELD(k), NULL},
-    [K_V] = {SEC_ATTENTION, "v", T_PATH, FIELD(v), NULL},
-    [K_OUT] = {SEC_ATTENTION, "out", T_PATH, FIELD(out), NULL},
 };
 
 static const enum key_id required_model_keys[] = {K_WEIGHTS, K_D_MODEL, K_N_HEADS, K_N_LAYERS,
@@ -174,16 +159,8 @@ void linattn_config_defaults(linattn_config *c)
     c->eps = 1e-6f;
     c->norm_eps = 1e-5f;
     c->batch = 1;
-    c->max_new_tokens = 200;
-    c->temperature = 0.8f;
-    c->top_k = 40;
-    c->top_p = 0.95f;
-    c->seed = 42;
-    c->repeat_penalty = 1.0f;
-    c->repeat_last_n = 64;
-    strcpy(c->variant, "linear");
-    c->causal = 1;
-    c->attn_eps = 1e-6f;
+    c->isa = LINATTN_ISA_AUTO;
+    c->struct_size = (uint32_t)sizeof *c;
 }
 
 int linattn_config_has_model(const linattn_config *c)
@@ -209,14 +186,6 @@ static linattn_status bad_value(const struct origin *o, enum key_id k, const cha
     va_end(ap);
     return report(LINATTN_ERR_INVALID, o->path, o->key_line ? o->key_line[k] : 0,
                   section_names[keys[k].section], keys[k].name, "%s", why);
-}
-
-static int is_name(const char *s, const char *const *choices)
-{
-    for (int i = 0; choices[i]; i++)
-        if (strcmp(s, choices[i]) == 0)
-            return 1;
-    return 0;
 }
 
 static int terminated(const char *s, size_t size)
@@ -339,56 +308,10 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
     }
 
     if (!check_int(o, K_THREADS, c->threads, 0, LINATTN_MAX_THREADS, &st) ||
-        !check_int(o, K_BATCH, c->batch, 1, LINATTN_MAX_BATCH, &st) ||
-        !check_string(o, K_ISA, c->isa, sizeof c->isa, &st))
+        !check_int(o, K_BATCH, c->batch, 1, LINATTN_MAX_BATCH, &st))
         return st;
-    linattn_isa isa; /* a hand-built config spells it as the parser stores it */
-    if (c->isa[0] && (linattn_isa_parse(c->isa, &isa) != LINATTN_OK ||
-                      strcmp(c->isa, linattn_isa_name(isa)) != 0))
-        return bad_value(o, K_ISA, "expected %s (lower case), got '%s'", linattn_isa_choices(),
-                         c->isa);
-
-    if (!check_string(o, K_PROMPT, c->prompt, sizeof c->prompt, &st) ||
-        !check_int(o, K_MAX_NEW_TOKENS, c->max_new_tokens, 0, INT_MAX, &st) ||
-        !check_nonneg(o, K_TEMPERATURE, c->temperature, &st) ||
-        !check_int(o, K_TOP_K, c->top_k, 0, INT_MAX, &st))
-        return st;
-    if (!(c->top_p > 0 && c->top_p <= 1))
-        return bad_value(o, K_TOP_P, "expected 0 < top_p <= 1, got %g", (double)c->top_p);
-    if (!(c->repeat_penalty > 0 && isfinite(c->repeat_penalty)))
-        return bad_value(o, K_REPEAT_PENALTY, "expected a finite number > 0 (1: off), got %g",
-                         (double)c->repeat_penalty);
-    if (!check_int(o, K_REPEAT_LAST_N, c->repeat_last_n, 0, LINATTN_MAX_REPEAT_LAST_N, &st))
-        return st;
-    if (!(c->min_p >= 0 && c->min_p <= 1))
-        return bad_value(o, K_MIN_P, "expected 0 <= min_p <= 1, got %g", (double)c->min_p);
-
-    if (c->has_attention) {
-        if (!check_string(o, K_VARIANT, c->variant, sizeof c->variant, &st))
-            return st;
-        if (!is_name(c->variant, attention_names))
-            return bad_value(o, K_VARIANT, "expected softmax or linear, got '%s'", c->variant);
-        if (c->causal != 0 && c->causal != 1)
-            return bad_value(o, K_CAUSAL, "expected 0 or 1, got %d", c->causal);
-        if (c->n_lengths < 0 || c->n_lengths > LINATTN_MAX_LENGTHS)
-            return bad_value(o, K_LENGTHS, "%d lengths (at most %d)", c->n_lengths,
-                             LINATTN_MAX_LENGTHS);
-        for (int i = 0; i < c->n_lengths; i++)
-            if (c->lengths[i] < 0)
-                return bad_value(o, K_LENGTHS, "length %d is negative (%d)", i, c->lengths[i]);
-        if (!check_decay(o, K_ATTN_DECAY, &c->attn_decay, 0, &st))
-            return st;
-        if (c->attn_decay.kind != LINATTN_DECAY_NONE &&
-            (strcmp(c->variant, "linear") != 0 || !c->causal))
-            return bad_value(o, K_ATTN_DECAY, "decay needs variant = linear and causal = true");
-        if (!check_nonneg(o, K_SCALE, c->scale, &st) ||
-            !check_nonneg(o, K_ATTN_EPS, c->attn_eps, &st) ||
-            !check_string(o, K_Q, c->q, sizeof c->q, &st) ||
-            !check_string(o, K_K, c->k, sizeof c->k, &st) ||
-            !check_string(o, K_V, c->v, sizeof c->v, &st) ||
-            !check_string(o, K_OUT, c->out, sizeof c->out, &st))
-            return st;
-    }
+    if ((unsigned)c->isa >= LINATTN_ISA_COUNT)
+        return bad_value(o, K_ISA, "unknown ISA value %d", (int)c->isa);
     return LINATTN_OK;
 }
 
@@ -396,6 +319,12 @@ linattn_status linattn_config_validate(const linattn_config *c)
 {
     if (!c)
         return linattn_err(LINATTN_ERR_INVALID, "config: NULL");
+    if (c->struct_size != sizeof *c)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "config: struct_size is %u, this library's linattn_config has %zu "
+                           "bytes (call linattn_config_defaults first; rebuild against this "
+                           "linattn.h)",
+                           (unsigned)c->struct_size, sizeof *c);
     if (!terminated(c->path, sizeof c->path))
         return linattn_err(LINATTN_ERR_INVALID, "config: path not NUL-terminated");
     struct origin o = {c->path, NULL};
@@ -438,9 +367,16 @@ struct parse {
     char *text;               /* the file, NUL-terminated, cut into lines in place */
     size_t len, pos;
     int lineno;               /* of the line last handed to inih */
-    int section;              /* the current section, -1 before the first */
+    const char *section;      /* the current section's name, NULL before the first */
     int section_line[N_SECTIONS]; /* 0: not in the file */
     int key_line[N_KEYS];     /* 0: not in the file */
+    linattn_config_key *host; /* the host's keys (their line fields are set here) */
+    int n_host;
+    const char *host_sections[MAX_HOST_SECTIONS]; /* their sections, each once */
+    int host_section_line[MAX_HOST_SECTIONS];
+    int n_host_sections;
+    int program_section_line[N_PROGRAM_SECTIONS];
+    int skipping;             /* in a program section no host claimed: keys are not read */
     const char *long_value;   /* the real value behind LONG_VALUE_MARK, else NULL */
     linattn_status status;    /* the first error */
 };
@@ -498,21 +434,38 @@ static char *section_line(struct parse *p, char *line)
     }
     *close = '\0';
     char *name = trim(line + 1);
-    int s = 0;
-    while (s < N_SECTIONS && strcmp(name, section_names[s]) != 0)
-        s++;
-    if (s == N_SECTIONS) {
-        syntax_error(p, "unknown section [%.60s] (expected [model], [runtime], [generate] or "
-                        "[attention])", name);
+    int *seen = NULL;
+    p->skipping = 0;
+    for (int s = 0; s < N_SECTIONS && !seen; s++)
+        if (strcmp(name, section_names[s]) == 0) {
+            seen = &p->section_line[s];
+            p->section = section_names[s];
+        }
+    for (int s = 0; s < p->n_host_sections && !seen; s++)
+        if (strcmp(name, p->host_sections[s]) == 0) {
+            seen = &p->host_section_line[s];
+            p->section = p->host_sections[s];
+        }
+    for (int s = 0; s < N_PROGRAM_SECTIONS && !seen; s++)
+        if (strcmp(name, program_sections[s]) == 0) {
+            seen = &p->program_section_line[s];
+            p->section = program_sections[s];
+            p->skipping = 1;
+        }
+    if (!seen) {
+        char known[256] = "[model], [runtime]";
+        for (int s = 0; s < p->n_host_sections; s++) {
+            size_t n = strlen(known);
+            snprintf(known + n, sizeof known - n, ", [%s]", p->host_sections[s]);
+        }
+        syntax_error(p, "unknown section [%.60s] (expected %s)", name, known);
         return NULL;
     }
-    if (p->section_line[s]) {
-        syntax_error(p, "section [%s] appears twice (first at line %d)", name,
-                     p->section_line[s]);
+    if (*seen) {
+        syntax_error(p, "section [%s] appears twice (first at line %d)", name, *seen);
         return NULL;
     }
-    p->section = s;
-    p->section_line[s] = p->lineno;
+    *seen = p->lineno;
     /* "[ model ]" reaches inih as "[model]". */
     name[-1] = '[';
     name[strlen(name)] = ']';
@@ -638,17 +591,18 @@ static void list_choices(const char *const *choices, char *buf, size_t size)
     }
 }
 
-static int parse_lengths(const char *s, int *lengths, int *n)
+/* A comma-separated list of at most cap ints. */
+static int parse_ints(const char *s, int *values, size_t cap, int *n)
 {
     *n = 0;
     char item[32];
     for (;;) {
         size_t len = strcspn(s, ",");
-        if (*n == LINATTN_MAX_LENGTHS || len >= sizeof item)
+        if ((size_t)*n == cap || len >= sizeof item)
             return 0;
         memcpy(item, s, len);
         item[len] = '\0';
-        if (!parse_int(trim(item), &lengths[*n]))
+        if (!parse_int(trim(item), &values[*n]))
             return 0;
         (*n)++;
         if (!s[len])
@@ -706,23 +660,33 @@ linattn_status linattn_decay_parse(const char *text, linattn_decay *out)
 }
 
 /* Records an error about key k on the current line; returns 0. */
-static int bad_key(struct parse *p, enum key_id k, linattn_status st, const char *fmt, ...)
-    LINATTN_PRINTF(4, 5);
+/* One key being set: where, what type, into what. */
+struct slot {
+    const char *section, *name;
+    enum key_type type;
+    void *field;
+    size_t size;                 /* char[] bytes; T_INTS capacity */
+    const char *const *choices;  /* T_ENUM */
+    int *count;                  /* T_INTS */
+};
 
-static int bad_key(struct parse *p, enum key_id k, linattn_status st, const char *fmt, ...)
+static int bad_key(struct parse *p, const struct slot *k, linattn_status st, const char *fmt,
+                   ...) LINATTN_PRINTF(4, 5);
+
+static int bad_key(struct parse *p, const struct slot *k, linattn_status st, const char *fmt, ...)
 {
     char why[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    p->status = report(st, p->path, p->lineno, section_names[keys[k].section], keys[k].name,
-                       "%s", why);
+    p->status = report(st, p->path, p->lineno, k->section, k->name, "%s", why);
     return 0;
 }
 
 /* Copies value, joined to the config's folder when relative. */
-static int set_path(struct parse *p, enum key_id k, const char *value, char *field, size_t size)
+static int set_path(struct parse *p, const struct slot *k, const char *value, char *field,
+                    size_t size)
 {
     if (!value[0])
         return bad_key(p, k, LINATTN_ERR_INVALID, "empty path");
@@ -734,11 +698,11 @@ static int set_path(struct parse *p, enum key_id k, const char *value, char *fie
     return 1;
 }
 
-/* Parses value into key k's field; 0 on error (recorded in p). */
-static int set_value(struct parse *p, enum key_id k, const char *value)
+/* Parses value into the slot's field; 0 on error (recorded in p). */
+static int set_value(struct parse *p, const struct slot *key, const char *value)
 {
-    const struct key *key = &keys[k];
-    char *field = (char *)p->c + key->offset;
+    const struct slot *k = key;
+    char *field = key->field;
     char names[128];
     const char *why;
     uint64_t u;
@@ -770,16 +734,12 @@ static int set_value(struct parse *p, enum key_id k, const char *value)
         memcpy(field, &i, sizeof i);
         return 1;
     case T_ENUM:
-    case T_NAME:
         i = choice_index(value, key->choices);
         if (i < 0) {
             list_choices(key->choices, names, sizeof names);
             return bad_key(p, k, LINATTN_ERR_INVALID, "expected %s, got '%.60s'", names, value);
         }
-        if (key->type == T_ENUM)
-            memcpy(field, &i, sizeof i);
-        else
-            strcpy(field, key->choices[i]);
+        memcpy(field, &i, sizeof i);
         return 1;
     case T_STRING:
         if (strlen(value) >= key->size)
@@ -811,17 +771,31 @@ static int set_value(struct parse *p, enum key_id k, const char *value)
         if (linattn_isa_parse(value, &isa) != LINATTN_OK)
             return bad_key(p, k, LINATTN_ERR_INVALID, "expected %s, got '%.60s'",
                            linattn_isa_choices(), value);
-        snprintf(field, key->size, "%s", linattn_isa_name(isa));
+        memcpy(field, &isa, sizeof isa);
         return 1;
     }
-    case T_LENGTHS:
-        if (!parse_lengths(value, p->c->lengths, &p->c->n_lengths))
+    case T_INTS:
+        if (!parse_ints(value, (int *)field, key->size, key->count))
             return bad_key(p, k, LINATTN_ERR_INVALID,
-                           "expected a comma-separated list of at most %d integers, got '%.60s'",
-                           LINATTN_MAX_LENGTHS, value);
+                           "expected a comma-separated list of at most %zu integers, got '%.60s'",
+                           key->size, value);
         return 1;
     }
     return 0;
+}
+
+static struct slot library_slot(struct parse *p, enum key_id k)
+{
+    struct slot s = {section_names[keys[k].section], keys[k].name, keys[k].type,
+                     (char *)p->c + keys[k].offset, keys[k].size, keys[k].choices, NULL};
+    return s;
+}
+
+static struct slot host_slot(const linattn_config_key *h)
+{
+    struct slot s = {h->section, h->name, (enum key_type)h->type, h->field, h->size,
+                     h->choices, h->count};
+    return s;
 }
 
 /* inih's handler: one key = value of the current line. */
@@ -832,34 +806,46 @@ static int on_pair(void *user, const char *section, const char *name, const char
         return 0;
     if (p->long_value && strcmp(value, LONG_VALUE_MARK) == 0)
         value = p->long_value;
-    if (p->section < 0 || strcmp(section, section_names[p->section]) != 0) {
+    if (!p->section || strcmp(section, p->section) != 0) {
         p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, NULL, name,
                            "key before any [section]");
         return 0;
     }
-    int k = 0;
-    while (k < N_KEYS && !(keys[k].section == (enum section)p->section &&
-                           strcmp(keys[k].name, name) == 0))
-        k++;
-    if (k == N_KEYS) {
-        char known[256] = "";
-        for (int j = 0; j < N_KEYS; j++) {
-            if (keys[j].section != (enum section)p->section)
-                continue;
+    if (p->skipping)
+        return 1;
+    char known[256] = "";
+    int *line = NULL;
+    struct slot slot;
+    for (int k = 0; k < N_KEYS && !line; k++)
+        if (strcmp(section_names[keys[k].section], section) == 0) {
+            if (strcmp(keys[k].name, name) == 0) {
+                line = &p->key_line[k];
+                slot = library_slot(p, (enum key_id)k);
+            }
             size_t n = strlen(known);
-            snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", keys[j].name);
+            snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", keys[k].name);
         }
+    for (int k = 0; k < p->n_host && !line; k++)
+        if (strcmp(p->host[k].section, section) == 0) {
+            if (strcmp(p->host[k].name, name) == 0) {
+                line = &p->host[k].line;
+                slot = host_slot(&p->host[k]);
+            }
+            size_t n = strlen(known);
+            snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", p->host[k].name);
+        }
+    if (!line) {
         p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, section, name,
                            "unknown key (known: %s)", known);
         return 0;
     }
-    if (p->key_line[k]) {
+    if (*line) {
         p->status = report(LINATTN_ERR_FORMAT, p->path, p->lineno, section, name,
-                           "duplicate key (first set at line %d)", p->key_line[k]);
+                           "duplicate key (first set at line %d)", *line);
         return 0;
     }
-    p->key_line[k] = p->lineno;
-    return set_value(p, (enum key_id)k, value);
+    *line = p->lineno;
+    return set_value(p, &slot, value);
 }
 
 /* Reads the whole file into p->text: a regular file of at most
@@ -896,7 +882,6 @@ static linattn_status load(struct parse *p)
         return report(LINATTN_ERR_FORMAT, p->path, r, NULL, NULL, "syntax error");
 
     linattn_config *c = p->c;
-    c->has_attention = p->section_line[SEC_ATTENTION] != 0;
     if (p->section_line[SEC_MODEL])
         for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
             enum key_id k = required_model_keys[i];
@@ -908,15 +893,41 @@ static linattn_status load(struct parse *p)
     return validate(c, &o);
 }
 
-linattn_status linattn_config_load(const char *path, linattn_config *c)
+linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
+                                        linattn_config_key *host, int n_host)
 {
-    if (!path || !c)
+    if (!path || !c || n_host < 0 || (n_host > 0 && !host))
         return linattn_err(LINATTN_ERR_INVALID, "config: NULL argument");
     if (strlen(path) >= sizeof c->path)
         return linattn_err(LINATTN_ERR_INVALID, "config path too long (at most %zu bytes)",
                            sizeof c->path - 1);
 
-    struct parse p = {.path = path, .section = -1};
+    struct parse p = {.path = path, .host = host, .n_host = n_host};
+    for (int k = 0; k < n_host; k++) {
+        linattn_config_key *h = &host[k];
+        int bad = !h->section || !h->name || !h->field || (unsigned)h->type > LINATTN_KEY_INTS ||
+                  ((h->type == LINATTN_KEY_STRING || h->type == LINATTN_KEY_PATH ||
+                    h->type == LINATTN_KEY_INTS) && h->size == 0) ||
+                  (h->type == LINATTN_KEY_CHOICE && !h->choices) ||
+                  (h->type == LINATTN_KEY_INTS && !h->count);
+        for (int s = 0; s < N_SECTIONS && !bad; s++)
+            bad = strcmp(h->section, section_names[s]) == 0;
+        if (bad)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "config: host key %d ([%s] %s) is malformed (no field, a type "
+                               "without its size, choices or count, or a library section)",
+                               k, h->section ? h->section : "?", h->name ? h->name : "?");
+        h->line = 0;
+        int s = 0;
+        while (s < p.n_host_sections && strcmp(p.host_sections[s], h->section) != 0)
+            s++;
+        if (s == p.n_host_sections) {
+            if (s == MAX_HOST_SECTIONS)
+                return linattn_err(LINATTN_ERR_INVALID, "config: more than %d host sections",
+                                   MAX_HOST_SECTIONS);
+            p.host_sections[p.n_host_sections++] = h->section;
+        }
+    }
     p.c = mem_alloc(sizeof *p.c);
     if (!p.c)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
@@ -931,4 +942,22 @@ linattn_status linattn_config_load(const char *path, linattn_config *c)
     mem_free(p.text);
     mem_free(p.c);
     return st;
+}
+
+linattn_status linattn_config_load(const char *path, linattn_config *c)
+{
+    return linattn_config_load_keys(path, c, NULL, 0);
+}
+
+linattn_status linattn_config_report(linattn_status status, const char *path, int line,
+                                     const char *section, const char *key, const char *fmt, ...)
+{
+    char why[400] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, sizeof why, fmt, ap);
+        va_end(ap);
+    }
+    return report(status, path && path[0] ? path : "config", line, section, key, "%s", why);
 }

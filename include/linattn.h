@@ -290,16 +290,15 @@ LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int head
 #define LINATTN_MAX_SEQ_LEN 1048576
 #define LINATTN_MAX_THREADS 4096
 #define LINATTN_MAX_BATCH 65536
-#define LINATTN_MAX_LENGTHS 64
 
-/* An INI config file, parsed and validated. Sections and keys:
+/* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
  *               decay
  *   [runtime]   threads isa batch
- *   [generate]  prompt max_new_tokens temperature top_k top_p seed repeat_penalty
- *               repeat_last_n min_p
- *   [attention] variant causal lengths scale eps decay q k v out   (`linattn attend`)
+ * The linattn program's sections, [generate] and [attention], are skipped
+ * unread (the program reads them itself, through linattn_config_load_keys);
+ * a host adds its own sections the same way; other sections are errors.
  * Booleans: true/false/yes/no/1/0; enum names are case-insensitive.
  * Comments: whole lines starting with ';' or '#', and inline comments that
  * start with ' ;' or ' #' (whitespace before the mark), so a value cannot
@@ -307,6 +306,8 @@ LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int head
  * and no continuation lines. Unknown sections or keys, duplicate keys and
  * bad values are errors "FILE:LINE: [section] key 'name': why". */
 typedef struct linattn_config {
+    uint32_t struct_size; /* sizeof(linattn_config), set by linattn_config_defaults: a
+                           * config built against another linattn.h is refused */
     /* [model]. A [model] section must give weights, d_model, n_heads, n_layers
      * and d_ff; a config without one leaves them ""/0 (see
      * linattn_config_has_model). */
@@ -331,34 +332,36 @@ typedef struct linattn_config {
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */
     int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
-    char isa[16];         /* "" when not set, else auto|scalar|avx2|avx512|neon (lower case) */
-
-    /* [generate] */
-    char prompt[4096];    /* default "" */
-    int max_new_tokens;   /* >= 0, default 200 */
-    float temperature;    /* >= 0 (0: greedy), default 0.8 */
-    int top_k;            /* >= 0 (0: off), default 40 */
-    float top_p;          /* 0 < top_p <= 1, default 0.95 */
-    uint64_t seed;        /* default 42 */
-    float repeat_penalty; /* finite, > 0 (1: off), default 1 */
-    int repeat_last_n;    /* 0..LINATTN_MAX_REPEAT_LAST_N tokens the penalty sees, default 64 */
-    float min_p;          /* 0 <= min_p <= 1 (0: off), default 0 */
-
-    /* [attention], for `linattn attend` */
-    int has_attention;    /* 1: the file has an [attention] section */
-    char variant[16];     /* "softmax" | "linear", default "linear" */
-    int causal;           /* default 1 */
-    int lengths[LINATTN_MAX_LENGTHS]; /* valid keys per sequence, each >= 0 */
-    int n_lengths;        /* 0 (default): no padding */
-    float scale;          /* >= 0, 0 (default): 1/sqrt(d_k) */
-    float attn_eps;       /* key `eps` of [attention], >= 0, default 1e-6 */
-    linattn_decay attn_decay; /* key `decay` of [attention], default none; causal only */
-    char q[4096], k[4096], v[4096], out[4096]; /* .npy paths resolved from the
-                                                * config's folder, "" if unset */
+    linattn_isa isa;      /* AUTO (default; also `isa = auto`): not set */
 
     /* where it came from: the path given to linattn_config_load, "" if built by hand */
     char path[4096];
 } linattn_config;
+
+/* A host's own keys, in sections the library does not own, parsed with the
+ * same syntax, types and messages (linattn_config_load_keys). */
+typedef enum linattn_key_type {
+    LINATTN_KEY_INT,    /* field: int */
+    LINATTN_KEY_FLOAT,  /* field: float (finite) */
+    LINATTN_KEY_U64,    /* field: uint64_t */
+    LINATTN_KEY_BOOL,   /* field: int, 0 or 1 */
+    LINATTN_KEY_STRING, /* field: char[size] */
+    LINATTN_KEY_PATH,   /* field: char[size], resolved from the config's folder */
+    LINATTN_KEY_CHOICE, /* field: int, the index in choices (case-insensitive names) */
+    LINATTN_KEY_DECAY,  /* field: linattn_decay */
+    LINATTN_KEY_INTS,   /* field: int[size], *count values given (comma-separated) */
+} linattn_key_type;
+
+typedef struct linattn_config_key {
+    const char *section;           /* e.g. "generate" (not model or runtime) */
+    const char *name;
+    linattn_key_type type;
+    void *field;                   /* written when the key is in the file */
+    size_t size;                   /* STRING, PATH: bytes of field; INTS: its capacity */
+    const char *const *choices;    /* CHOICE: NULL-terminated names */
+    int *count;                    /* INTS */
+    int line;                      /* out: the line that set it; 0 if not in the file */
+} linattn_config_key;
 
 /* Fills c with the defaults above (no model: weights "", d_model 0, ...). */
 LINATTN_API void linattn_config_defaults(linattn_config *c);
@@ -374,6 +377,23 @@ LINATTN_API int linattn_config_has_model(const linattn_config *c);
  * message reads "FILE:LINE: [section] key 'name': why". On failure c is left
  * unchanged. */
 LINATTN_API linattn_status linattn_config_load(const char *path, linattn_config *c);
+/* The same, with a host's keys (keys[n]): their sections become known, each
+ * key found is parsed into its field and its line recorded; a key the
+ * table does not list is "unknown key" naming those it does. The host
+ * checks ranges itself and reports with linattn_config_report. On failure
+ * c is unchanged; host fields may have been set. */
+LINATTN_API linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
+                                                    linattn_config_key *keys, int n);
+/* Makes "PATH:LINE: [section] key 'name': why" the last error and returns
+ * status (line 0, section or key NULL: left out): a host's messages about
+ * its keys read like the library's. */
+LINATTN_API linattn_status linattn_config_report(linattn_status status, const char *path,
+                                                 int line, const char *section,
+                                                 const char *key, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
 /* Range and consistency checks (also for hand-built configs); the same
  * messages, without line numbers. */
 LINATTN_API linattn_status linattn_config_validate(const linattn_config *c);

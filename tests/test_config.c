@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "linattn.h"
+#include "../engine/cli/cli_config.h"
 #include "testutil.h"
 
 TestSuite(config, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -19,11 +20,16 @@ static const char *write_config(const char *name, const char *text)
     return path;
 }
 
+/* The library's part, and the CLI's two sections, as `linattn` reads a
+ * config: most tests go through the CLI's reader (a config file holds all
+ * four sections); the library-only tests call linattn_config_load. */
 static linattn_config cfg;
+static cli_generate gen;
+static cli_attention att;
 
 static linattn_status load_text(const char *text)
 {
-    return linattn_config_load(write_config("cfg.ini", text), &cfg);
+    return cli_config_load(write_config("cfg.ini", text), &cfg, &gen, &att);
 }
 
 /* The load fails with status and a message holding every one of the
@@ -85,7 +91,7 @@ static const char *full_config =
 Test(config, every_field)
 {
     const char *path = write_config("full.ini", full_config);
-    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cli_config_load(path, &cfg, &gen, &att), LINATTN_OK, "%s", linattn_last_error());
     char want[600];
     cr_assert_str_eq(cfg.path, path);
     cr_assert(linattn_config_has_model(&cfg));
@@ -106,30 +112,30 @@ Test(config, every_field)
     cr_assert_eq(cfg.norm_eps, 2.5e-6f);
     cr_assert_eq(cfg.tie_embeddings, 1);
     cr_assert_eq(cfg.threads, 3);
-    cr_assert_str_eq(cfg.isa, "scalar");
+    cr_assert_eq(cfg.isa, LINATTN_ISA_SCALAR);
     cr_assert_eq(cfg.batch, 2);
-    cr_assert_str_eq(cfg.prompt, "In the beginning#1"); /* '#' without a space before is text */
-    cr_assert_eq(cfg.max_new_tokens, 17);
-    cr_assert_eq(cfg.temperature, 0.0f);
-    cr_assert_eq(cfg.top_k, 0);
-    cr_assert_eq(cfg.top_p, 1.0f);
-    cr_assert_eq(cfg.seed, UINT64_MAX);
-    cr_assert_eq(cfg.has_attention, 1);
-    cr_assert_str_eq(cfg.variant, "softmax");
-    cr_assert_eq(cfg.causal, 0);
-    cr_assert_eq(cfg.n_lengths, 3);
-    cr_assert_eq(cfg.lengths[0], 3);
-    cr_assert_eq(cfg.lengths[1], 5);
-    cr_assert_eq(cfg.lengths[2], 7);
-    cr_assert_eq(cfg.scale, 0.125f);
-    cr_assert_eq(cfg.attn_eps, 0.5f);
+    cr_assert_str_eq(gen.prompt, "In the beginning#1"); /* '#' without a space before is text */
+    cr_assert_eq(gen.max_new_tokens, 17);
+    cr_assert_eq(gen.temperature, 0.0f);
+    cr_assert_eq(gen.top_k, 0);
+    cr_assert_eq(gen.top_p, 1.0f);
+    cr_assert_eq(gen.seed, UINT64_MAX);
+    cr_assert_eq(att.present, 1);
+    cr_assert_eq(att.variant, CLI_VARIANT_SOFTMAX);
+    cr_assert_eq(att.causal, 0);
+    cr_assert_eq(att.n_lengths, 3);
+    cr_assert_eq(att.lengths[0], 3);
+    cr_assert_eq(att.lengths[1], 5);
+    cr_assert_eq(att.lengths[2], 7);
+    cr_assert_eq(att.scale, 0.125f);
+    cr_assert_eq(att.eps, 0.5f);
     snprintf(want, sizeof want, "%s/q.npy", tu_dir());
-    cr_assert_str_eq(cfg.q, want);
-    cr_assert_str_eq(cfg.k, "/abs/k.npy");
+    cr_assert_str_eq(att.q, want);
+    cr_assert_str_eq(att.k, "/abs/k.npy");
     snprintf(want, sizeof want, "%s/sub/v.npy", tu_dir());
-    cr_assert_str_eq(cfg.v, want);
+    cr_assert_str_eq(att.v, want);
     snprintf(want, sizeof want, "%s/out.npy", tu_dir());
-    cr_assert_str_eq(cfg.out, want);
+    cr_assert_str_eq(att.out, want);
     cr_assert_eq(linattn_config_validate(&cfg), LINATTN_OK);
 }
 
@@ -137,7 +143,7 @@ Test(config, defaults)
 {
     cr_assert_eq(load_text("[runtime]\nthreads = 2\n"), LINATTN_OK, "%s", linattn_last_error());
     cr_assert(!linattn_config_has_model(&cfg));
-    cr_assert_eq(cfg.has_attention, 0);
+    cr_assert_eq(att.present, 0);
     cr_assert_str_eq(cfg.weights, "");
     cr_assert_eq(cfg.vocab_size, 256);
     cr_assert_eq(cfg.attention, LINATTN_ATTN_LINEAR);
@@ -151,19 +157,19 @@ Test(config, defaults)
     cr_assert_eq(cfg.tie_embeddings, 0);
     cr_assert_eq(cfg.threads, 2);
     cr_assert_eq(cfg.batch, 1);
-    cr_assert_str_eq(cfg.isa, "");
-    cr_assert_str_eq(cfg.prompt, "");
-    cr_assert_eq(cfg.max_new_tokens, 200);
-    cr_assert_eq(cfg.temperature, 0.8f);
-    cr_assert_eq(cfg.top_k, 40);
-    cr_assert_eq(cfg.top_p, 0.95f);
-    cr_assert_eq(cfg.seed, 42);
-    cr_assert_str_eq(cfg.variant, "linear");
-    cr_assert_eq(cfg.causal, 1);
-    cr_assert_eq(cfg.n_lengths, 0);
-    cr_assert_eq(cfg.scale, 0.0f);
-    cr_assert_eq(cfg.attn_eps, 1e-6f);
-    cr_assert_str_eq(cfg.q, "");
+    cr_assert_eq(cfg.isa, LINATTN_ISA_AUTO);
+    cr_assert_str_eq(gen.prompt, "");
+    cr_assert_eq(gen.max_new_tokens, 200);
+    cr_assert_eq(gen.temperature, 0.8f);
+    cr_assert_eq(gen.top_k, 40);
+    cr_assert_eq(gen.top_p, 0.95f);
+    cr_assert_eq(gen.seed, 42);
+    cr_assert_eq(att.variant, CLI_VARIANT_LINEAR);
+    cr_assert_eq(att.causal, 1);
+    cr_assert_eq(att.n_lengths, 0);
+    cr_assert_eq(att.scale, 0.0f);
+    cr_assert_eq(att.eps, 1e-6f);
+    cr_assert_str_eq(att.q, "");
 
     linattn_config d;
     linattn_config_defaults(&d);
@@ -225,7 +231,7 @@ Test(config, comments_blank_lines_crlf_bom_spaces)
     cr_assert_eq(cfg.n_heads, 4);
     cr_assert_eq(cfg.n_layers, 2);
     cr_assert_str_eq(cfg.weights, "random:1");
-    cr_assert_str_eq(cfg.prompt, "a");
+    cr_assert_str_eq(gen.prompt, "a");
 }
 
 Test(config, long_values)
@@ -236,8 +242,8 @@ Test(config, long_values)
     prompt[sizeof prompt - 1] = '\0';
     snprintf(text, sizeof text, "[generate]\nprompt = %s ; comment\nseed = 9\n", prompt);
     cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
-    cr_assert_str_eq(cfg.prompt, prompt);
-    cr_assert_eq(cfg.seed, 9);
+    cr_assert_str_eq(gen.prompt, prompt);
+    cr_assert_eq(gen.seed, 9);
 
     snprintf(text, sizeof text, "[generate]\nprompt = %sy\n", prompt);
     EXPECT_ERROR(text, LINATTN_ERR_INVALID, "cfg.ini:2: [generate] key 'prompt'", "too long");
@@ -248,8 +254,8 @@ Test(config, long_values)
     rel[sizeof rel - 1] = '\0';
     snprintf(text, sizeof text, "[attention]\nq = %s\n", rel);
     cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
-    cr_assert_eq(strlen(cfg.q), strlen(tu_dir()) + 1 + strlen(rel));
-    cr_assert(strstr(cfg.q, rel));
+    cr_assert_eq(strlen(att.q), strlen(tu_dir()) + 1 + strlen(rel));
+    cr_assert(strstr(att.q, rel));
 }
 
 Test(config, relative_to_cwd)
@@ -405,7 +411,7 @@ Test(config, decay)
     /* [attention]: any count (the heads come from the tensors), causal linear only */
     cr_assert_eq(load_text("[attention]\ndecay = 0.5, 0.25\n"), LINATTN_OK, "%s",
                  linattn_last_error());
-    cr_assert_eq(cfg.attn_decay.n, 2);
+    cr_assert_eq(att.decay.n, 2);
     EXPECT_ERROR("[attention]\ncausal = false\ndecay = retnet\n", LINATTN_ERR_INVALID,
                  "cfg.ini:3: [attention] key 'decay'", "causal");
     EXPECT_ERROR("[attention]\nvariant = softmax\ndecay = 0.9\n", LINATTN_ERR_INVALID,
@@ -504,23 +510,30 @@ Test(config, validate_by_hand)
     cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
     cr_assert(strstr(linattn_last_error(), "key 'ffn'"), "%s", linattn_last_error());
     c.ffn = LINATTN_FFN_RELU;
-    memset(c.prompt, 'a', sizeof c.prompt);
+    c.isa = (linattn_isa)99;
     cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
-    c.prompt[0] = '\0';
-    strcpy(c.isa, "AVX2");
-    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID, "isa must be lower case");
-    strcpy(c.isa, "avx2");
-    c.has_attention = 1;
-    strcpy(c.variant, "quadratic");
-    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
-    strcpy(c.variant, "linear");
-    c.n_lengths = 65;
-    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
-    c.n_lengths = 0;
-    c.top_p = NAN;
-    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
-    c.top_p = 0.5f;
+    cr_assert(strstr(linattn_last_error(), "key 'isa'"), "%s", linattn_last_error());
+    c.isa = LINATTN_ISA_AVX2;
     cr_assert_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    c.struct_size = 100; /* built against another linattn.h */
+    cr_assert_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "struct_size"), "%s", linattn_last_error());
+    c.struct_size = sizeof c;
+
+    /* the CLI's checks of its sections, on values from flags */
+    cli_generate g;
+    cli_attention a;
+    cli_config_defaults(&g, &a);
+    cr_assert_eq(cli_config_check(&g, &a), LINATTN_OK);
+    g.top_p = NAN;
+    cr_assert_eq(cli_config_check(&g, &a), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "command line: [generate] key 'top_p'"), "%s",
+              linattn_last_error());
+    g.top_p = 0.5f;
+    a.decay.kind = LINATTN_DECAY_RETNET;
+    a.causal = 0;
+    cr_assert_eq(cli_config_check(&g, &a), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "[attention] key 'decay'"), "%s", linattn_last_error());
     cr_assert_eq(linattn_config_validate(NULL), LINATTN_ERR_INVALID);
 
     /* Setting any model field makes it a model: the rest are checked. */
@@ -534,7 +547,7 @@ Test(config, validate_by_hand)
 
 static void check_golden_config(const char *path)
 {
-    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cli_config_load(path, &cfg, &gen, &att), LINATTN_OK, "%s", linattn_last_error());
     cr_assert(linattn_config_has_model(&cfg));
     cr_assert_eq(access(cfg.weights, R_OK), 0, "%s", cfg.weights);
 }
@@ -577,4 +590,104 @@ Test(config, fuzz)
         }
     }
     cr_assert_gt(ok, 0);
+}
+
+/* The library alone reads [model] and [runtime]; it skips the linattn
+ * program's [generate] and [attention] unread (so any host loads the
+ * shipped configs; the program checks them), and any other section is an
+ * error unless a host lists its keys. */
+Test(config, library_owns_model_and_runtime_only)
+{
+    const char *path = write_config("gen.ini", "[runtime]\nthreads = 1\n[generate]\nseed = x\n"
+                                               "bogus = 1\n[attention]\nq = a.npy\n");
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.threads, 1);
+    cr_assert_eq(cli_config_load(path, &cfg, &gen, &att), LINATTN_ERR_INVALID,
+                 "the program checks its sections");
+    cr_assert(strstr(linattn_last_error(), "gen.ini:4: [generate] key 'seed'"), "%s",
+              linattn_last_error());
+    path = write_config("other.ini", "[runtime]\nthreads = 1\n[plugin]\nx = 3\n");
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "other.ini:3:") &&
+                  strstr(linattn_last_error(), "unknown section [plugin] (expected [model], "
+                                               "[runtime])"),
+              "%s", linattn_last_error());
+    /* sections still appear once, even skipped ones */
+    path = write_config("twice.ini", "[generate]\n[runtime]\n[generate]\n");
+    cr_assert_eq(linattn_config_load(path, &cfg), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "appears twice"), "%s", linattn_last_error());
+}
+
+/* A host's keys of every type, parsed with the library's syntax: values,
+ * lines, paths from the config's folder, and the same messages. */
+Test(config, host_keys)
+{
+    static const char *const colours[] = {"red", "green", NULL};
+    int i = 0, b = 0, choice = -1, ints[4], n_ints = 0;
+    float f = 0;
+    uint64_t u = 0;
+    char str[16] = "", path[600] = "";
+    linattn_decay d;
+    linattn_config_key keys[] = {
+        {"host", "i", LINATTN_KEY_INT, &i, 0, NULL, NULL, -1},
+        {"host", "f", LINATTN_KEY_FLOAT, &f, 0, NULL, NULL, -1},
+        {"host", "u", LINATTN_KEY_U64, &u, 0, NULL, NULL, -1},
+        {"host", "b", LINATTN_KEY_BOOL, &b, 0, NULL, NULL, -1},
+        {"host", "s", LINATTN_KEY_STRING, str, sizeof str, NULL, NULL, -1},
+        {"host", "p", LINATTN_KEY_PATH, path, sizeof path, NULL, NULL, -1},
+        {"more", "c", LINATTN_KEY_CHOICE, &choice, 0, colours, NULL, -1},
+        {"more", "d", LINATTN_KEY_DECAY, &d, 0, NULL, NULL, -1},
+        {"more", "n", LINATTN_KEY_INTS, ints, 4, NULL, &n_ints, -1},
+        {"more", "unset", LINATTN_KEY_INT, &i, 0, NULL, NULL, -1},
+    };
+    const int n = (int)(sizeof keys / sizeof keys[0]);
+    const char *p = write_config("host.ini", "[host]\ni = -4\nf = 2.5\nu = 18446744073709551615\n"
+                                             "b = yes\ns = hello ; comment\np = x/y.bin\n"
+                                             "[more]\nc = GREEN\nd = retnet\nn = 1, 2,3\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(i, -4);
+    cr_assert_eq(f, 2.5f);
+    cr_assert_eq(u, UINT64_MAX);
+    cr_assert_eq(b, 1);
+    cr_assert_str_eq(str, "hello");
+    char want[600];
+    snprintf(want, sizeof want, "%s/x/y.bin", tu_dir());
+    cr_assert_str_eq(path, want);
+    cr_assert_eq(choice, 1);
+    cr_assert_eq(d.kind, LINATTN_DECAY_RETNET);
+    cr_assert_eq(n_ints, 3);
+    cr_assert_eq(ints[2], 3);
+    for (int k = 0; k < 9; k++)
+        cr_assert_eq(keys[k].line, k < 6 ? 2 + k : 9 + (k - 6), "key %d line %d", k, keys[k].line);
+    cr_assert_eq(keys[9].line, 0, "not in the file");
+
+    p = write_config("h2.ini", "[more]\nc = blue\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "h2.ini:2: [more] key 'c': expected red or green"), "%s",
+                     linattn_last_error());
+    p = write_config("h3.ini", "[host]\ns = way too long for sixteen\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "too long"), "%s", linattn_last_error());
+    p = write_config("h4.ini", "[host]\nzz = 1\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "unknown key (known: i, f, u, b, s, p)"), "%s",
+              linattn_last_error());
+    p = write_config("h5.ini", "[more]\nn = 1\nn = 2\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "duplicate key (first set at line 2)"), "%s",
+              linattn_last_error());
+    p = write_config("h6.ini", "[more]\nn = 1,2,3,4,5\n");
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, keys, n), LINATTN_ERR_INVALID);
+
+    /* a malformed table is the host's bug, said as such */
+    linattn_config_key bad[] = {{"model", "x", LINATTN_KEY_INT, &i, 0, NULL, NULL, 0}};
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, bad, 1), LINATTN_ERR_INVALID);
+    linattn_config_key nosize[] = {{"h", "s", LINATTN_KEY_STRING, str, 0, NULL, NULL, 0}};
+    cr_assert_eq(linattn_config_load_keys(p, &cfg, nosize, 1), LINATTN_ERR_INVALID);
+
+    cr_assert_eq(linattn_config_report(LINATTN_ERR_INVALID, "a.ini", 7, "host", "i", "too %s",
+                                       "big"),
+                 LINATTN_ERR_INVALID);
+    cr_assert_str_eq(linattn_last_error(), "a.ini:7: [host] key 'i': too big");
 }

@@ -10,6 +10,7 @@
 #include "../engine/mem.h"
 #include "../engine/sample.h"
 #include "linattn.h"
+#include "../engine/cli/cli_config.h"
 #include "testutil.h"
 
 static linattn_sampler *make(int vocab, float t, int k, float p, uint64_t seed)
@@ -678,28 +679,30 @@ Test(sample, allocation_failures_leave_the_sampler_unchanged)
 TestSuite(sample_config, .init = tu_make_dir, .fini = tu_remove_dir);
 
 static linattn_config cfg;
+static cli_generate gcfg; /* the CLI's [generate] (cli_config.c) */
+static cli_attention acfg;
 
 static linattn_status load_text(const char *text)
 {
     const char *path = tu_path("cfg.ini");
     tu_write_text(path, text);
-    return linattn_config_load(path, &cfg);
+    return cli_config_load(path, &cfg, &gcfg, &acfg);
 }
 
 Test(sample_config, keys_and_defaults)
 {
     cr_assert_eq(load_text("[generate]\nseed = 1\n"), LINATTN_OK, "%s", linattn_last_error());
-    cr_expect_eq(cfg.repeat_penalty, 1.0f, "off by default");
-    cr_expect_eq(cfg.repeat_last_n, 64);
-    cr_expect_eq(cfg.min_p, 0.0f, "off by default");
+    cr_expect_eq(gcfg.repeat_penalty, 1.0f, "off by default");
+    cr_expect_eq(gcfg.repeat_last_n, 64);
+    cr_expect_eq(gcfg.min_p, 0.0f, "off by default");
     cr_assert_eq(load_text("[generate]\nrepeat_penalty = 1.3\nrepeat_last_n = 0\nmin_p = 0.05\n"),
                  LINATTN_OK, "%s", linattn_last_error());
-    cr_expect_eq(cfg.repeat_penalty, 1.3f);
-    cr_expect_eq(cfg.repeat_last_n, 0);
-    cr_expect_eq(cfg.min_p, 0.05f);
+    cr_expect_eq(gcfg.repeat_penalty, 1.3f);
+    cr_expect_eq(gcfg.repeat_last_n, 0);
+    cr_expect_eq(gcfg.min_p, 0.05f);
     cr_assert_eq(load_text("[generate]\nrepeat_penalty = 0.5\nrepeat_last_n = 1048576\nmin_p = 1\n"),
                  LINATTN_OK, "%s", linattn_last_error());
-    cr_expect_eq(cfg.repeat_last_n, LINATTN_MAX_REPEAT_LAST_N);
+    cr_expect_eq(gcfg.repeat_last_n, LINATTN_MAX_REPEAT_LAST_N);
 }
 
 /* "cfg.ini:LINE: [generate] key 'KEY'" and the why. */
@@ -741,23 +744,24 @@ Test(sample_config, bad_values_name_file_line_and_key)
                "unknown key");
 }
 
-Test(sample_config, hand_built_configs_are_checked_too)
+Test(sample_config, values_from_flags_are_checked_too)
 {
-    linattn_config c;
-    linattn_config_defaults(&c);
+    cli_generate c;
+    cli_attention a;
+    cli_config_defaults(&c, &a);
     c.repeat_penalty = NAN;
-    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect_eq(cli_config_check(&c, &a), LINATTN_ERR_INVALID);
     cr_expect(strstr(linattn_last_error(), "key 'repeat_penalty'"), "%s", linattn_last_error());
-    linattn_config_defaults(&c);
+    cli_config_defaults(&c, &a);
     c.repeat_last_n = -3;
-    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect_eq(cli_config_check(&c, &a), LINATTN_ERR_INVALID);
     cr_expect(strstr(linattn_last_error(), "key 'repeat_last_n'"), "%s", linattn_last_error());
-    linattn_config_defaults(&c);
+    cli_config_defaults(&c, &a);
     c.min_p = NAN;
-    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect_eq(cli_config_check(&c, &a), LINATTN_ERR_INVALID);
     cr_expect(strstr(linattn_last_error(), "key 'min_p'"), "%s", linattn_last_error());
-    linattn_config_defaults(&c);
-    cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    cli_config_defaults(&c, &a);
+    cr_expect_eq(cli_config_check(&c, &a), LINATTN_OK, "%s", linattn_last_error());
 }
 
 /* ---- linattn generate: the flags, the window in saved streams ------------- */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "linattn.h"
+#include "cli_config.h"
 
 /* Prints "linattn: <what>: <why>" to stderr; returns 1 (the exit status). */
 int cli_fail(const char *what, const char *fmt, ...)
@@ -23,7 +24,8 @@ void cli_check_threads(const char *what, long threads);
  * also looked for in the installed demo files (LINATTN_DATADIR, e.g.
  * /usr/local/share/linattn): `linattn generate configs/kjv-linear.ini`
  * works from any folder once installed. */
-linattn_status cli_load_config(const char *path, linattn_config *cfg);
+linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_generate *gen,
+                               cli_attention *att);
 /* The error reporter of the CLI's own .npy and file code (see internal.h). */
 linattn_status cli_err(linattn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -41,7 +43,7 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
 /* The ISA by the CLI's precedence: --isa, then LINATTN_ISA, then the
  * config's isa (auto there is the same as unset), then auto. A bad
  * LINATTN_ISA is an error in every case. 0, or 1 after printing why. */
-int cli_choose_isa(const char *cmd, const char *flag, const char *config_isa);
+int cli_choose_isa(const char *cmd, const char *flag, linattn_isa config_isa);
 
 /* Writes len bytes to path whole or not at all (engine/file.h: a temporary
  * file beside it renamed over it; symlinks followed; folders, devices,

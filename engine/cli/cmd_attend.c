@@ -53,8 +53,8 @@ typedef struct attend_args {
     float scale, eps;
     linattn_decay decay;
     const char *path[4]; /* q, k, v, out */
-    const char *isa;
-    linattn_isa_source isa_source;
+    const char *isa;        /* --isa */
+    linattn_isa config_isa; /* the config's (AUTO: none) */
     int threads;
 } attend_args;
 
@@ -90,32 +90,33 @@ static int parse_lengths(const char *text, int **out, int *n)
     return 0;
 }
 
-/* The config's [attention] and [runtime] values as defaults. */
-static int from_config(const char *path, linattn_config *cfg, attend_args *a, int **owned)
+/* The config's [attention] and [runtime] values as defaults (att holds
+ * the paths a points at). */
+static int from_config(const char *path, linattn_config *cfg, cli_attention *att, attend_args *a,
+                       int **owned)
 {
-    linattn_status st = cli_load_config(path, cfg);
+    linattn_status st = cli_load_config(path, cfg, NULL, att);
     if (st != LINATTN_OK)
         return cli_fail_status("attend", st);
-    if (!cfg->has_attention)
+    if (!att->present)
         return cli_fail("attend", "%s: no [attention] section", path);
-    a->variant = cfg->variant;
-    a->causal = cfg->causal;
-    if (cfg->n_lengths > 0) {
-        *owned = malloc((size_t)cfg->n_lengths * sizeof(int));
+    a->variant = cli_variant_name(att->variant);
+    a->causal = att->causal;
+    if (att->n_lengths > 0) {
+        *owned = malloc((size_t)att->n_lengths * sizeof(int));
         if (!*owned)
             return cli_fail("attend", "out of memory");
-        memcpy(*owned, cfg->lengths, (size_t)cfg->n_lengths * sizeof(int));
+        memcpy(*owned, att->lengths, (size_t)att->n_lengths * sizeof(int));
         a->lengths = *owned;
-        a->n_lengths = cfg->n_lengths;
+        a->n_lengths = att->n_lengths;
     }
-    a->scale = cfg->scale;
-    a->eps = cfg->attn_eps;
-    a->decay = cfg->attn_decay;
-    const char *paths[4] = {cfg->q, cfg->k, cfg->v, cfg->out};
+    a->scale = att->scale;
+    a->eps = att->eps;
+    a->decay = att->decay;
+    const char *paths[4] = {att->q, att->k, att->v, att->out};
     for (int i = 0; i < 4; i++)
         a->path[i] = paths[i][0] ? paths[i] : NULL;
-    a->isa = cfg->isa[0] ? cfg->isa : NULL;
-    a->isa_source = LINATTN_ISA_FROM_CONFIG;
+    a->config_isa = cfg->isa;
     a->threads = cfg->threads;
     return 0;
 }
@@ -166,28 +167,33 @@ static int check_shapes(const attend_args *a, const linattn_npy t[3])
     return 0;
 }
 
-/* Flags and config values, merged, through the config's own validator:
- * one rule for "--scale -1" and "scale = -1". */
+/* Flags and config values, merged, through the config's own checks: one
+ * rule for "--scale -1" and "scale = -1". */
 static int validate(const attend_args *a)
 {
-    linattn_config *v = malloc(sizeof *v);
+    cli_generate g;
+    cli_attention *v = malloc(sizeof *v);
     if (!v)
         return cli_fail("attend", "out of memory");
-    linattn_config_defaults(v);
-    snprintf(v->path, sizeof v->path, "command line");
-    v->has_attention = 1;
-    snprintf(v->variant, sizeof v->variant, "%s", a->variant);
+    cli_config_defaults(&g, v);
+    if (strcmp(a->variant, "softmax") != 0 && strcmp(a->variant, "linear") != 0) {
+        free(v);
+        return cli_fail("attend", "--variant: expected softmax or linear, got '%s'", a->variant);
+    }
+    v->variant = !strcmp(a->variant, "softmax") ? CLI_VARIANT_SOFTMAX : CLI_VARIANT_LINEAR;
     v->causal = a->causal;
     v->scale = a->scale;
-    v->attn_eps = a->eps;
-    v->attn_decay = a->decay;
-    v->threads = a->threads;
-    /* the CLI takes any number of lengths; the validator checks a config's */
-    v->n_lengths = a->n_lengths <= LINATTN_MAX_LENGTHS ? a->n_lengths : 0;
+    v->eps = a->eps;
+    v->decay = a->decay;
+    /* the CLI takes any number of lengths; the checks look at a config's */
+    v->n_lengths = a->n_lengths <= CLI_MAX_LENGTHS ? a->n_lengths : 0;
     if (v->n_lengths)
         memcpy(v->lengths, a->lengths, (size_t)v->n_lengths * sizeof(int));
-    linattn_status st = linattn_config_validate(v);
+    linattn_status st = cli_config_check(&g, v);
     free(v);
+    if (st == LINATTN_OK && (a->threads < 0 || a->threads > LINATTN_MAX_THREADS))
+        return cli_fail("attend", "threads %d is out of range (0..%d)", a->threads,
+                        LINATTN_MAX_THREADS);
     return st == LINATTN_OK ? 0 : cli_fail_status("attend", st);
 }
 
@@ -197,8 +203,7 @@ static int run(const attend_args *a)
     for (int i = 0; i < 4; i++)
         if (!a->path[i])
             return cli_fail("attend", "no --%s given", tensor_names[i]);
-    if (cli_choose_isa("attend", a->isa_source == LINATTN_ISA_FROM_FLAG ? a->isa : NULL,
-                       a->isa_source == LINATTN_ISA_FROM_CONFIG ? a->isa : NULL))
+    if (cli_choose_isa("attend", a->isa, a->config_isa))
         return 1;
 
     /* a path that cannot be written fails before the work */
@@ -342,11 +347,13 @@ int cmd_attend(int argc, char **argv)
         rc = cli_fail("attend", "unexpected argument '%s' (at most one CONFIG)", argv[optind + 1]);
 
     linattn_config *cfg = NULL;
+    cli_attention *att = NULL;
     a.eps = 1e-6f;
     if (!rc && optind < argc) {
         cfg = malloc(sizeof *cfg);
-        rc = cfg ? from_config(argv[optind], cfg, &a, &cfg_lengths)
-                 : cli_fail("attend", "out of memory");
+        att = malloc(sizeof *att);
+        rc = cfg && att ? from_config(argv[optind], cfg, att, &a, &cfg_lengths)
+                        : cli_fail("attend", "out of memory");
     }
     if (!rc) {
         if (flags.variant)
@@ -366,10 +373,7 @@ int cmd_attend(int argc, char **argv)
         for (int i = 0; i < 4; i++)
             if (flags.path[i])
                 a.path[i] = flags.path[i];
-        if (flags.isa) {
-            a.isa = flags.isa;
-            a.isa_source = LINATTN_ISA_FROM_FLAG;
-        }
+        a.isa = flags.isa;
         if (set_threads)
             a.threads = flags.threads;
         if (!a.variant)
@@ -378,6 +382,7 @@ int cmd_attend(int argc, char **argv)
             rc = run(&a);
     }
     free(cfg);
+    free(att);
     free(cfg_lengths);
     free(flag_lengths);
     return rc;

@@ -192,7 +192,7 @@ int cmd_eval(int argc, char **argv)
         cli_fail("eval", "out of memory");
         goto out;
     }
-    linattn_status st = cli_load_config(config_path, cfg);
+    linattn_status st = cli_load_config(config_path, cfg, NULL, NULL);
     if (st != LINATTN_OK) {
         cli_fail_status("config", st);
         goto out;

@@ -286,7 +286,12 @@ int cmd_generate(int argc, char **argv)
     linattn_sampler *sampler = NULL;
     resume_info *info = NULL;
     char *tail = NULL; /* the end of the text written, for --stop */
-    linattn_status st = cli_load_config(config_path, cfg);
+    cli_generate *gen = malloc(sizeof *gen);
+    if (!gen) {
+        free(cfg);
+        return cli_fail("generate", "out of memory");
+    }
+    linattn_status st = cli_load_config(config_path, cfg, gen, NULL);
     if (st != LINATTN_OK) {
         cli_fail_status("config", st);
         goto out;
@@ -307,21 +312,21 @@ int cmd_generate(int argc, char **argv)
     if (threads >= 0)
         cfg->threads = (int)threads;
     if (tokens >= 0)
-        cfg->max_new_tokens = (int)tokens;
+        gen->max_new_tokens = (int)tokens;
     if (temperature >= 0)
-        cfg->temperature = temperature;
+        gen->temperature = temperature;
     if (top_k >= 0)
-        cfg->top_k = (int)top_k;
+        gen->top_k = (int)top_k;
     if (top_p > 0)
-        cfg->top_p = top_p;
+        gen->top_p = top_p;
     if (have_seed)
-        cfg->seed = seed;
+        gen->seed = seed;
     if (penalty > 0)
-        cfg->repeat_penalty = penalty;
+        gen->repeat_penalty = penalty;
     if (last_n >= 0)
-        cfg->repeat_last_n = (int)last_n;
+        gen->repeat_last_n = (int)last_n;
     if (min_p >= 0)
-        cfg->min_p = min_p;
+        gen->min_p = min_p;
     /* everything checkable about the save path, before the generation it would lose */
     if (save && (st = safe_file_check(save, "state file")) != LINATTN_OK) {
         cli_fail_status("save-state", st);
@@ -334,7 +339,7 @@ int cmd_generate(int argc, char **argv)
             goto out;
     } else {
         /* a conversation starts from what the user types, not the config's prompt */
-        const char *p = prompt ? prompt : load || interactive ? "" : cfg->prompt;
+        const char *p = prompt ? prompt : load || interactive ? "" : gen->prompt;
         plen = strlen(p);
         prompt_buf = malloc(plen + 1);
         if (prompt_buf)
@@ -355,11 +360,11 @@ int cmd_generate(int argc, char **argv)
 
     if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
         (st = linattn_session_new(model, &sess)) != LINATTN_OK ||
-        (st = linattn_sampler_new(cfg->vocab_size, cfg->temperature, cfg->top_k, cfg->top_p,
-                                  cfg->seed, &sampler)) != LINATTN_OK ||
-        (st = linattn_sampler_set_repetition_penalty(sampler, cfg->repeat_penalty,
-                                                     cfg->repeat_last_n)) != LINATTN_OK ||
-        (st = linattn_sampler_set_min_p(sampler, cfg->min_p)) != LINATTN_OK) {
+        (st = linattn_sampler_new(cfg->vocab_size, gen->temperature, gen->top_k, gen->top_p,
+                                  gen->seed, &sampler)) != LINATTN_OK ||
+        (st = linattn_sampler_set_repetition_penalty(sampler, gen->repeat_penalty,
+                                                     gen->repeat_last_n)) != LINATTN_OK ||
+        (st = linattn_sampler_set_min_p(sampler, gen->min_p)) != LINATTN_OK) {
         cli_fail_status("generate", st);
         goto out;
     }
@@ -374,7 +379,7 @@ int cmd_generate(int argc, char **argv)
     logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
     /* the window is kept (and saved) even with the penalty off, so a resumed
      * run that turns it on sees the same tokens as one long run would */
-    size_t info_bytes = sizeof *info + (size_t)cfg->repeat_last_n * sizeof info->recent[0];
+    size_t info_bytes = sizeof *info + (size_t)gen->repeat_last_n * sizeof info->recent[0];
     info = malloc(info_bytes);
     if (!toks || !logits || !info) {
         cli_fail("generate", "out of memory");
@@ -399,7 +404,7 @@ int cmd_generate(int argc, char **argv)
             linattn_sampler_set_state(sampler, info->sampler_state);
         /* stored newest first, so a smaller window than the saved one got the
          * newest; accepted oldest first */
-        int n_recent = info->n_recent < cfg->repeat_last_n ? info->n_recent : cfg->repeat_last_n;
+        int n_recent = info->n_recent < gen->repeat_last_n ? info->n_recent : gen->repeat_last_n;
         for (int i = n_recent - 1; i >= 0; i--)
             if ((st = linattn_sampler_accept(sampler, info->recent[i])) != LINATTN_OK) {
                 cli_fail_status("load-state", st);
@@ -411,7 +416,7 @@ int cmd_generate(int argc, char **argv)
     int first_new = n_in;
     n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
     /* the prompt enters the window (only its last repeat_last_n tokens can stay) */
-    int from = n_in - first_new > cfg->repeat_last_n ? n_in - cfg->repeat_last_n : first_new;
+    int from = n_in - first_new > gen->repeat_last_n ? n_in - gen->repeat_last_n : first_new;
     for (int i = from; i < n_in; i++)
         if ((st = linattn_sampler_accept(sampler, toks[i])) != LINATTN_OK) {
             cli_fail_status("prompt", st); /* a byte past a vocab_size under 256 */
@@ -433,7 +438,7 @@ int cmd_generate(int argc, char **argv)
     }
     if (n_in == 0) { /* a resumed stream samples from the logits it was saved with */
         const float *kept = linattn_session_logits(sess);
-        if (!kept && cfg->max_new_tokens > 0 && !interactive) {
+        if (!kept && gen->max_new_tokens > 0 && !interactive) {
             cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
             goto out;
         }
@@ -505,7 +510,7 @@ int cmd_generate(int argc, char **argv)
             tail_len = 0;
         }
         need_input = interactive;
-    for (int i = 0; i < cfg->max_new_tokens; i++) {
+    for (int i = 0; i < gen->max_new_tokens; i++) {
         int tok;
         if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK ||
             (st = linattn_sampler_accept(sampler, tok)) != LINATTN_OK) {
@@ -534,7 +539,7 @@ int cmd_generate(int argc, char **argv)
                 stop_now = tail_len >= sl && !memcmp(tail + tail_len - sl, stops[k], sl);
             }
         }
-        if ((i + 1 == cfg->max_new_tokens || stop_now) && !keep_all)
+        if ((i + 1 == gen->max_new_tokens || stop_now) && !keep_all)
             break;
         st = linattn_session_feed(sess, &tok, 1, logits);
         if (st == LINATTN_ERR_CONTEXT_FULL) {
@@ -569,7 +574,7 @@ int cmd_generate(int argc, char **argv)
     if (save) {
         info->sampler_state = linattn_sampler_get_state(sampler);
         info->pending = pending;
-        info->n_recent = linattn_sampler_recent(sampler, info->recent, cfg->repeat_last_n);
+        info->n_recent = linattn_sampler_recent(sampler, info->recent, gen->repeat_last_n);
         size_t bytes = sizeof *info + (size_t)info->n_recent * sizeof info->recent[0];
         if ((st = linattn_session_save(sess, save, info, bytes)) != LINATTN_OK) {
             cli_fail_status("save-state", st);
@@ -592,6 +597,7 @@ int cmd_generate(int argc, char **argv)
     }
     rc = 0;
 out:
+    free(gen);
     free(tail);
     free(info);
     linattn_sampler_free(sampler);

@@ -69,7 +69,7 @@ int cmd_info(int argc, char **argv)
     if (optind < argc) {
         if (!(cfg = malloc(sizeof *cfg)))
             return cli_fail("info", "out of memory");
-        linattn_status cst = cli_load_config(argv[optind], cfg);
+        linattn_status cst = cli_load_config(argv[optind], cfg, NULL, NULL);
         int failed = cst != LINATTN_OK ? cli_fail_status("info", cst)
                                        : cli_choose_isa("info", isa_flag, cfg->isa);
         if (!failed && threads >= 0)
@@ -86,7 +86,7 @@ int cmd_info(int argc, char **argv)
             free(cfg);
             return 1;
         }
-    } else if (cli_choose_isa("info", isa_flag, NULL)) {
+    } else if (cli_choose_isa("info", isa_flag, LINATTN_ISA_AUTO)) {
         return 1;
     }
 

@@ -104,17 +104,30 @@ void cli_check_threads(const char *what, long threads)
                        "and every parallel step waits for the slowest", threads, cores);
 }
 
-linattn_status cli_load_config(const char *path, linattn_config *cfg)
+linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_generate *gen,
+                               cli_attention *att)
 {
+    /* the sections a command does not use are still read (and checked) */
+    cli_generate g0;
+    cli_attention *a0 = att ? NULL : malloc(sizeof *a0);
+    if (!att && !a0)
+        return cli_err(LINATTN_ERR_NOMEM, "out of memory");
+    if (!gen)
+        gen = &g0;
+    if (!att)
+        att = a0;
+    const char *use = path;
 #ifdef LINATTN_DATADIR
     char installed[4096];
     if (path && path[0] && path[0] != '/' && access(path, F_OK) != 0 &&
         (size_t)snprintf(installed, sizeof installed, "%s/%s", LINATTN_DATADIR, path) <
             sizeof installed &&
         access(installed, F_OK) == 0)
-        return linattn_config_load(installed, cfg);
+        use = installed;
 #endif
-    return linattn_config_load(path, cfg);
+    linattn_status st = cli_config_load(use, cfg, gen, att);
+    free(a0);
+    return st;
 }
 
 /* Errors of the CLI's own .npy and file code (built with LINATTN_CLI_SIDE,
@@ -158,7 +171,7 @@ static int apply_isa(const char *cmd, const char *text, linattn_isa_source sourc
     return st == LINATTN_OK ? 0 : cli_fail_status(cmd, st);
 }
 
-int cli_choose_isa(const char *cmd, const char *flag, const char *config_isa)
+int cli_choose_isa(const char *cmd, const char *flag, linattn_isa config_isa)
 {
     /* A bad LINATTN_ISA is an error whatever else is given: a typo there
      * would otherwise go unseen until a run without the flag. */
@@ -173,8 +186,10 @@ int cli_choose_isa(const char *cmd, const char *flag, const char *config_isa)
         linattn_status st = linattn_set_isa_from(env_isa, LINATTN_ISA_FROM_ENV);
         return st == LINATTN_OK ? 0 : cli_fail_status(cmd, st);
     }
-    if (config_isa && config_isa[0] && strcmp(config_isa, "auto") != 0)
-        return apply_isa(cmd, config_isa, LINATTN_ISA_FROM_CONFIG);
+    if (config_isa != LINATTN_ISA_AUTO) {
+        linattn_status st = linattn_set_isa_from(config_isa, LINATTN_ISA_FROM_CONFIG);
+        return st == LINATTN_OK ? 0 : cli_fail_status(cmd, st);
+    }
     return 0; /* auto */
 }
 
