@@ -44,6 +44,11 @@ LINATTN_API const char *linattn_last_error(void);
 /* Version, CPU features and ISA selection                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The version this header belongs to; linattn_version() is the library's
+ * ("MAJOR.MINOR.PATCH"), which a test keeps equal to these. */
+#define LINATTN_VERSION_MAJOR 0
+#define LINATTN_VERSION_MINOR 1
+#define LINATTN_VERSION_PATCH 0
 LINATTN_API const char *linattn_version(void);
 
 typedef enum linattn_isa {

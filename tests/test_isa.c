@@ -8,6 +8,14 @@
 #include "../simd/kernels.h"
 #include "testutil.h"
 
+Test(isa, version_macros_match_the_library)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", LINATTN_VERSION_MAJOR, LINATTN_VERSION_MINOR,
+             LINATTN_VERSION_PATCH);
+    cr_assert_str_eq(linattn_version(), want);
+}
+
 Test(isa, parse_names_any_case)
 {
     static const struct { const char *text; linattn_isa isa; const char *name; } cases[] = {
