@@ -154,6 +154,38 @@ static int parse_random_seed(const char *w, uint64_t *seed)
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
                             linattn_model **out);
 
+/* A weights file that cannot be opened: the message names the config and
+ * the file as an absolute path (a relative one is resolved from the
+ * config's folder, which the reader may not have in mind). */
+static linattn_status weights_error(const linattn_config *config, linattn_status st)
+{
+    char why[512], abs[4096 + 256] = "";
+    snprintf(why, sizeof why, "%s", linattn_last_error());
+    const char *w = config->weights;
+    char *real = realpath(w, NULL);
+    if (real) {
+        snprintf(abs, sizeof abs, "%s", real);
+        free(real);
+    } else {
+        /* the folder (".", "/" or w up to its last '/'), resolved */
+        char dir[4096] = ".";
+        const char *slash = strrchr(w, '/');
+        if (slash == w)
+            strcpy(dir, "/");
+        else if (slash && (size_t)(slash - w) < sizeof dir)
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - w), w);
+        char *rd = realpath(dir, NULL);
+        if (rd) {
+            snprintf(abs, sizeof abs, "%s/%s", strcmp(rd, "/") ? rd : "", slash ? slash + 1 : w);
+            free(rd);
+        }
+    }
+    if (!abs[0] || !strcmp(abs, w))
+        return linattn_err(st, "%s: [model] key 'weights': %s", config->path[0] ? config->path : "config", why);
+    return linattn_err(st, "%s: [model] key 'weights' (%s): %s",
+                       config->path[0] ? config->path : "config", abs, why);
+}
+
 linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out)
 {
     return build(config, NULL, 0, out);
@@ -238,6 +270,8 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     } else {
         st = bytes ? linattn_weights_open_mem(bytes, size, config->weights, &m->file)
                    : linattn_weights_open(config->weights, &m->file);
+        if (st != LINATTN_OK && !bytes && st == LINATTN_ERR_IO)
+            st = weights_error(config, st);
         if (st != LINATTN_OK) {
             linattn_model_free(m);
             return st;

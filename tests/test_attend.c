@@ -374,3 +374,24 @@ Test(attend, grouped_query_kv)
                            NULL};
     expect_refused(mixed, "k and v must match");
 }
+
+/* A flag the chosen variant does not use is a warning, and the run goes on. */
+Test(attend, flags_that_do_not_apply_warn)
+{
+    tensors t = write_inputs(1, 2, 3, 3, 4, 2);
+    const char *lin[] = {"attend", "--variant", "linear", "--scale", "0.5", "--q", tu_path("q.npy"),
+                         "--k", tu_path("k.npy"), "--v", tu_path("v.npy"), "--out",
+                         tu_path("out.npy"), NULL};
+    tu_run_result r = tu_run_args(lin);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "warning: --scale applies to softmax"), "%s", r.err);
+    tu_run_free(&r);
+    const char *soft[] = {"attend", "--variant", "softmax", "--eps", "0.1", "--q", tu_path("q.npy"),
+                          "--k", tu_path("k.npy"), "--v", tu_path("v.npy"), "--out",
+                          tu_path("out.npy"), NULL};
+    r = tu_run_args(soft);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "warning: --eps applies to linear"), "%s", r.err);
+    tu_run_free(&r);
+    free_inputs(&t);
+}

@@ -1,5 +1,6 @@
 /* test_cli.c: `linattn generate` and `info` end to end, their errors, and the embedding example. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -664,4 +665,20 @@ Test(cli, chat_through_a_pipe)
     tu_run_free(&g);
     tu_run_free(&a);
     tu_run_free(&b);
+}
+
+/* A weights file that cannot be opened is named as an absolute path, with
+ * the config and key it came from. */
+Test(cli_errors, missing_weights_are_named_resolved)
+{
+    char dir[512], ini[600];
+    snprintf(dir, sizeof dir, "%s/sub", tu_dir());
+    cr_assert_eq(mkdir(dir, 0777), 0);
+    snprintf(ini, sizeof ini, "%s/m.ini", dir);
+    const char body[] = "[model]\nweights = ../nothere.safetensors\nd_model = 8\nn_heads = 2\n"
+                        "n_layers = 1\nd_ff = 8\n";
+    tu_write_file(ini, body, sizeof body - 1);
+    char want[700];
+    snprintf(want, sizeof want, "[model] key 'weights' (%s/nothere.safetensors)", tu_dir());
+    check_error(tu_run("generate", ini, "-p", "x", NULL), want);
 }

@@ -376,6 +376,12 @@ int cmd_attend(int argc, char **argv)
         a.isa = flags.isa;
         if (set_threads)
             a.threads = flags.threads;
+        if (a.variant && set_scale && !strcmp(a.variant, "linear"))
+            cli_warn("attend", "--scale applies to softmax attention; the linear variant "
+                               "ignores it");
+        if (a.variant && set_eps && !strcmp(a.variant, "softmax"))
+            cli_warn("attend", "--eps applies to linear attention; the softmax variant "
+                               "ignores it");
         if (!a.variant)
             rc = cli_fail("attend", "no --variant given (softmax or linear)");
         else if (!(rc = validate(&a)))
