@@ -682,3 +682,37 @@ Test(cli_errors, missing_weights_are_named_resolved)
     snprintf(want, sizeof want, "[model] key 'weights' (%s/nothere.safetensors)", tu_dir());
     check_error(tu_run("generate", ini, "-p", "x", NULL), want);
 }
+
+/* A model whose vocabulary passes the 256 bytes: tokens past them print
+ * nothing, said once on stderr; --print-ids shows them. */
+Test(cli, tokens_past_the_bytes)
+{
+    const char *ini = tu_path("v300.ini");
+    const char body[] = "[model]\nweights = random:5\nvocab_size = 300\nd_model = 16\nn_heads = 2\n"
+                        "n_layers = 1\nd_ff = 16\n";
+    tu_write_file(ini, body, sizeof body - 1);
+    tu_run_result ids = tu_run("generate", ini, "-p", "ab", "-n", "200", "-s", "1", "--print-ids",
+                               NULL);
+    tu_assert_ok(&ids);
+    int past = 0, n = 0;
+    for (const char *p = ids.out; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        cr_assert(v >= 0 && v < 300, "%ld", v);
+        past += v >= 256;
+        n++;
+        p = end;
+    }
+    cr_assert_eq(n, 200);
+    cr_assert_gt(past, 0, "the control: some sampled token is past 255");
+    cr_assert_eq(ids.err_len, 0, "--print-ids warns about nothing: %s", ids.err);
+    tu_run_result text = tu_run("generate", ini, "-p", "ab", "-n", "200", "-s", "1", NULL);
+    tu_assert_ok(&text);
+    cr_assert_eq(tu_count_lines(text.err, text.err_len), 1, "one note: %s", text.err);
+    cr_assert(strstr(text.err, "is not a byte") && strstr(text.err, "--print-ids"), "%s", text.err);
+    cr_assert_eq(text.out_len, 2 + (size_t)(200 - past) + 1, "the bytes only");
+    tu_run_free(&ids);
+    tu_run_free(&text);
+}
