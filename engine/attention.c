@@ -20,7 +20,12 @@ void linattn_attention_desc_init(linattn_attention_desc *d)
 
 int attn_threads(int requested)
 {
+#ifdef LINATTN_HAVE_OPENMP
     return requested > 0 ? requested : linattn_threads_free(attn_threads_max(0));
+#else
+    (void)requested;
+    return 1; /* no parallel regions to spread over */
+#endif
 }
 
 int attn_threads_max(int requested)
