@@ -27,15 +27,22 @@ static const char usage[] =
     "Environment: LINATTN_ISA=auto|scalar|avx2|avx512|neon picks the kernels\n"
     "(a command's --isa flag wins over it; it wins over a config's isa key).\n";
 
-int cli_fail(const char *what, const char *fmt, ...)
+/* "linattn: WHAT: KIND" then the message, escaped (it quotes values from
+ * argv and files), on one line of stderr. */
+static void say(const char *what, const char *kind, const char *fmt, va_list ap)
 {
     char raw[1024], safe[1024];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    linattn_escape(safe, sizeof safe, raw);
+    fprintf(stderr, "linattn: %s: %s%s\n", what, kind, safe);
+}
+
+int cli_fail(const char *what, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    say(what, "", fmt, ap);
     va_end(ap);
-    linattn_escape(safe, sizeof safe, raw); /* values from argv and files */
-    fprintf(stderr, "linattn: %s: %s\n", what, safe);
     return 1;
 }
 
@@ -87,13 +94,10 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
 
 void cli_warn(const char *what, const char *fmt, ...)
 {
-    char msg[1024], safe[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    say(what, "warning: ", fmt, ap);
     va_end(ap);
-    linattn_escape(safe, sizeof safe, msg);
-    fprintf(stderr, "linattn: %s: warning: %s\n", what, safe);
 }
 
 void cli_check_threads(const char *what, long threads)
