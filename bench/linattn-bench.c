@@ -1,556 +1,77 @@
-/* linattn-bench.c: times named workloads with each ISA (and scalar) and thread count; prints a table. */
+/* linattn-bench.c: runs the suites (peak, bandwidth, kernels, ops, model) per ISA and thread count; table, JSON, CSV, SVG, --compare. */
+#include <errno.h>
 #include <getopt.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 #include <math.h>
-#include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "linattn.h"
-#include "../engine/attention.h"
-#include "peak.h"
+#include "bench.h"
+#include "bench_build.h"
+#include "report.h"
+#include "svg.h"
+#include "sysinfo.h"
 
 static const char usage[] =
-    "usage: linattn-bench [--isa ISA] [--threads N[,N...]] [--quick] [--filter NAME]\n"
-    "                     [--peak GFLOPS] [--cpu-time] [--busy N] [--list]\n"
+    "usage: linattn-bench [--suite LIST] [--isa LIST] [--threads LIST] [--quick]\n"
+    "                     [--filter NAME] [--lengths LIST] [--config FILE]...\n"
+    "                     [--repeat N] [--min-time S] [--peak GFLOPS] [--cpu-time] [--busy N]\n"
+    "                     [--json FILE] [--csv FILE] [--plot FILE.svg] [--list]\n"
+    "       linattn-bench --compare OLD.json NEW.json\n"
     "\n"
-    "Runs each workload with each ISA this machine has (and scalar), and\n"
-    "prints the median of repeated runs.\n"
+    "Runs each workload with each ISA this machine has (and scalar) at each thread\n"
+    "count, and prints the median, min..max, coefficient of variation and runs of\n"
+    "every figure (cv above 10%: marked '!', noisy), against the FMA peak and the\n"
+    "memory bandwidth measured in the same run.\n"
     "\n"
-    "  --isa ISA         only this ISA (auto|scalar|avx2|avx512|neon)\n"
-    "  --threads LIST    thread counts for the prefill and model workloads (default 1,2;\n"
-    "                    single-thread workloads stay at 1); auto: the library's\n"
-    "                    default, which follows the cores other processes leave free\n"
-    "  --quick           fewer, shorter runs (for CI)\n"
-    "  --filter NAME     only workloads whose name contains NAME\n"
-    "  --peak GFLOPS     FMA peak of one core for the % column, instead of the\n"
-    "                    peak each ISA measures at the start of the run\n"
+    "  --suite LIST      peak,bandwidth,kernels,ops,model (default: all). peak and\n"
+    "                    bandwidth also run when a suite needs their denominators\n"
+    "  --isa LIST        all (default; LINATTN_ISA when set), auto, or names:\n"
+    "                    scalar,avx2,avx512,neon. An ISA the CPU lacks is an error\n"
+    "  --threads LIST    thread counts, N or auto (the library's default, which\n"
+    "                    follows the cores other processes leave free); default 1\n"
+    "                    and the OpenMP default. Single-thread workloads stay at 1\n"
+    "  --quick           small sizes, 3 runs a figure (fewer past a second): the\n"
+    "                    whole run in well under a minute on 2 cores (CI)\n"
+    "  --filter NAME     only workloads whose name contains NAME (see --list)\n"
+    "  --lengths LIST    decode contexts of the ops suite (e.g. 1k,4k,64k; default\n"
+    "                    1k..64k by powers of 2, --quick 1k,4k,16k,64k; linear\n"
+    "                    also at 1M unless given)\n"
+    "  --config FILE     a model for the model suite (repeatable; default\n"
+    "                    configs/bench-linear.ini and configs/bench-softmax.ini)\n"
+    "  --repeat N        runs a figure (default 9, --quick 3)\n"
+    "  --min-time S      repeat a figure until its runs add up to S seconds\n"
+    "  --peak GFLOPS     FMA peak of one core for every ISA (x threads), instead of\n"
+    "                    the peaks measured at the start of the run\n"
     "  --cpu-time        time with the process's CPU clock instead of the wall\n"
-    "                    clock: steadier on a busy machine, but with N threads\n"
-    "                    it sums them (and their spinning), so read it for 1\n"
+    "                    clock: steadier on a busy machine, but with N threads it\n"
+    "                    sums them (and their spinning), so read it for 1\n"
     "  --busy N          run N busy-loop processes beside the workloads (a loaded\n"
     "                    machine: compare --threads 1,2,auto)\n"
+    "  --json FILE       every row and the header as JSON\n"
+    "  --csv FILE        the same as CSV, the header as '# key: value' lines\n"
+    "  --plot FILE.svg   decode us/token against context (log-log) and prefill\n"
+    "                    GFLOP/s against the peak, drawn by this program\n"
+    "  --compare OLD NEW speed-up of every workload of NEW.json over OLD.json\n"
     "  --list            list the workloads and exit\n"
     "  -h, --help        this text\n"
     "\n"
-    "Softmax GFLOP/s counts 2*H*L^2*d per call, the full square as ggml does\n"
-    "(for causal that is the work actually done: half of QK^T plus half of PV).\n";
+    "Softmax GFLOP/s counts 2*H*L^2*d per call, the full square as ggml does (for\n"
+    "causal that is the work actually done: half of QK^T plus half of PV).\n";
 
 /* ------------------------------------------------------------------------ */
-/* Timing                                                                    */
+/* Parsing                                                                   */
 /* ------------------------------------------------------------------------ */
-
-static clockid_t clock_id = CLOCK_MONOTONIC;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(clock_id, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef struct options {
-    int quick;
-    double peak;     /* --peak: GFLOP/s of one core for every ISA; 0: measured */
-    double peak_now; /* the peak of the ISA and threads of the run in progress */
-} options;
-
-/* One measured configuration. */
-typedef struct result {
-    double seconds; /* median of one call */
-    int runs;
-    double rate;      /* in the unit below */
-    const char *unit; /* "GFLOP/s", "tok/s", "us/tok" */
-    double peak_pct;  /* GFLOP/s only; < 0: none */
-    char note[64];
-} result;
-
-static void fill_rand(float *x, size_t n, uint64_t seed)
-{
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        x[i] = (float)((double)(s >> 40) / (double)(1 << 24) * 2.0 - 1.0);
-    }
-}
-
-/* ------------------------------------------------------------------------ */
-/* Workloads                                                                 */
-/* ------------------------------------------------------------------------ */
-
-typedef struct workload workload;
-typedef int (*bench_fn)(const workload *w, int threads, const options *o, result *r);
-
-struct workload {
-    const char *name;
-    const char *what;
-    bench_fn run;
-    int heads, len, d;
-    long ctx;                 /* decode: tokens already in the state */
-    linattn_linear_mode mode; /* linear prefill algorithm */
-    int threaded;             /* 1: run at each --threads count; 0: one thread */
-    int decay;                /* linear: 1 for RetNet's per-head decays, 0 for none */
-};
-
-/* RetNet's decays for H heads (g_h = 1 - 2^(-5-h)), or NULL without decay. */
-static const float *workload_decay(const workload *w)
-{
-    static float g[64];
-    if (!w->decay || w->heads > 64)
-        return NULL;
-    linattn_decay d = {LINATTN_DECAY_RETNET, 0, {0}};
-    return linattn_decay_values(&d, w->heads, g, NULL) == LINATTN_OK ? g : NULL;
-}
-
-/* Repeats call() until `reps` runs or the time budget is spent (at least
- * one run), returns the median seconds. */
-typedef int (*call_fn)(void *ctx);
-static double median_time(call_fn call, void *ctx, const options *o, int *runs)
-{
-    const int reps = o->quick ? 3 : 9;
-    const double budget = o->quick ? 0.5 : 4.0;
-    double t[16];
-    int n = 0;
-    double start = now();
-    call(ctx); /* warm-up: page faults, thread pool, caches */
-    while (n < reps && (n == 0 || now() - start < budget)) {
-        double t0 = now();
-        if (call(ctx) != 0)
-            return -1;
-        t[n++] = now() - t0;
-    }
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
-    *runs = n;
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
-typedef struct attn_ctx {
-    linattn_attention_desc desc;
-    float *q, *k, *v, *out;
-    int linear;
-} attn_ctx;
-
-static int attn_call(void *p)
-{
-    attn_ctx *c = p;
-    linattn_status st = c->linear ? linattn_attention_linear(&c->desc, c->q, c->k, c->v, c->out)
-                                  : linattn_attention_softmax(&c->desc, c->q, c->k, c->v, c->out);
-    if (st != LINATTN_OK) {
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-        return -1;
-    }
-    return 0;
-}
-
-/* Causal prefill of B=1, H heads, L tokens, d_k = d_v = d; or (w->ctx > 0)
- * one query against ctx keys (softmax decode: the cache read). */
-static int run_prefill(const workload *w, int threads, const options *o, result *r, int linear)
-{
-    attn_ctx c;
-    const int lk = w->ctx > 0 ? (int)w->ctx : w->len, lq = w->ctx > 0 ? 1 : w->len;
-    size_t n = (size_t)w->heads * lk * w->d;
-    linattn_attention_desc_init(&c.desc);
-    c.desc.batch = 1, c.desc.heads = w->heads, c.desc.len_q = lq, c.desc.len_k = lk;
-    c.desc.d_k = c.desc.d_v = w->d, c.desc.causal = 1, c.desc.threads = threads;
-    c.desc.decay = linear ? workload_decay(w) : NULL;
-    c.linear = linear;
-    c.q = malloc(n * sizeof(float));
-    c.k = malloc(n * sizeof(float));
-    c.v = malloc(n * sizeof(float));
-    c.out = malloc(n * sizeof(float));
-    size_t ws = linear ? linattn_attention_linear_workspace(&c.desc)
-                       : linattn_attention_softmax_workspace(&c.desc);
-    c.desc.workspace = malloc(ws);
-    c.desc.workspace_bytes = ws;
-    if (!c.q || !c.k || !c.v || !c.out || !c.desc.workspace) {
-        fprintf(stderr, "linattn-bench: out of memory\n");
-        return -1;
-    }
-    fill_rand(c.q, n, 1);
-    fill_rand(c.k, n, 2);
-    fill_rand(c.v, n, 3);
-    c.desc.linear_mode = w->mode;
-    r->seconds = median_time(attn_call, &c, o, &r->runs);
-    free(c.q), free(c.k), free(c.v), free(c.out), free(c.desc.workspace);
-    if (r->seconds < 0)
-        return -1;
-    if (w->ctx > 0) {
-        r->rate = r->seconds * 1e6;
-        r->unit = "us/tok";
-        r->peak_pct = -1;
-    } else if (linear) {
-        r->rate = w->len / r->seconds;
-        r->unit = "tok/s";
-        r->peak_pct = -1;
-    } else {
-        double flops = 2.0 * w->heads * (double)w->len * w->len * w->d;
-        r->rate = flops / r->seconds * 1e-9;
-        r->unit = "GFLOP/s";
-        r->peak_pct = o->peak_now > 0 ? 100.0 * r->rate / o->peak_now : -1;
-    }
-    return 0;
-}
-
-static int bench_softmax_prefill(const workload *w, int threads, const options *o, result *r)
-{
-    return run_prefill(w, threads, o, r, 0);
-}
-
-static int bench_linear_prefill(const workload *w, int threads, const options *o, result *r)
-{
-    return run_prefill(w, threads, o, r, 1);
-}
-
-typedef struct step_ctx {
-    linattn_linear_state *s;
-    float *q, *k, *v, *out;
-    int tokens; /* steps per call */
-    int d;
-} step_ctx;
-
-static int step_call(void *p)
-{
-    step_ctx *c = p;
-    for (int t = 0; t < c->tokens; t++) {
-        /* the same token each time: the cost does not depend on values */
-        if (linattn_linear_step(c->s, c->q, c->k, c->v, c->out) != LINATTN_OK) {
-            fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* One decode step of all heads against a state that has seen ctx tokens.
- * The state is filled by stepping (up to 64k tokens; beyond, the token
- * count is set: the state's size and the step's work do not change). */
-static int bench_linear_step(const workload *w, int threads, const options *o, result *r)
-{
-    (void)threads;
-    step_ctx c;
-    size_t n = (size_t)w->heads * w->d;
-    if (linattn_linear_state_create(w->heads, w->d, w->d, 1e-6f, workload_decay(w), &c.s) !=
-        LINATTN_OK) {
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-        return -1;
-    }
-    c.q = malloc(n * sizeof(float)), c.k = malloc(n * sizeof(float));
-    c.v = malloc(n * sizeof(float)), c.out = malloc(n * sizeof(float));
-    c.d = w->d;
-    fill_rand(c.q, n, 4);
-    fill_rand(c.k, n, 5);
-    fill_rand(c.v, n, 6);
-    long fill = w->ctx < 65536 ? w->ctx : 65536;
-    c.tokens = (int)fill;
-    step_call(&c);
-    if (w->ctx > fill)
-        linattn_linear_state_set_tokens(c.s, (uint64_t)w->ctx);
-    c.tokens = o->quick ? 200 : 2000;
-    r->seconds = median_time(step_call, &c, o, &r->runs) / c.tokens;
-    if (w->ctx > fill)
-        snprintf(r->note, sizeof r->note, "state: %ld steps, tokens set", fill);
-    linattn_linear_state_free(c.s);
-    free(c.q), free(c.k), free(c.v), free(c.out);
-    if (r->seconds < 0)
-        return -1;
-    r->rate = r->seconds * 1e6;
-    r->unit = "us/tok";
-    r->peak_pct = -1;
-    return 0;
-}
-
-/* ---- whole models: the issue-4 shape with random weights ----------------- */
-
-/* d_model 512, 8 layers, 8 heads, d_ff 2048, vocab 256 (configs/bench-*.ini),
- * made once per variant; max_seq_len leaves room for decoding after 16k. */
-static linattn_model *bench_model(int linear)
-{
-    static linattn_model *cache[2];
-    if (cache[linear])
-        return cache[linear];
-    linattn_config c;
-    linattn_config_defaults(&c);
-    snprintf(c.weights, sizeof c.weights, "random:1");
-    c.vocab_size = 256, c.d_model = 512, c.n_heads = 8, c.n_layers = 8, c.d_ff = 2048;
-    c.max_seq_len = 16384 + 256;
-    c.attention = linear ? LINATTN_ATTN_LINEAR : LINATTN_ATTN_SOFTMAX;
-    if (linattn_model_from_config(&c, &cache[linear]) != LINATTN_OK) {
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-        return NULL;
-    }
-    return cache[linear];
-}
-
-/* Prefill w->ctx tokens from empty (timed once: long runs vary little),
- * then for decode rows time single-token steps and take the median. */
-static int run_model(const workload *w, int threads, const options *o, result *r, int linear,
-                     int decode)
-{
-    linattn_model *m = bench_model(linear);
-    linattn_session *s;
-    if (!m || linattn_session_new(m, &s) != LINATTN_OK) {
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-        return -1;
-    }
-    linattn_session_set_threads(s, threads);
-    int n = (int)w->ctx;
-    int *tokens = malloc((size_t)n * sizeof *tokens);
-    float *logits = malloc(256 * sizeof *logits);
-    int rc = -1;
-    if (!tokens || !logits)
-        goto out;
-    for (int i = 0; i < n; i++)
-        tokens[i] = (i * 7919 + 13) & 255;
-    /* warm-up: thread pool, page faults of the weights */
-    if (linattn_session_feed(s, tokens, 8, logits) != LINATTN_OK)
-        goto out;
-    linattn_session_reset(s);
-    double t0 = now();
-    if (linattn_session_feed(s, tokens, n, logits) != LINATTN_OK)
-        goto out;
-    double prefill = now() - t0;
-    if (!decode) {
-        r->seconds = prefill;
-        r->runs = 1;
-        r->rate = n / prefill;
-        r->unit = "tok/s";
-    } else {
-        double t[64];
-        int steps = o->quick ? 8 : 32;
-        for (int i = 0; i < steps; i++) {
-            int tok = tokens[i % n];
-            double a = now();
-            if (linattn_session_feed(s, &tok, 1, logits) != LINATTN_OK)
-                goto out;
-            t[i] = now() - a;
-        }
-        qsort(t, (size_t)steps, sizeof t[0], cmp_double);
-        r->seconds = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
-        r->runs = steps;
-        r->rate = 1.0 / r->seconds;
-        r->unit = "tok/s";
-    }
-    r->peak_pct = -1;
-    snprintf(r->note, sizeof r->note, "%s %zu B/stream", linear ? "state" : "kv-cache",
-             linattn_session_state_bytes(s));
-    rc = 0;
-out:
-    if (rc)
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-    linattn_session_free(s);
-    free(tokens);
-    free(logits);
-    return rc;
-}
-
-static int bench_model_linear_prefill(const workload *w, int t, const options *o, result *r)
-{
-    return run_model(w, t, o, r, 1, 0);
-}
-static int bench_model_linear_decode(const workload *w, int t, const options *o, result *r)
-{
-    return run_model(w, t, o, r, 1, 1);
-}
-static int bench_model_softmax_prefill(const workload *w, int t, const options *o, result *r)
-{
-    return run_model(w, t, o, r, 0, 0);
-}
-static int bench_model_softmax_decode(const workload *w, int t, const options *o, result *r)
-{
-    return run_model(w, t, o, r, 0, 1);
-}
-
-/* w->len streams (sessions of one model), each fed w->ctx tokens, then
- * linattn_sessions_step advancing all of them one token: tokens/s over all
- * streams (median of the steps). The group runs on the first session's
- * threads. */
-static int run_batch(const workload *w, int threads, const options *o, result *r, int linear)
-{
-    enum { MAX_STREAMS = 64 };
-    linattn_model *m = bench_model(linear);
-    linattn_session *s[MAX_STREAMS] = {0};
-    float *logits[MAX_STREAMS] = {0};
-    int tokens[MAX_STREAMS], ns = w->len < MAX_STREAMS ? w->len : MAX_STREAMS, rc = -1;
-    int n = (int)w->ctx;
-    int *prompt = malloc((size_t)(n > 0 ? n : 1) * sizeof *prompt);
-    if (!m || !prompt)
-        goto out;
-    for (int i = 0; i < n; i++)
-        prompt[i] = (i * 7919 + 13) & 255;
-    for (int i = 0; i < ns; i++) {
-        if (linattn_session_new(m, &s[i]) != LINATTN_OK || !(logits[i] = malloc(256 * sizeof(float))))
-            goto out;
-        linattn_session_set_threads(s[i], threads);
-        if (n > 0 && linattn_session_feed(s[i], prompt, n, NULL) != LINATTN_OK)
-            goto out;
-        tokens[i] = (i * 31 + 7) & 255;
-    }
-    double t[64];
-    int steps = o->quick ? 8 : 32;
-    if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK) /* warm-up */
-        goto out;
-    for (int k = 0; k < steps; k++) {
-        double a = now();
-        if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK)
-            goto out;
-        t[k] = now() - a;
-    }
-    qsort(t, (size_t)steps, sizeof t[0], cmp_double);
-    r->seconds = 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
-    r->runs = steps;
-    r->rate = ns / r->seconds;
-    r->unit = "tok/s";
-    r->peak_pct = -1;
-    snprintf(r->note, sizeof r->note, "%d streams, context %d", ns, n);
-    rc = 0;
-out:
-    if (rc)
-        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-    for (int i = 0; i < ns; i++) {
-        linattn_session_free(s[i]);
-        free(logits[i]);
-    }
-    free(prompt);
-    return rc;
-}
-
-static int bench_batch_linear(const workload *w, int t, const options *o, result *r)
-{
-    return run_batch(w, t, o, r, 1);
-}
-static int bench_batch_softmax(const workload *w, int t, const options *o, result *r)
-{
-    return run_batch(w, t, o, r, 0);
-}
-
-#define MODEL_ROWS(ctx, label)                                                                  \
-    {"model-linear-prefill-" label, "d512 L8 H8 ff2048 model, linear, prefill " label " tokens", \
-     bench_model_linear_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                      \
-    {"model-linear-decode-" label, "same, linear, decode after " label " tokens",                \
-     bench_model_linear_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                       \
-    {"model-softmax-prefill-" label, "same, softmax, prefill " label " tokens",                  \
-     bench_model_softmax_prefill, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0},                     \
-    {"model-softmax-decode-" label, "same, softmax, decode after " label " tokens",              \
-     bench_model_softmax_decode, 8, 0, 512, ctx, LINATTN_LINEAR_AUTO, 1, 0}
-
-#define H8 8
-static const workload workloads[] = {
-    {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", bench_softmax_prefill,
-     H8, 1024, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    {"softmax-causal-4k", "causal softmax prefill, H=8 L=4096 d=64", bench_softmax_prefill,
-     H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    {"linear-causal-4k", "causal linear prefill, H=8 L=4096 d=64 (size rule)",
-     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    {"linear-step-ctx1", "linear decode step, 8 heads d=64, context 1", bench_linear_step, H8, 0,
-     64, 1, LINATTN_LINEAR_AUTO, 0, 0},
-    {"linear-step-ctx1k", "linear decode step, 8 heads d=64, context 1k", bench_linear_step, H8,
-     0, 64, 1024, LINATTN_LINEAR_AUTO, 0, 0},
-    {"linear-step-ctx1M", "linear decode step, 8 heads d=64, context 1M", bench_linear_step, H8,
-     0, 64, 1048576, LINATTN_LINEAR_AUTO, 0, 0},
-    /* The chunked-vs-recurrent size rule: both algorithms on one head
-     * (so the split path is what 2 threads measure) and across d. */
-    {"linear-mode-recurrent-d64", "linear prefill H=8 L=4096 d=64, recurrent",
-     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
-    {"linear-mode-chunked-d64", "linear prefill H=8 L=4096 d=64, chunked", bench_linear_prefill,
-     H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
-    {"linear-mode-recurrent-d32", "linear prefill H=8 L=4096 d=32, recurrent",
-     bench_linear_prefill, H8, 4096, 32, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
-    {"linear-mode-chunked-d32", "linear prefill H=8 L=4096 d=32, chunked", bench_linear_prefill,
-     H8, 4096, 32, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
-    {"linear-mode-recurrent-d128", "linear prefill H=8 L=4096 d=128, recurrent",
-     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
-    {"linear-mode-chunked-d128", "linear prefill H=8 L=4096 d=128, chunked",
-     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
-    {"linear-mode-recurrent-d256", "linear prefill H=2 L=4096 d=256, recurrent",
-     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
-    {"linear-mode-chunked-d256", "linear prefill H=2 L=4096 d=256, chunked",
-     bench_linear_prefill, 2, 4096, 256, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
-    {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)",
-     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    /* One query against a long cache: with fewer heads than threads the
-     * keys are split over threads (flash-decoding). */
-    {"softmax-decode-1head-64k", "softmax decode, one query, H=1 d=64, 64k keys",
-     bench_softmax_prefill, 1, 0, 64, 65536, LINATTN_LINEAR_AUTO, 1, 0},
-    {"softmax-decode-8head-16k", "softmax decode, one query, H=8 d=64, 16k keys",
-     bench_softmax_prefill, H8, 0, 64, 16384, LINATTN_LINEAR_AUTO, 1, 0},
-    /* The head size of most real models: d=128, H=4. */
-    {"softmax-causal-4k-d128", "causal softmax prefill, H=4 L=4096 d=128",
-     bench_softmax_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    {"linear-causal-4k-d128", "causal linear prefill, H=4 L=4096 d=128 (size rule)",
-     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_AUTO, 1, 0},
-    {"linear-mode-recurrent-d128h4", "linear prefill H=4 L=4096 d=128, recurrent",
-     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_RECURRENT, 0, 0},
-    {"linear-mode-chunked-d128h4", "linear prefill H=4 L=4096 d=128, chunked",
-     bench_linear_prefill, 4, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 0},
-    {"linear-step-ctx1k-d128", "linear decode step, 4 heads d=128, context 1k",
-     bench_linear_step, 4, 0, 128, 1024, LINATTN_LINEAR_AUTO, 0, 0},
-    /* Decay (RetNet's per-head values) against the rows above: the cost of
-     * the extra multiply per state element, of the chunk powers and of the
-     * segment rebuild. */
-    {"linear-decay-causal-4k", "as linear-causal-4k, RetNet decays", bench_linear_prefill, H8,
-     4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 1},
-    {"linear-decay-step-ctx1k", "as linear-step-ctx1k, RetNet decays", bench_linear_step, H8, 0,
-     64, 1024, LINATTN_LINEAR_AUTO, 0, 1},
-    {"linear-decay-mode-chunked-d64", "as linear-mode-chunked-d64, RetNet decays",
-     bench_linear_prefill, H8, 4096, 64, 0, LINATTN_LINEAR_CHUNKED, 0, 1},
-    {"linear-decay-mode-chunked-d128", "as linear-mode-chunked-d128, RetNet decays",
-     bench_linear_prefill, H8, 4096, 128, 0, LINATTN_LINEAR_CHUNKED, 0, 1},
-    {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay",
-     bench_linear_prefill, 1, 4096, 64, 0, LINATTN_LINEAR_AUTO, 1, 1},
-    {"batch8-linear-step", "same model, linear, 8 streams stepped together (sessions_step)",
-     bench_batch_linear, 8, 8, 512, 64, LINATTN_LINEAR_AUTO, 1, 0},
-    {"batch8-softmax-step-1k", "same, softmax, 8 streams after 1k tokens, stepped together",
-     bench_batch_softmax, 8, 8, 512, 1024, LINATTN_LINEAR_AUTO, 1, 0},
-    {"batch2-linear-step", "same, linear, 2 streams stepped together",
-     bench_batch_linear, 8, 2, 512, 64, LINATTN_LINEAR_AUTO, 1, 0},
-    MODEL_ROWS(1024, "1k"),
-    MODEL_ROWS(4096, "4k"),
-    MODEL_ROWS(16384, "16k"),
-};
-#define N_WORKLOADS (sizeof workloads / sizeof workloads[0])
-
-/* ------------------------------------------------------------------------ */
-/* Driver                                                                    */
-/* ------------------------------------------------------------------------ */
-
-static void format_time(char *buf, size_t n, double s)
-{
-    if (s >= 1)
-        snprintf(buf, n, "%.3f s", s);
-    else if (s >= 1e-3)
-        snprintf(buf, n, "%.2f ms", s * 1e3);
-    else
-        snprintf(buf, n, "%.3f us", s * 1e6);
-}
-
-static void format_rate(char *buf, size_t n, const result *r)
-{
-    if (!strcmp(r->unit, "tok/s") && r->rate >= 1e4)
-        snprintf(buf, n, "%.0fk tok/s", r->rate * 1e-3);
-    else if (!strcmp(r->unit, "tok/s"))
-        snprintf(buf, n, "%.1f tok/s", r->rate);
-    else if (!strcmp(r->unit, "GFLOP/s"))
-        snprintf(buf, n, r->peak_pct >= 0 ? "%.1f GFLOP/s (%.0f%%)" : "%.1f GFLOP/s", r->rate,
-                 r->peak_pct);
-    else
-        snprintf(buf, n, "%.3f %s", r->rate, r->unit);
-}
 
 static int parse_threads(const char *text, int *list, int max)
 {
     int n = 0;
     const char *p = text;
-    while (*p && n < max) {
+    while (*p) {
         char *end;
         long v;
         if (!strncmp(p, "auto", 4)) {
@@ -561,13 +82,96 @@ static int parse_threads(const char *text, int *list, int max)
             if (end == p || v < 1 || v > 1024)
                 return -1;
         }
-        list[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
         if (*end && *end != ',')
             return -1;
+        if (n == max)
+            return -1;
+        list[n++] = (int)v;
+        p = *end ? end + 1 : end;
     }
     return n;
 }
+
+/* "1k,4k,1M,1000" -> 1024, 4096, 1048576, 1000 */
+static int parse_lengths(const char *text, long *list, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1)
+            return -1;
+        if (*end == 'k' || *end == 'K')
+            v *= 1024, end++;
+        else if (*end == 'M' || *end == 'm')
+            v *= 1048576, end++;
+        if ((*end && *end != ',') || n == max || v > (1L << 30))
+            return -1;
+        list[n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static int parse_suites(const char *text, unsigned *out)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"peak", SUITE_PEAK},   {"bandwidth", SUITE_BANDWIDTH}, {"kernels", SUITE_KERNELS},
+                 {"ops", SUITE_OPS},     {"model", SUITE_MODEL},         {"all", 0x1f}};
+    *out = 0;
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == len && !strncmp(p, names[i].name, len)) {
+                *out |= names[i].bit;
+                found = 1;
+            }
+        if (!found)
+            return -1;
+        p += len + (p[len] == ',');
+    }
+    return *out ? 0 : -1;
+}
+
+/* "all", "auto" or a list of ISA names; each must run on this CPU. */
+static int parse_isas(const char *text, bench_plan *p, const char *from)
+{
+    p->n_isas = 0;
+    if (!strcmp(text, "all")) {
+        for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
+            if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
+                p->isas[p->n_isas++] = (linattn_isa)i;
+        return 0;
+    }
+    const char *s = text;
+    while (*s) {
+        char name[32];
+        size_t len = strcspn(s, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), s);
+        linattn_isa isa;
+        if (linattn_isa_parse(name, &isa) != LINATTN_OK || linattn_set_isa(isa) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s: %s\n", from, linattn_last_error());
+            return -1;
+        }
+        linattn_get_isa(&isa, NULL); /* auto -> the ISA it chose */
+        int seen = 0;
+        for (int i = 0; i < p->n_isas; i++)
+            seen |= p->isas[i] == isa;
+        if (!seen && p->n_isas < LINATTN_ISA_COUNT)
+            p->isas[p->n_isas++] = isa;
+        s += len + (s[len] == ',');
+    }
+    return p->n_isas ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Busy-loop neighbours                                                      */
+/* ------------------------------------------------------------------------ */
 
 /* n child processes spinning until this one exits (PR_SET_PDEATHSIG: even
  * when it is killed). */
@@ -591,153 +195,440 @@ static int start_busy(int n)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Output files                                                              */
+/* ------------------------------------------------------------------------ */
+
+enum out_kind { OUT_JSON, OUT_CSV, OUT_SVG };
+
+/* Written beside the target and renamed over it: a reader never sees half
+ * a file, and a failed run leaves the old one. */
+static int write_output(const char *path, enum out_kind kind, const bench_header *h)
+{
+    size_t n;
+    const bench_row *rows = bench_rows(&n);
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        fprintf(stderr, "linattn-bench: %s: path too long\n", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "linattn-bench: %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    int rc;
+    if (kind == OUT_JSON) {
+        rc = bench_write_json(f, h, rows, n);
+    } else if (kind == OUT_CSV) {
+        rc = bench_write_csv(f, h, rows, n);
+    } else {
+        char title[320], sub[320];
+        snprintf(title, sizeof title, "linattn-bench on %s (%s)", bench_header_get(h, "cpu_model"),
+                 bench_header_get(h, "cpu_family"));
+        snprintf(sub, sizeof sub, "revision %s, %s, %s run, %s, %s",
+                 bench_header_get(h, "revision"), bench_header_get(h, "date"),
+                 bench_header_get(h, "mode"), bench_header_get(h, "compiler"),
+                 bench_header_get(h, "caches"));
+        rc = bench_svg_write(f, rows, n, title, sub);
+    }
+    if (fclose(f) != 0)
+        rc = -1;
+    if (rc != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "linattn-bench: %s: %s\n", path, rc ? "write failed" : strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* --compare                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static char *read_text(const char *path)
+{
+    struct stat st;
+    FILE *f = fopen(path, "rb");
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20)) {
+        fprintf(stderr, "linattn-bench: %s: %s\n", path,
+                !f ? strerror(errno) : "not a regular file of at most 64 MiB");
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    char *text = malloc((size_t)st.st_size + 1);
+    size_t got = text ? fread(text, 1, (size_t)st.st_size, f) : 0;
+    fclose(f);
+    if (!text || got != (size_t)st.st_size) {
+        fprintf(stderr, "linattn-bench: %s: read failed\n", path);
+        free(text);
+        return NULL;
+    }
+    text[got] = 0;
+    return text;
+}
+
+static int load_doc(const char *path, bench_doc *doc)
+{
+    char *text = read_text(path), err[160];
+    if (!text)
+        return -1;
+    int rc = bench_read_json(text, doc, err, sizeof err);
+    free(text);
+    if (rc != 0)
+        fprintf(stderr, "linattn-bench: %s: %s\n", path, err);
+    return rc;
+}
+
+static int compare(const char *old_path, const char *new_path)
+{
+    bench_doc a, b;
+    if (load_doc(old_path, &a) != 0)
+        return 1;
+    if (load_doc(new_path, &b) != 0) {
+        bench_doc_free(&a);
+        return 1;
+    }
+    static const char *const keys[] = {"revision", "date", "cpu_model", "cpu_family", "compiler",
+                                       "flags", "mode", "isas", "threads", "omp_wait_policy"};
+    printf("%-16s %-40s %s\n", "", "old", "new");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *x = bench_header_get(&a.h, keys[i]), *y = bench_header_get(&b.h, keys[i]);
+        printf("%-16s %-40.40s %s%s\n", keys[i], x, y, strcmp(x, y) ? "" : " (same)");
+    }
+    printf("\n%-30s %-8s %4s %-8s %10s %10s %8s  %s\n", "workload", "isa", "thr", "unit", "old",
+           "new", "speed-up", "(> 1: new is faster; '!' either side noisy; '*' beyond 2 cv)");
+    double log_sum = 0;
+    int matched = 0;
+    for (size_t j = 0; j < b.n; j++) {
+        const bench_row *y = &b.rows[j], *x = NULL;
+        for (size_t i = 0; i < a.n && !x; i++)
+            if (!strcmp(a.rows[i].suite, y->suite) && !strcmp(a.rows[i].name, y->name) &&
+                !strcmp(a.rows[i].isa, y->isa) && a.rows[i].threads == y->threads &&
+                !strcmp(a.rows[i].unit, y->unit))
+                x = &a.rows[i];
+        char thr[8];
+        snprintf(thr, sizeof thr, y->threads ? "%d" : "auto", y->threads);
+        if (!x) {
+            printf("%-30s %-8s %4s %-8s %10s %10.4g %8s\n", y->name, y->isa, thr, y->unit, "-",
+                   y->st.median, "new");
+            continue;
+        }
+        double ratio = bench_unit_higher_better(y->unit) ? y->st.median / x->st.median
+                                                         : x->st.median / y->st.median;
+        double cv = fmax(isfinite(x->st.cv) ? x->st.cv : 0, isfinite(y->st.cv) ? y->st.cv : 0);
+        int beyond = isfinite(ratio) && fabs(ratio - 1) > 2 * cv;
+        printf("%-30s %-8s %4s %-8s %10.4g %10.4g %7.3fx%s%s\n", y->name, y->isa, thr, y->unit,
+               x->st.median, y->st.median, ratio, x->st.noisy || y->st.noisy ? "!" : "",
+               beyond ? "*" : "");
+        if (isfinite(ratio) && ratio > 0 && strcmp(y->suite, "peak") &&
+            strcmp(y->suite, "bandwidth")) {
+            log_sum += log(ratio);
+            matched++;
+        }
+    }
+    for (size_t i = 0; i < a.n; i++) {
+        int found = 0;
+        for (size_t j = 0; j < b.n && !found; j++)
+            found = !strcmp(a.rows[i].suite, b.rows[j].suite) &&
+                    !strcmp(a.rows[i].name, b.rows[j].name) && !strcmp(a.rows[i].isa, b.rows[j].isa) &&
+                    a.rows[i].threads == b.rows[j].threads && !strcmp(a.rows[i].unit, b.rows[j].unit);
+        if (!found)
+            printf("%-30s %-8s %4d %-8s %10.4g %10s %8s\n", a.rows[i].name, a.rows[i].isa,
+                   a.rows[i].threads, a.rows[i].unit, a.rows[i].st.median, "-", "gone");
+    }
+    if (matched)
+        printf("\ngeometric mean speed-up over %d workloads (peak and bandwidth left out): %.3fx\n",
+               matched, exp(log_sum / matched));
+    bench_doc_free(&a);
+    bench_doc_free(&b);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static void join_isas(const linattn_isa *isas, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? "," : "", linattn_isa_name(isas[i]));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+static void plan_header(bench_header *h, const bench_plan *p, const char *thread_text, int busy)
+{
+    char buf[256];
+    bench_header_str(h, "mode", p->quick ? "quick" : "full");
+    static const char *const suite_names[] = {"peak", "bandwidth", "kernels", "ops", "model"};
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < 5; i++)
+        if (p->suites & (1u << i))
+            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", used ? "," : "",
+                                     suite_names[i]);
+    bench_header_list(h, "suites", buf);
+    join_isas(p->isas, p->n_isas, buf, sizeof buf);
+    bench_header_list(h, "isas", buf);
+    linattn_isa all[LINATTN_ISA_COUNT];
+    int n_all = 0;
+    for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
+        if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
+            all[n_all++] = (linattn_isa)i;
+    join_isas(all, n_all, buf, sizeof buf);
+    bench_header_list(h, "isas_cpu", buf);
+    bench_header_list(h, "threads", thread_text);
+    used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->n_lengths && used < sizeof buf; i++) {
+        char c[24];
+        bench_count_label(c, sizeof c, p->lengths[i]);
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "", c);
+    }
+    bench_header_list(h, "lengths", buf);
+    used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->n_configs && used < sizeof buf; i++)
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "", p->configs[i]);
+    bench_header_list(h, "configs", buf);
+    bench_header_num(h, "repeat", p->repeat);
+    bench_header_num(h, "min_time", p->min_time);
+    bench_header_num(h, "budget", p->budget);
+    bench_header_str(h, "clock", p->clock == CLOCK_MONOTONIC ? "wall" : "process-cpu");
+    bench_header_num(h, "busy", busy);
+    if (p->peak_override > 0)
+        snprintf(buf, sizeof buf, "--peak %g GFLOP/s a core", p->peak_override);
+    else
+        snprintf(buf, sizeof buf, "measured (FMA loop in registers, best run)");
+    bench_header_str(h, "peak_source", buf);
+    bench_header_str(h, "filter", p->filter ? p->filter : "");
+}
+
 int main(int argc, char **argv)
 {
+    enum { O_SUITE = 256, O_LENGTHS, O_CONFIG, O_REPEAT, O_MIN_TIME, O_JSON, O_CSV, O_PLOT, O_COMPARE };
     static const struct option opts[] = {
-        {"isa", required_argument, 0, 'i'},   {"threads", required_argument, 0, 't'},
-        {"quick", no_argument, 0, 'q'},       {"filter", required_argument, 0, 'f'},
-        {"peak", required_argument, 0, 'p'},  {"list", no_argument, 0, 'l'},
-        {"cpu-time", no_argument, 0, 'c'},    {"busy", required_argument, 0, 'b'},
-        {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
+        {"isa", required_argument, 0, 'i'},      {"threads", required_argument, 0, 't'},
+        {"quick", no_argument, 0, 'q'},          {"filter", required_argument, 0, 'f'},
+        {"peak", required_argument, 0, 'p'},     {"list", no_argument, 0, 'l'},
+        {"cpu-time", no_argument, 0, 'c'},       {"busy", required_argument, 0, 'b'},
+        {"suite", required_argument, 0, O_SUITE}, {"lengths", required_argument, 0, O_LENGTHS},
+        {"config", required_argument, 0, O_CONFIG}, {"repeat", required_argument, 0, O_REPEAT},
+        {"min-time", required_argument, 0, O_MIN_TIME}, {"json", required_argument, 0, O_JSON},
+        {"csv", required_argument, 0, O_CSV},    {"plot", required_argument, 0, O_PLOT},
+        {"compare", required_argument, 0, O_COMPARE}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
-    options o = {0, 0.0, 0.0};
-    const char *isa_text = NULL, *filter = NULL;
-    int thread_list[8] = {1, 2}, n_threads = 2, list_only = 0, busy = 0;
+    static bench_plan p;
+    p.suites = 0x1f;
+    p.clock = CLOCK_MONOTONIC;
+    const char *isa_text = NULL, *threads_text = NULL, *json = NULL, *csv = NULL, *plot = NULL;
+    const char *compare_old = NULL;
+    int list_only = 0, busy = 0, repeat = 0;
+    double min_time = 0;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end;
         switch (c) {
         case 'i': isa_text = optarg; break;
         case 't':
-            n_threads = parse_threads(optarg, thread_list, 8);
-            if (n_threads <= 0) {
-                fprintf(stderr, "linattn-bench: --threads: expected N|auto[,...], got '%s'\n",
-                        optarg);
+            threads_text = optarg;
+            p.n_threads = parse_threads(optarg, p.threads, BENCH_MAX_THREADS);
+            if (p.n_threads <= 0) {
+                fprintf(stderr, "linattn-bench: --threads: expected N|auto[,...] (at most %d), got '%s'\n",
+                        BENCH_MAX_THREADS, optarg);
                 return 1;
             }
             break;
-        case 'q': o.quick = 1; break;
-        case 'f': filter = optarg; break;
+        case 'q': p.quick = 1; break;
+        case 'f': p.filter = optarg; break;
         case 'p':
-            o.peak = atof(optarg);
-            if (!(o.peak > 0)) {
-                fprintf(stderr, "linattn-bench: --peak: expected a positive number\n");
+            p.peak_override = strtod(optarg, &end);
+            if (end == optarg || *end || !(p.peak_override > 0) || !isfinite(p.peak_override)) {
+                fprintf(stderr, "linattn-bench: --peak: expected a positive number, got '%s'\n", optarg);
                 return 1;
             }
             break;
         case 'l': list_only = 1; break;
         case 'b': {
-            char *end;
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end || v < 0 || v > 64) {
-                fprintf(stderr, "linattn-bench: --busy: expected 0..64 processes, got '%s'\n",
-                        optarg);
+                fprintf(stderr, "linattn-bench: --busy: expected 0..64 processes, got '%s'\n", optarg);
                 return 1;
             }
             busy = (int)v;
             break;
         }
-        case 'c': clock_id = CLOCK_PROCESS_CPUTIME_ID; break;
+        case 'c': p.clock = CLOCK_PROCESS_CPUTIME_ID; break;
+        case O_SUITE:
+            if (parse_suites(optarg, &p.suites) != 0) {
+                fprintf(stderr, "linattn-bench: --suite: expected peak,bandwidth,kernels,ops,model or all, got '%s'\n",
+                        optarg);
+                return 1;
+            }
+            break;
+        case O_LENGTHS:
+            p.n_lengths = parse_lengths(optarg, p.lengths, BENCH_MAX_LENGTHS);
+            if (p.n_lengths <= 0) {
+                fprintf(stderr, "linattn-bench: --lengths: expected N[k|M][,...] (at most %d, up to 1024M), got '%s'\n",
+                        BENCH_MAX_LENGTHS, optarg);
+                return 1;
+            }
+            p.lengths_given = 1;
+            break;
+        case O_CONFIG:
+            if (p.n_configs == BENCH_MAX_CONFIGS) {
+                fprintf(stderr, "linattn-bench: --config: at most %d\n", BENCH_MAX_CONFIGS);
+                return 1;
+            }
+            p.configs[p.n_configs++] = optarg;
+            break;
+        case O_REPEAT: {
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > BENCH_MAX_SAMPLES) {
+                fprintf(stderr, "linattn-bench: --repeat: expected 1..%d, got '%s'\n", BENCH_MAX_SAMPLES, optarg);
+                return 1;
+            }
+            repeat = (int)v;
+            break;
+        }
+        case O_MIN_TIME:
+            min_time = strtod(optarg, &end);
+            if (end == optarg || *end || !(min_time >= 0) || min_time > 3600) {
+                fprintf(stderr, "linattn-bench: --min-time: expected 0..3600 seconds, got '%s'\n", optarg);
+                return 1;
+            }
+            break;
+        case O_JSON: json = optarg; break;
+        case O_CSV: csv = optarg; break;
+        case O_PLOT: plot = optarg; break;
+        case O_COMPARE: compare_old = optarg; break;
         case 'h': fputs(usage, stdout); return 0;
         default: fputs(usage, stderr); return 1;
         }
+    }
+    if (compare_old) {
+        if (optind + 1 != argc) {
+            fprintf(stderr, "linattn-bench: --compare: expected OLD.json NEW.json\n");
+            return 1;
+        }
+        return compare(compare_old, argv[optind]);
     }
     if (optind < argc) {
         fprintf(stderr, "linattn-bench: unexpected argument '%s'\n", argv[optind]);
         return 1;
     }
+
+    /* the plan */
+    const char *env_isa = getenv("LINATTN_ISA");
+    if (parse_isas(isa_text ? isa_text : env_isa && *env_isa ? env_isa : "all", &p,
+                   isa_text ? "--isa" : env_isa && *env_isa ? "LINATTN_ISA" : "isa") != 0)
+        return 1;
+    char default_threads[32];
+    if (!p.n_threads) {
+        int most = linattn_max_threads();
+        p.threads[p.n_threads++] = 1;
+        if (most > 1)
+            p.threads[p.n_threads++] = most;
+        snprintf(default_threads, sizeof default_threads, most > 1 ? "1,%d" : "1", most);
+        threads_text = default_threads;
+    }
+    if (!p.n_lengths) {
+        static const long quick[] = {1024, 4096, 16384, 65536};
+        if (p.quick)
+            for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++)
+                p.lengths[p.n_lengths++] = quick[i];
+        else
+            for (long l = 1024; l <= 65536; l *= 2)
+                p.lengths[p.n_lengths++] = l;
+    }
+    static char default_configs[2][4096];
+    if (!p.n_configs) {
+        snprintf(default_configs[0], sizeof default_configs[0], "%s/bench-linear.ini",
+                 LINATTN_BENCH_CONFIG_DIR);
+        snprintf(default_configs[1], sizeof default_configs[1], "%s/bench-softmax.ini",
+                 LINATTN_BENCH_CONFIG_DIR);
+        p.configs[p.n_configs++] = default_configs[0];
+        p.configs[p.n_configs++] = default_configs[1];
+    }
+    p.repeat = repeat ? repeat : p.quick ? 3 : 9;
+    p.min_time = min_time;
+    p.budget = p.quick ? 1.0 : 4.0;
+    /* the denominators every other suite divides by */
+    if (p.suites & (SUITE_KERNELS | SUITE_OPS | SUITE_MODEL))
+        p.suites |= SUITE_PEAK | (p.suites & (SUITE_OPS | SUITE_MODEL) ? SUITE_BANDWIDTH : 0);
+
     if (list_only) {
-        for (size_t i = 0; i < N_WORKLOADS; i++)
-            printf("%-28s %s\n", workloads[i].name, workloads[i].what);
+        if (p.suites & SUITE_PEAK)
+            printf("%-30s peak     fp32 FMA loop in registers, per ISA and thread count\n", "fma-peak");
+        if (p.suites & SUITE_BANDWIDTH)
+            printf("%-30s bandwidth STREAM triad and memory read, 1 and N threads\n"
+                   "%-30s bandwidth read bandwidth of one core from L1, L2, L3\n",
+                   "triad read-dram", "read-l1 read-l2 read-l3");
+        if (p.suites & SUITE_KERNELS)
+            kernels_list(&p);
+        if (p.suites & SUITE_OPS)
+            ops_list(&p);
+        if (p.suites & SUITE_MODEL)
+            model_list(&p);
         return 0;
     }
 
-    linattn_isa isas[LINATTN_ISA_COUNT];
-    int n_isas = 0;
-    if (isa_text) {
-        if (linattn_isa_parse(isa_text, &isas[0]) != LINATTN_OK ||
-            linattn_set_isa(isas[0]) != LINATTN_OK) {
-            fprintf(stderr, "linattn-bench: --isa: %s\n", linattn_last_error());
-            return 1;
-        }
-        linattn_get_isa(&isas[0], NULL);
-        n_isas = 1;
-    } else {
-        for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
-            if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
-                isas[n_isas++] = (linattn_isa)i;
-    }
-
+    bench_caches_get(&bench_den.caches);
+    static bench_header h;
+    bench_sysinfo(&h, &bench_den.caches, argc, argv);
+    plan_header(&h, &p, threads_text, busy);
     if (busy && start_busy(busy) != 0)
         return 1;
-    printf("linattn %s, cpu: %s, openmp: %s (%d threads)%s%s",
-           linattn_version(), linattn_cpu_features_str(), linattn_has_openmp() ? "yes" : "no",
-           linattn_max_threads(), o.quick ? ", quick" : "",
-           clock_id == CLOCK_MONOTONIC ? "" : ", process CPU time");
-    if (busy)
-        printf(", %d busy-loop process%s beside", busy, busy > 1 ? "es" : "");
+    for (int i = 0; i < h.n; i++)
+        printf("%-16s %s\n", h.kv[i].key, h.kv[i].value);
     printf("\n");
-    /* The denominators of every "% of peak": each ISA's FMA peak at each
-     * thread count, measured now (or --peak x threads). */
-    double peaks[LINATTN_ISA_COUNT][8];
-    int any_gflops = 0;
-    for (size_t wi = 0; wi < N_WORKLOADS; wi++)
-        any_gflops |= (!filter || strstr(workloads[wi].name, filter)) &&
-                      (workloads[wi].run == bench_softmax_prefill && workloads[wi].ctx == 0);
-    for (int ii = 0; ii < n_isas && any_gflops; ii++) {
-        printf("peak %-7s", linattn_isa_name(isas[ii]));
-        for (int ti = 0; ti < n_threads; ti++) {
-            int t = thread_list[ti] > 0 ? thread_list[ti] : linattn_max_threads();
-            if (t > 1 && !linattn_has_openmp())
-                t = 1;
-            peaks[ii][ti] = o.peak > 0 ? o.peak * t : peak_gflops(isas[ii], t, o.quick ? 0.03 : 0.1);
-            printf("  %d thread%s %.1f GFLOP/s", t, t > 1 ? "s" : "", peaks[ii][ti]);
-        }
-        printf(o.peak > 0 ? "  (--peak)\n" : "  (measured: FMA loop in registers)\n");
-    }
-    printf("%-28s %-7s %4s %11s %26s %7s  %s\n", "workload", "isa", "thr", "median", "rate",
-           "vs 1t", "note");
-    int failed = 0, ran = 0;
-    for (size_t wi = 0; wi < N_WORKLOADS; wi++) {
-        const workload *w = &workloads[wi];
-        if (filter && !strstr(w->name, filter))
-            continue;
-        for (int ii = 0; ii < n_isas; ii++) {
-            linattn_set_isa(isas[ii]);
-            double one_thread = 0;
-            int nt = w->threaded ? n_threads : 1;
-            for (int ti = 0; ti < nt; ti++) {
-                int threads = w->threaded ? thread_list[ti] : 1;
-                if (threads != 1 && !linattn_has_openmp())
-                    continue;
-                result r;
-                memset(&r, 0, sizeof r);
-                o.peak_now = any_gflops ? peaks[ii][w->threaded ? ti : 0] : 0;
-                if (!w->threaded && thread_list[0] != 1)
-                    o.peak_now = 0; /* no peak measured for one thread */
-                if (w->run(w, threads, &o, &r) != 0) {
-                    failed = 1;
-                    continue;
-                }
-                ran++;
-                char t[32], rate[48], speed[16] = "";
-                format_time(t, sizeof t, r.seconds);
-                format_rate(rate, sizeof rate, &r);
-                if (threads == 1)
-                    one_thread = r.seconds;
-                else if (one_thread > 0)
-                    snprintf(speed, sizeof speed, "x%.2f", one_thread / r.seconds);
-                char thr[8];
-                snprintf(thr, sizeof thr, threads ? "%d" : "auto", threads);
-                printf("%-28s %-7s %4s %11s %26s %7s  %s\n", w->name,
-                       linattn_isa_name(isas[ii]), thr, t, rate, speed, r.note);
-                fflush(stdout);
-            }
-        }
-    }
-    if (!ran && !failed) {
+
+    size_t total = 0;
+    total += p.suites & SUITE_PEAK ? peak_units(&p) : 0;
+    total += p.suites & SUITE_BANDWIDTH ? bandwidth_units(&p) : 0;
+    total += p.suites & SUITE_KERNELS ? kernels_units(&p) : 0;
+    total += p.suites & SUITE_OPS ? ops_units(&p) : 0;
+    total += p.suites & SUITE_MODEL ? model_units(&p) : 0;
+    bench_progress_begin(total);
+    double start = bench_now(NULL);
+    int failed = 0;
+    if (p.suites & (SUITE_PEAK | SUITE_BANDWIDTH))
+        bench_print_columns();
+    if (p.suites & SUITE_PEAK)
+        failed |= suite_peak(&p) != 0;
+    if (p.suites & SUITE_BANDWIDTH)
+        failed |= suite_bandwidth(&p) != 0;
+    if (p.suites & SUITE_KERNELS)
+        failed |= suite_kernels(&p) != 0;
+    if (p.suites & (SUITE_OPS | SUITE_MODEL))
+        bench_print_columns();
+    if (p.suites & SUITE_OPS)
+        failed |= suite_ops(&p) != 0;
+    if (p.suites & SUITE_MODEL)
+        failed |= suite_model(&p) != 0;
+    bench_progress_end();
+    size_t n;
+    bench_rows(&n);
+    bench_header_num(&h, "seconds", bench_now(NULL) - start);
+    printf("\n%zu figures in %.1f s; '!': cv above %.0f%% (noisy)%s\n", n, bench_now(NULL) - start,
+           100 * BENCH_NOISY_CV, failed ? "; some workloads FAILED (see above)" : "");
+    if (!n && !failed) {
         fprintf(stderr, "linattn-bench: no workload matches '%s' (see --list)\n",
-                filter ? filter : "");
+                p.filter ? p.filter : "");
         return 1;
     }
+    if (json && write_output(json, OUT_JSON, &h) != 0)
+        failed = 1;
+    if (csv && write_output(csv, OUT_CSV, &h) != 0)
+        failed = 1;
+    if (plot && write_output(plot, OUT_SVG, &h) != 0)
+        failed = 1;
     return failed;
 }

@@ -1,7 +1,9 @@
 /* peak.c: the fp32 FMA peak of each ISA, measured: register-only loops of independent multiply-add chains. */
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 
+#include "bench.h"
 #include "peak.h"
 
 #if defined(__x86_64__)
@@ -125,7 +127,7 @@ static double kind_of(linattn_isa isa, float (**loop)(long))
 
 volatile float peak_sink;
 
-double peak_gflops(linattn_isa isa, int threads, double seconds)
+int peak_samples(linattn_isa isa, int threads, double seconds, double *gflops, int trials)
 {
     float (*loop)(long);
     double per_rep = kind_of(isa, &loop);
@@ -138,8 +140,7 @@ double peak_gflops(linattn_isa isa, int threads, double seconds)
     double dt = now() - t0;
     if (dt > 0)
         reps = (long)(reps * seconds / dt) + 1;
-    double best = 0;
-    for (int trial = 0; trial < 3; trial++) {
+    for (int trial = 0; trial < trials; trial++) {
         double start = now();
 #ifdef LINATTN_BENCH_OPENMP
 #pragma omp parallel num_threads(threads)
@@ -151,8 +152,90 @@ double peak_gflops(linattn_isa isa, int threads, double seconds)
 #endif
             peak_sink += v;
         }
-        double g = per_rep * (double)reps * threads / (now() - start) * 1e-9;
-        best = g > best ? g : best;
+        gflops[trial] = per_rep * (double)reps * threads / (now() - start) * 1e-9;
     }
+    return trials;
+}
+
+double peak_gflops(linattn_isa isa, int threads, double seconds)
+{
+    double g[3], best = 0;
+    int n = peak_samples(isa, threads, seconds, g, 3);
+    for (int i = 0; i < n; i++)
+        best = g[i] > best ? g[i] : best;
     return best;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The peak suite                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* 1 and each thread count asked, resolved and without repeats. */
+static int peak_thread_counts(const bench_plan *p, int *out)
+{
+    int n = 0;
+    out[n++] = 1;
+    for (int i = 0; i < p->n_threads; i++) {
+        int t = bench_resolve_threads(p->threads[i]), seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= out[j] == t;
+        if (!seen)
+            out[n++] = t;
+    }
+    return n;
+}
+
+size_t peak_units(const bench_plan *p)
+{
+    int t[BENCH_MAX_THREADS + 1];
+    return (size_t)p->n_isas * (size_t)peak_thread_counts(p, t);
+}
+
+int suite_peak(const bench_plan *p)
+{
+    int counts[BENCH_MAX_THREADS + 1];
+    int nt = peak_thread_counts(p, counts);
+    bench_den.n_peaks = 0;
+    for (int ii = 0; ii < p->n_isas; ii++) {
+        for (int ti = 0; ti < nt; ti++) {
+            linattn_isa isa = p->isas[ii];
+            int t = counts[ti];
+            char label[64];
+            snprintf(label, sizeof label, "fma-peak %s %dt", linattn_isa_name(isa), t);
+            bench_progress_step(label);
+            bench_row r;
+            bench_row_init(&r);
+            snprintf(r.suite, sizeof r.suite, "peak");
+            snprintf(r.name, sizeof r.name, "fma-peak");
+            snprintf(r.isa, sizeof r.isa, "%s", linattn_isa_name(isa));
+            snprintf(r.unit, sizeof r.unit, "GFLOP/s");
+            r.threads = t;
+            double g[BENCH_MAX_SAMPLES];
+            int n;
+            if (p->peak_override > 0) {
+                g[0] = p->peak_override * t;
+                n = 1;
+                snprintf(r.what, sizeof r.what, "FMA peak given by --peak (per core x threads)");
+                snprintf(r.note, sizeof r.note, "--peak %g x %d", p->peak_override, t);
+            } else {
+                int trials = p->repeat < BENCH_MAX_SAMPLES ? p->repeat : BENCH_MAX_SAMPLES;
+                n = peak_samples(isa, t, p->quick ? 0.02 : 0.1, g, trials);
+                snprintf(r.what, sizeof r.what,
+                         "fp32 multiply-add loop in registers, independent chains%s",
+                         isa == LINATTN_ISA_SCALAR ? " (scalar: the SSE baseline, mul + add)" : "");
+                snprintf(r.note, sizeof r.note, "the %% of peak divides by the best run");
+            }
+            if (n <= 0)
+                continue;
+            bench_stats_of(g, n, &r.st);
+            r.peak = r.st.max;
+            if (bench_den.n_peaks < (int)(sizeof bench_den.peaks / sizeof bench_den.peaks[0])) {
+                bench_den.peaks[bench_den.n_peaks].isa = isa;
+                bench_den.peaks[bench_den.n_peaks].threads = t;
+                bench_den.peaks[bench_den.n_peaks++].gflops = r.peak;
+            }
+            bench_emit(&r);
+        }
+    }
+    return 0;
 }

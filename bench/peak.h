@@ -9,5 +9,8 @@
  * file has no loop for. Scalar is the baseline the scalar kernels are
  * built for (x86-64: SSE multiply and add, no FMA; aarch64: NEON). */
 double peak_gflops(linattn_isa isa, int threads, double seconds);
+/* The GFLOP/s of each of `trials` runs of that loop into gflops[]; returns
+ * trials, or 0 for an ISA without a loop. */
+int peak_samples(linattn_isa isa, int threads, double seconds, double *gflops, int trials);
 
 #endif

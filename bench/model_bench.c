@@ -1,0 +1,426 @@
+/* model_bench.c: whole models from config files: prefill and decode tokens/s, decode against the weights' bandwidth floor, streams stepped together. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "bench_build.h"
+
+/* Contexts each config is prefilled to (then decoded after). */
+static const long full_contexts[] = {1024, 4096, 16384};
+static const long quick_contexts[] = {64};
+#define DECODE_STEPS(p) ((p)->quick ? 8 : 32)
+
+typedef struct bench_model {
+    const char *path;
+    char label[48]; /* "linear" for bench-linear.ini: the rows' names */
+    linattn_config *cfg;
+    linattn_model *m;
+    char note[32]; /* "built-in shape" when the default file is missing */
+} bench_model;
+
+static bench_model models[BENCH_MAX_CONFIGS];
+static int n_models;
+
+/* "configs/bench-linear.ini" -> "linear"; "my-model.ini" -> "my-model". */
+static void label_of(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strncmp(base, "bench-", 6))
+        base += 6;
+    snprintf(out, n, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && !strcmp(dot, ".ini"))
+        *dot = 0;
+}
+
+static long max_context(const bench_plan *p)
+{
+    return p->quick ? quick_contexts[0] : full_contexts[2];
+}
+
+/* The shape of configs/bench-*.ini, for a binary run away from its source
+ * tree: the same model, built in. */
+static void builtin_config(linattn_config *c, const char *label)
+{
+    linattn_config_defaults(c);
+    snprintf(c->weights, sizeof c->weights, "random:1");
+    c->vocab_size = 256, c->d_model = 512, c->n_heads = 8, c->n_layers = 8, c->d_ff = 2048;
+    c->max_seq_len = 16384;
+    c->attention = strstr(label, "softmax") ? LINATTN_ATTN_SOFTMAX : LINATTN_ATTN_LINEAR;
+}
+
+/* Loads every config once (the models serve every ISA and thread count). */
+static int load_models(const bench_plan *p)
+{
+    if (n_models)
+        return 0;
+    for (int i = 0; i < p->n_configs; i++) {
+        bench_model *bm = &models[n_models];
+        memset(bm, 0, sizeof *bm);
+        bm->path = p->configs[i];
+        label_of(bm->path, bm->label, sizeof bm->label);
+        bm->cfg = malloc(sizeof *bm->cfg);
+        if (!bm->cfg)
+            return -1;
+        struct stat st;
+        int is_default = !strncmp(bm->path, LINATTN_BENCH_CONFIG_DIR, strlen(LINATTN_BENCH_CONFIG_DIR));
+        if (is_default && stat(bm->path, &st) != 0) {
+            builtin_config(bm->cfg, bm->label);
+            snprintf(bm->note, sizeof bm->note, "built-in shape (no file)");
+        } else if (linattn_config_load(bm->path, bm->cfg) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+            free(bm->cfg);
+            return -1;
+        }
+        /* the bench chooses ISA and threads; room to decode after the
+         * longest context */
+        bm->cfg->isa = LINATTN_ISA_AUTO;
+        long need = max_context(p) + DECODE_STEPS(p) + 16;
+        if (bm->cfg->max_seq_len < need)
+            bm->cfg->max_seq_len = (int)need;
+        if (linattn_model_from_config(bm->cfg, &bm->m) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s: %s\n", bm->path, linattn_last_error());
+            free(bm->cfg);
+            return -1;
+        }
+        n_models++;
+    }
+    return 0;
+}
+
+static void free_models(void)
+{
+    for (int i = 0; i < n_models; i++) {
+        linattn_model_free(models[i].m);
+        free(models[i].cfg);
+    }
+    n_models = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The plan: contexts x configs, then the batch rows                         */
+/* ------------------------------------------------------------------------ */
+
+static void row_name(char *buf, size_t n, const char *label, const char *what, long ctx)
+{
+    char c[24];
+    bench_count_label(c, sizeof c, ctx);
+    snprintf(buf, n, "model-%s-%s-%s", label, what, c);
+}
+
+/* The streams-stepped-together rows (sessions_step): full runs only, on
+ * the first linear and the first softmax config. */
+typedef struct batch_row {
+    const char *name, *what;
+    int linear, streams, ctx;
+} batch_row;
+static const batch_row batch_rows[] = {
+    {"batch8-linear-step", "linear model, 8 streams stepped together (sessions_step)", 1, 8, 64},
+    {"batch8-softmax-step-1k", "softmax model, 8 streams after 1k tokens, stepped together", 0, 8, 1024},
+    {"batch2-linear-step", "linear model, 2 streams stepped together", 1, 2, 64},
+};
+
+static int thread_counts(const bench_plan *p, int *out)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_threads; i++)
+        if (p->threads[i] == 1 || linattn_has_openmp())
+            out[n++] = p->threads[i];
+    return n;
+}
+
+static int config_linear(const bench_plan *p, int i)
+{
+    char label[48];
+    label_of(p->configs[i], label, sizeof label);
+    if (n_models > i)
+        return models[i].cfg->attention == LINATTN_ATTN_LINEAR;
+    return !strstr(label, "softmax"); /* before loading: for --list */
+}
+
+static int batch_config(const bench_plan *p, int linear)
+{
+    for (int i = 0; i < p->n_configs; i++)
+        if (config_linear(p, i) == linear)
+            return i;
+    return -1;
+}
+
+size_t model_units(const bench_plan *p)
+{
+    int t[BENCH_MAX_THREADS], nt = thread_counts(p, t);
+    size_t n = 0, nctx = p->quick ? 1 : 3;
+    for (size_t c = 0; c < nctx; c++) {
+        long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
+        for (int i = 0; i < p->n_configs; i++) {
+            char label[48], a[96], b[96];
+            label_of(p->configs[i], label, sizeof label);
+            row_name(a, sizeof a, label, "prefill", ctx);
+            row_name(b, sizeof b, label, "decode", ctx);
+            if (bench_wanted(p, a) || bench_wanted(p, b))
+                n += (size_t)p->n_isas * (size_t)nt;
+        }
+    }
+    for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
+        if (bench_wanted(p, batch_rows[i].name) && batch_config(p, batch_rows[i].linear) >= 0)
+            n += (size_t)p->n_isas * (size_t)nt;
+    return n;
+}
+
+void model_list(const bench_plan *p)
+{
+    size_t nctx = p->quick ? 1 : 3;
+    for (size_t c = 0; c < nctx; c++) {
+        long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
+        for (int i = 0; i < p->n_configs; i++) {
+            char label[48], a[96];
+            label_of(p->configs[i], label, sizeof label);
+            row_name(a, sizeof a, label, "prefill", ctx);
+            if (bench_wanted(p, a))
+                printf("%-30s model    %s, prefill %ld tokens\n", a, p->configs[i], ctx);
+            row_name(a, sizeof a, label, "decode", ctx);
+            if (bench_wanted(p, a))
+                printf("%-30s model    %s, decode after %ld tokens\n", a, p->configs[i], ctx);
+        }
+    }
+    for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
+        if (bench_wanted(p, batch_rows[i].name))
+            printf("%-30s model    %s\n", batch_rows[i].name, batch_rows[i].what);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Runs                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Nominal prefill work of n tokens: 2 flops a parameter a token (the
+ * projections, FFN and LM head), plus attention: softmax the causal
+ * square as the ops rows count it (2 n^2 d_model a layer), linear the
+ * state update and read (4 n d_model d_head a layer). */
+static double prefill_flops(const bench_model *bm, long n)
+{
+    const linattn_config *c = bm->cfg;
+    double dense = 2.0 * (double)linattn_model_params(bm->m) * (double)n;
+    double attn = c->attention == LINATTN_ATTN_SOFTMAX
+                      ? 2.0 * (double)n * (double)n * c->d_model
+                      : 4.0 * (double)n * c->d_model * ((double)c->d_model / c->n_heads);
+    return dense + attn * c->n_layers;
+}
+
+typedef struct prefill_ctx {
+    linattn_session *s;
+    const int *tokens;
+    int n;
+    float *logits;
+} prefill_ctx;
+
+static int prefill_call(void *p)
+{
+    prefill_ctx *c = p;
+    linattn_session_reset(c->s);
+    if (linattn_session_feed(c->s, c->tokens, c->n, c->logits) != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static void model_row(bench_row *r, const bench_model *bm, const char *name, linattn_isa isa,
+                      int threads)
+{
+    bench_row_init(r);
+    snprintf(r->suite, sizeof r->suite, "model");
+    bench_copy(r->name, sizeof r->name, name);
+    snprintf(r->isa, sizeof r->isa, "%s", linattn_isa_name(isa));
+    snprintf(r->unit, sizeof r->unit, "tok/s");
+    snprintf(r->variant, sizeof r->variant, "%s",
+             bm->cfg->attention == LINATTN_ATTN_LINEAR ? "linear" : "softmax");
+    r->threads = threads;
+}
+
+/* Prefill ctx tokens from empty (repeated by the plan's rule), then time
+ * single-token decode steps after the last prefill. */
+static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linattn_isa isa,
+                     int threads)
+{
+    char pname[96], dname[96];
+    row_name(pname, sizeof pname, bm->label, "prefill", ctx);
+    row_name(dname, sizeof dname, bm->label, "decode", ctx);
+    int want_p = bench_wanted(p, pname), want_d = bench_wanted(p, dname);
+    int steps = DECODE_STEPS(p), n = (int)ctx, vocab = bm->cfg->vocab_size, rc = -1;
+    linattn_session *s = NULL;
+    int *tokens = malloc((size_t)(n + steps) * sizeof *tokens);
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    double t[BENCH_MAX_SAMPLES];
+    if (!tokens || !logits || linattn_session_new(bm->m, &s) != LINATTN_OK)
+        goto out;
+    linattn_session_set_threads(s, threads);
+    for (int i = 0; i < n + steps; i++)
+        tokens[i] = (i * 7919 + 13) % vocab;
+    /* warm-up: thread pool, page faults of the weights */
+    if (linattn_session_feed(s, tokens, n < 8 ? n : 8, logits) != LINATTN_OK)
+        goto out;
+    prefill_ctx pc = {s, tokens, n, logits};
+    int runs = want_p ? bench_time(prefill_call, &pc, p, 0, t, BENCH_MAX_SAMPLES)
+                      : (prefill_call(&pc) == 0);
+    if (runs <= 0)
+        goto out;
+    size_t state = linattn_session_state_bytes(s);
+    const char *what_state = bm->cfg->attention == LINATTN_ATTN_LINEAR ? "state" : "kv-cache";
+    if (want_p) {
+        bench_row r;
+        model_row(&r, bm, pname, isa, threads);
+        snprintf(r.what, sizeof r.what, "%s (%s), prefill %ld tokens", bm->path, bm->label, ctx);
+        snprintf(r.note, sizeof r.note, "%s %zu B/stream%s%s", what_state, state,
+                 bm->note[0] ? "; " : "", bm->note);
+        bench_stats_of_rate(t, runs, (double)n, &r.st);
+        bench_stats sec;
+        bench_stats_of(t, runs, &sec);
+        r.seconds = sec.median;
+        r.flops = prefill_flops(bm, ctx);
+        r.context = (double)ctx;
+        bench_row_ratios(&r, isa, 0, 0);
+        bench_emit(&r);
+    }
+    if (want_d) {
+        for (int i = 0; i < steps; i++) {
+            double a = bench_now(p);
+            if (linattn_session_feed(s, &tokens[n + i], 1, logits) != LINATTN_OK) {
+                fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+                goto out;
+            }
+            t[i] = bench_now(p) - a;
+        }
+        bench_row r;
+        model_row(&r, bm, dname, isa, threads);
+        snprintf(r.what, sizeof r.what, "%s (%s), decode after %ld tokens", bm->path, bm->label,
+                 ctx);
+        bench_stats_of_rate(t, steps, 1.0, &r.st);
+        bench_stats sec;
+        bench_stats_of(t, steps, &sec);
+        r.seconds = sec.median;
+        /* a token reads every weight once, and the whole state or cache */
+        double weights = (double)linattn_model_weight_bytes(bm->m);
+        r.bytes = weights + (double)linattn_session_state_bytes(s);
+        r.context = (double)ctx;
+        snprintf(r.note, sizeof r.note, "weights %.0f MiB + %s %.1f MiB a token%s%s",
+                 weights / 1048576, what_state, (double)linattn_session_state_bytes(s) / 1048576,
+                 bm->note[0] ? "; " : "", bm->note);
+        bench_row_ratios(&r, isa, r.bytes, r.seconds);
+        bench_emit(&r);
+    }
+    rc = 0;
+out:
+    if (rc && s)
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+    linattn_session_free(s);
+    free(tokens);
+    free(logits);
+    return rc;
+}
+
+/* b->streams sessions of one model, each fed b->ctx tokens, then
+ * linattn_sessions_step advancing all of them one token: tokens/s over
+ * all streams. The group runs on the first session's threads. */
+static int run_batch(const bench_plan *p, const batch_row *b, const bench_model *bm,
+                     linattn_isa isa, int threads)
+{
+    enum { MAX_STREAMS = 64 };
+    linattn_session *s[MAX_STREAMS] = {0};
+    float *logits[MAX_STREAMS] = {0};
+    int tokens[MAX_STREAMS], ns = b->streams < MAX_STREAMS ? b->streams : MAX_STREAMS, rc = -1;
+    int n = b->ctx, vocab = bm->cfg->vocab_size;
+    int *prompt = malloc((size_t)(n > 0 ? n : 1) * sizeof *prompt);
+    double t[BENCH_MAX_SAMPLES];
+    int steps = DECODE_STEPS(p);
+    if (!prompt)
+        goto out;
+    for (int i = 0; i < n; i++)
+        prompt[i] = (i * 7919 + 13) % vocab;
+    for (int i = 0; i < ns; i++) {
+        if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
+            !(logits[i] = malloc((size_t)vocab * sizeof(float))))
+            goto out;
+        linattn_session_set_threads(s[i], threads);
+        if (n > 0 && linattn_session_feed(s[i], prompt, n, NULL) != LINATTN_OK)
+            goto out;
+        tokens[i] = (i * 31 + 7) % vocab;
+    }
+    if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK) /* warm-up */
+        goto out;
+    for (int k = 0; k < steps; k++) {
+        double a = bench_now(p);
+        if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK)
+            goto out;
+        t[k] = bench_now(p) - a;
+    }
+    bench_row r;
+    model_row(&r, bm, b->name, isa, threads);
+    snprintf(r.what, sizeof r.what, "%s: %s", bm->path, b->what);
+    snprintf(r.note, sizeof r.note, "%d streams, context %d", ns, n);
+    bench_stats_of_rate(t, steps, (double)ns, &r.st);
+    bench_stats sec;
+    bench_stats_of(t, steps, &sec);
+    r.seconds = sec.median;
+    r.context = n;
+    bench_emit(&r);
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+    for (int i = 0; i < ns; i++) {
+        linattn_session_free(s[i]);
+        free(logits[i]);
+    }
+    free(prompt);
+    return rc;
+}
+
+int suite_model(const bench_plan *p)
+{
+    if (load_models(p) != 0)
+        return -1;
+    int t[BENCH_MAX_THREADS], nt = thread_counts(p, t), failed = 0;
+    size_t nctx = p->quick ? 1 : 3;
+    for (size_t c = 0; c < nctx; c++) {
+        long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
+        for (int i = 0; i < n_models; i++) {
+            char a[96], b[96];
+            row_name(a, sizeof a, models[i].label, "prefill", ctx);
+            row_name(b, sizeof b, models[i].label, "decode", ctx);
+            if (!bench_wanted(p, a) && !bench_wanted(p, b))
+                continue;
+            for (int ii = 0; ii < p->n_isas; ii++)
+                for (int ti = 0; ti < nt; ti++) {
+                    char label[128], thr[8];
+                    snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
+                    snprintf(label, sizeof label, "model-%s-%ld %s %s", models[i].label, ctx,
+                             linattn_isa_name(p->isas[ii]), thr);
+                    bench_progress_step(label);
+                    linattn_set_isa(p->isas[ii]);
+                    failed |= run_model(p, &models[i], ctx, p->isas[ii], t[ti]) != 0;
+                }
+        }
+    }
+    for (size_t bi = 0; !p->quick && bi < sizeof batch_rows / sizeof batch_rows[0]; bi++) {
+        const batch_row *b = &batch_rows[bi];
+        int mi = batch_config(p, b->linear);
+        if (!bench_wanted(p, b->name) || mi < 0)
+            continue;
+        for (int ii = 0; ii < p->n_isas; ii++)
+            for (int ti = 0; ti < nt; ti++) {
+                char label[128], thr[8];
+                snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
+                snprintf(label, sizeof label, "%s %s %s", b->name, linattn_isa_name(p->isas[ii]),
+                         thr);
+                bench_progress_step(label);
+                linattn_set_isa(p->isas[ii]);
+                failed |= run_batch(p, b, &models[mi], p->isas[ii], t[ti]) != 0;
+            }
+    }
+    free_models();
+    return failed ? -1 : 0;
+}
