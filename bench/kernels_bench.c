@@ -265,7 +265,10 @@ int suite_kernels(const bench_plan *p)
         case_size(size, sizeof size, bc);
         size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        size_t nx = bc->c ? bc->a * bc->c : bc->a * (bc->heads ? bc->heads : 1) + bc->b * 8;
+        /* x: A of a gemm; else the input, and for linear_block_read the 8
+         * K rows (a wide) then the 8 V rows (b wide) it reads from x */
+        size_t nx = bc->c ? bc->a * bc->c
+                          : bc->a * (bc->heads ? bc->heads : 1) + 8 * (bc->a + bc->b);
         size_t nS = bc->c ? bc->b * bc->c : big;
         case_data d = {
             .id = kernel_id(bc->kernel),
