@@ -35,6 +35,7 @@ typedef struct bench_plan {
     int lengths_given; /* --lengths: no extra linear 1M row */
     const char *configs[BENCH_MAX_CONFIGS]; /* model: config files */
     int n_configs;
+    int configs_default; /* not --config: a missing file is the same shape built in */
 
     /* each figure: repeat runs (after a warm-up), more while the measured
      * time is under min_time, fewer once budget seconds are spent (but 2

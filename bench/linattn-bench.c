@@ -550,12 +550,18 @@ int main(int argc, char **argv)
     }
     static char default_configs[2][4096];
     if (!p.n_configs) {
-        snprintf(default_configs[0], sizeof default_configs[0], "%s/bench-linear.ini",
-                 LINATTN_BENCH_CONFIG_DIR);
-        snprintf(default_configs[1], sizeof default_configs[1], "%s/bench-softmax.ini",
-                 LINATTN_BENCH_CONFIG_DIR);
+        /* the source tree's, else the installed ones (else the model suite
+         * builds the same shape in) */
+        struct stat st;
+        const char *dir = LINATTN_BENCH_CONFIG_DIR;
+        snprintf(default_configs[0], sizeof default_configs[0], "%s/bench-linear.ini", dir);
+        if (stat(default_configs[0], &st) != 0)
+            dir = LINATTN_BENCH_DATA_CONFIG_DIR;
+        snprintf(default_configs[0], sizeof default_configs[0], "%s/bench-linear.ini", dir);
+        snprintf(default_configs[1], sizeof default_configs[1], "%s/bench-softmax.ini", dir);
         p.configs[p.n_configs++] = default_configs[0];
         p.configs[p.n_configs++] = default_configs[1];
+        p.configs_default = 1;
     }
     p.repeat = repeat ? repeat : p.quick ? 3 : 9;
     p.min_time = min_time;

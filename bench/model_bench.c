@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 
 #include "bench.h"
-#include "bench_build.h"
 
 /* Contexts each config is prefilled to (then decoded after). */
 static const long full_contexts[] = {1024, 4096, 16384};
@@ -67,8 +66,7 @@ static int load_models(const bench_plan *p)
         if (!bm->cfg)
             return -1;
         struct stat st;
-        int is_default = !strncmp(bm->path, LINATTN_BENCH_CONFIG_DIR, strlen(LINATTN_BENCH_CONFIG_DIR));
-        if (is_default && stat(bm->path, &st) != 0) {
+        if (p->configs_default && stat(bm->path, &st) != 0) {
             builtin_config(bm->cfg, bm->label);
             snprintf(bm->note, sizeof bm->note, "built-in shape (no file)");
         } else if (linattn_config_load(bm->path, bm->cfg) != LINATTN_OK) {
