@@ -1299,7 +1299,10 @@ static int run_bench(const char *only)
             continue;
         size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        size_t nx = bc->c ? bc->a * bc->c : bc->a * (bc->heads ? bc->heads : 1) + bc->b * 8;
+        /* x: the rows of a dot or norm; for linear_block_read its 8 waiting K
+         * rows (8 a) then V rows (8 b) */
+        size_t nx = bc->c ? bc->a * bc->c
+                          : bc->a * (bc->heads ? bc->heads : 1) + 8 * (bc->a + bc->b);
         size_t nS = bc->c ? bc->b * bc->c : big;
         bench_data d = {
             .id = kernel_id(bc->kernel),
