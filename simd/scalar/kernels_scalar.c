@@ -2,6 +2,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "../f16.h"
 #include "../kernels.h"
 
 float linattn_dot_scalar(const float *a, const float *b, size_t n)
@@ -139,6 +140,45 @@ void linattn_gemm_nt_scalar(float *C, size_t ldc, const float *A, size_t lda, co
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C[i * ldc + j] += linattn_dot_scalar(A + i * lda, B + j * ldb, K);
+}
+
+/* sum w[i]*x[i] with w converted by cv, in the order of dot_scalar. */
+static float dot_half(const uint16_t *w, const float *x, size_t n, float (*cv)(uint16_t))
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        s += cv(w[i]) * x[i];
+    return s;
+}
+
+void linattn_gemv_f16_scalar(float *y, const uint16_t *W, size_t ldw, const float *x,
+                            const float *b, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        y[r] = dot_half(W + r * ldw, x, cols, linattn_f16_to_f32) + (b ? b[r] : 0.0f);
+}
+
+void linattn_gemv_bf16_scalar(float *y, const uint16_t *W, size_t ldw, const float *x,
+                             const float *b, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        y[r] = dot_half(W + r * ldw, x, cols, linattn_bf16_to_f32) + (b ? b[r] : 0.0f);
+}
+
+void linattn_gemm_nt_f16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                               const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] += dot_half(B + j * ldb, A + i * lda, K, linattn_f16_to_f32);
+}
+
+void linattn_gemm_nt_bf16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                                const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] += dot_half(B + j * ldb, A + i * lda, K, linattn_bf16_to_f32);
 }
 
 /* Each row's sums are formed in t, then added to C once (see kernels.h). */
