@@ -1096,10 +1096,42 @@ static uint16_t *half_matrix_new(buf *b, size_t rows, size_t cols, size_t ld, in
 typedef void (*gemv_half_fn)(float *y, const uint16_t *W, size_t ldw, const float *x,
                              const float *b, size_t rows, size_t cols);
 
+/* Every one of the 65536 halfs (bfloat16s) converts exactly: row r of W
+ * holds r in column 0 (zeros elsewhere), x = e_0, so y[r] is W[r, 0]
+ * itself, compared with the reference conversion (NaN for NaN, any NaN;
+ * -0 may come out +0 from the sum). cols 1 takes the masked tail path;
+ * cols 2 VL + 1 the whole vectors too. */
+static void check_half_values(gemv_half_fn f, report *r, int bf)
+{
+    const size_t rows = 65536;
+    static const size_t colss[2] = {1, 33};
+    for (int ci = 0; ci < 2; ci++) {
+        size_t cols = colss[ci];
+        uint16_t *W = calloc(rows * cols, sizeof *W);
+        float *x = calloc(cols, sizeof *x), *y = malloc(rows * sizeof *y);
+        x[0] = 1.0f;
+        for (size_t i = 0; i < rows; i++)
+            W[i * cols] = (uint16_t)i;
+        f(y, W, cols, x, NULL, rows, cols);
+        for (size_t i = 0; i < rows; i++) {
+            float want = bf ? linattn_bf16_to_f32((uint16_t)i) : linattn_f16_to_f32((uint16_t)i);
+            if (isnan(want) ? !isnan(y[i]) : y[i] != want) {
+                fail(r, "%s value 0x%04zx (cols %zu): got %.9g, want %.9g", bf ? "bf16" : "f16",
+                     i, cols, (double)y[i], (double)want);
+                break;
+            }
+        }
+        free(W);
+        free(x);
+        free(y);
+    }
+}
+
 static void check_gemv_half(const linattn_kernels *k, const linattn_kernels *sc, report *r, int bf)
 {
     const double c = tol_of(bf ? "gemv_bf16" : "gemv_f16")->c;
     gemv_half_fn f = bf ? k->gemv_bf16 : k->gemv_f16, fs = bf ? sc->gemv_bf16 : sc->gemv_f16;
+    check_half_values(f, r, bf);
     for (size_t a = 0; a < N_SIZES; a++) {
         for (size_t bi = 0; bi < N_SIZES; bi++) {
             size_t rows = sizes[a], cols = sizes[bi];
