@@ -562,7 +562,6 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
     linattn_status st = find_shaped(w, name, ndim, shape, &t);
     if (st != LINATTN_OK)
         return st;
-    const uint8_t *src = w->data + t->begin;
     size_t n = (size_t)t->n_elements;
     if (t->dtype == LINATTN_DTYPE_F32 || !is_little_endian() || n == 0) {
         const float *f;
@@ -572,6 +571,7 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
         *dtype = LINATTN_DTYPE_F32;
         return LINATTN_OK;
     }
+    const uint8_t *src = w->data + t->begin;
     if ((uintptr_t)src % sizeof(uint16_t) == 0) {
         *data = src;
     } else {
