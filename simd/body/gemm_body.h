@@ -391,8 +391,8 @@ static void pack_bn(float *Bp, const float *B, size_t ldb, size_t ncols, size_t 
     }
 }
 
-/* pack_bt for B of weight type wt: each TB x TB block converted to floats
- * (exactly) in t, then transposed like an fp32 one. */
+/* pack_bt for B of weight type wt: the strip's rows converted to floats
+ * (exactly, whole vectors) into S, then packed like fp32 rows. */
 LINATTN_INLINE void pack_bt_w(float *Bp, const void *B, size_t ldb, size_t nrows, size_t kc,
                               int wt)
 {
@@ -400,19 +400,17 @@ LINATTN_INLINE void pack_bt_w(float *Bp, const void *B, size_t ldb, size_t nrows
         pack_bt(Bp, B, ldb, nrows, kc);
         return;
     }
-    _Alignas(64) float t[TB * TB];
-    for (size_t j0 = 0; j0 < NR; j0 += TB) {
-        size_t h = nrows <= j0 ? 0 : nrows - j0 < TB ? nrows - j0 : TB;
-        for (size_t p = 0; p < kc; p += TB) {
-            size_t w = kc - p < TB ? kc - p : TB;
-            vmask m = vmask_n(w);
-            for (size_t j = 0; j < h; j++) {
-                size_t at = (j0 + j) * ldb + p;
-                vstore_m(t + j * TB, w == VL ? wload(B, at, wt) : wload_m(B, at, m, wt), m);
-            }
-            vtranspose_block(Bp + p * NR + j0, NR, t, TB, h, w);
+    _Alignas(64) float S[NR * KC];
+    for (size_t j = 0; j < nrows; j++) {
+        size_t p = 0;
+        for (; p + VL <= kc; p += VL)
+            vstore(S + j * KC + p, wload(B, j * ldb + p, wt));
+        if (p < kc) {
+            vmask m = vmask_n(kc - p);
+            vstore_m(S + j * KC + p, wload_m(B, j * ldb + p, m, wt), m);
         }
     }
+    pack_bt(Bp, S, KC, nrows, kc);
 }
 
 LINATTN_INLINE void gemm_nt_w(float *C, size_t ldc, const float *A, size_t lda, const void *B,
