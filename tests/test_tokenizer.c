@@ -878,3 +878,39 @@ Test(tokenizer_cli, eval_bits_per_byte_over_tokens)
     linattn_model_free(m);
     tu_run_free(&r);
 }
+
+/* A Hugging Face sentencepiece tokenizer named by its folder (relative to
+ * the config): the prompt gets its bos, tokens print with their spaces,
+ * and </s> (from tokenizer_config.json) ends the text. */
+Test(tokenizer_cli, generate_with_hf_folder)
+{
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"prepend_scheme\": \"first\", \"split\": true}");
+    tu_write_text(tu_path("tokenizer_config.json"),
+                  "{\"add_bos_token\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}");
+    const char *ini = write_model("m.ini", 16, "tokenizer = hf:.\n", NULL);
+    tu_run_result r = tu_run("info", ini, NULL);
+    tu_assert_ok(&r);
+    cr_assert(strstr(r.out, "tokenizer: hf sentencepiece BPE (") &&
+                  strstr(r.out, "tokenizer.json), vocab 13, bos 1 (starts a text), eos 2\n"),
+              "%s", r.out);
+    tu_run_free(&r);
+    /* 11 is "▁ab": after the prompt's last token it prints " ab" */
+    r = tu_run("generate", ini, "-p", "a", "-n", "3", "--logit-bias", "11=1000", NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "a ab ab ab\n");
+    tu_run_free(&r);
+    r = tu_run("generate", ini, "-p", "a", "-n", "3", "--logit-bias", "2=1000", "--print-ids",
+               NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "2\n", "</s> ends the text");
+    tu_run_free(&r);
+    /* the model must hold every token of the tokenizer */
+    ini = write_model("small.ini", 12, "tokenizer = hf:.\n", NULL);
+    r = tu_run("generate", ini, "-p", "a", NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "the tokenizer (hf sentencepiece BPE, ") &&
+                  strstr(r.err, "has 13 tokens, more than the model's vocab_size 12"),
+              "%s", r.err);
+    tu_run_free(&r);
+}
