@@ -574,8 +574,9 @@ LINATTN_API int linattn_tokenizer_adds_bos(const linattn_tokenizer *t);
 /* Encodes text[len] (bos first when add_bos and the tokenizer has one) into
  * tokens[cap] and sets *n to the count. tokens NULL: only *n (a size
  * query). A count above cap is LINATTN_ERR_INVALID with *n set, never a
- * truncation; 2 len + 2 always suffices. A character without a token
- * (no byte fallback, no unknown token) is LINATTN_ERR_INVALID. */
+ * truncation (bytes and llama2c give at most len + 2 tokens). A character
+ * without a token (no byte fallback, no unknown token) is
+ * LINATTN_ERR_INVALID. */
 LINATTN_API linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text,
                                                     size_t len, int add_bos, int *tokens,
                                                     size_t cap, size_t *n);

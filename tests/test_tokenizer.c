@@ -1,6 +1,7 @@
 /* test_tokenizer.c: tokenizers (bytes, llama2.c tokenizer.bin, Hugging Face tokenizer.json) against hand-worked ids; malformed files; config, model and CLI use. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,6 +632,54 @@ Test(tokenizer, every_allocation_failure_is_reported)
                          i + 1);
         }
     }
+}
+
+/* One tokenizer shared by threads (read-only once loaded): each thread's
+ * encodings equal the single-threaded one. */
+typedef struct shared_job {
+    const linattn_tokenizer *t;
+    const char *text;
+    const int *want;
+    size_t n;
+    int bad;
+} shared_job;
+
+static void *encode_often(void *arg)
+{
+    shared_job *j = arg;
+    int ids[256];
+    size_t n;
+    for (int r = 0; r < 200; r++)
+        if (linattn_tokenizer_encode(j->t, j->text, strlen(j->text), 1, ids, 256, &n) !=
+                LINATTN_OK ||
+            n != j->n || memcmp(ids, j->want, n * sizeof *ids) != 0)
+            j->bad++;
+    return NULL;
+}
+
+Test(tokenizer, shared_by_threads)
+{
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"prepend_scheme\": \"always\", \"split\": true}");
+    char spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", tu_path("tokenizer.json"));
+    linattn_tokenizer *t = load_ok(spec);
+    const char *text = "ab ab a b ba <s> ab\n\xc3\xbc A ab ab ab abab a";
+    int want[256];
+    size_t n;
+    cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 1, want, 256, &n), LINATTN_OK);
+    cr_assert_gt(n, 10);
+    pthread_t th[4];
+    shared_job jobs[4];
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (shared_job){t, text, want, n, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, encode_often, &jobs[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(jobs[i].bad, 0, "thread %d: %d encodings differ", i, jobs[i].bad);
+    }
+    linattn_tokenizer_free(t);
 }
 
 /* ------------------------------------------------------------------------ */
