@@ -963,3 +963,44 @@ Test(tokenizer_cli, generate_with_hf_folder)
               "%s", r.err);
     tu_run_free(&r);
 }
+
+/* BOS starts a new stream only: "ab" is BOS " ab" (2 tokens) fresh, and
+ * " ab" alone (1) fed to a resumed stream. */
+Test(tokenizer_cli, bos_only_in_a_new_stream)
+{
+    write_tokbin("tokenizer.bin");
+    const char *ini = write_model("m.ini", 300, "tokenizer = llama2c:tokenizer.bin\n", NULL);
+    const char *state = tu_path("s.state");
+    tu_run_result r = tu_run("generate", ini, "-p", "ab", "-n", "2", "--stats", "--save-state",
+                             state, NULL);
+    tu_assert_ok(&r);
+    cr_assert(strstr(r.err, "stats: prompt 2 tokens,"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("generate", ini, "--load-state", state, "-p", "ab", "-n", "2", "--stats", NULL);
+    tu_assert_ok(&r);
+    cr_assert(strstr(r.err, "stats: prompt 1 tokens,"), "%s", r.err);
+    tu_run_free(&r);
+}
+
+/* eval --window counts tokens; every byte of the text is still scored once. */
+Test(tokenizer_cli, eval_windows_of_tokens)
+{
+    write_tokbin("tokenizer.bin");
+    const char *ini = write_model("m.ini", 300, "tokenizer = llama2c:tokenizer.bin\n",
+                                  "attention = softmax\nmax_seq_len = 4\n");
+    const char *text = "ab ab bca abc cab ab\nab";
+    tu_write_text(tu_path("text.txt"), text);
+    tu_run_result r = tu_run("eval", ini, "--text", tu_path("text.txt"), NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "tokens do not fit the model's context (max_seq_len 4"), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("eval", ini, "--text", tu_path("text.txt"), "--window", "4", "--json",
+               tu_path("w.json"), NULL);
+    tu_assert_ok(&r);
+    cr_assert(strstr(r.out, "window 4 tokens\n"), "%s", r.out);
+    size_t n;
+    char *json = tu_read_file(tu_path("w.json"), &n);
+    cr_assert_eq(json_number(json, "bytes"), (double)strlen(text));
+    free(json);
+    tu_run_free(&r);
+}
