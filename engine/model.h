@@ -33,6 +33,7 @@ struct linattn_model {
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
+    linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
     size_t weight_bytes;
     uint64_t shape_hash;

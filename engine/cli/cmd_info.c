@@ -65,6 +65,7 @@ int cmd_info(int argc, char **argv)
     /* With a config: its sizes come from the shape; a weights file is
      * loaded too (its tensors checked), random weights are not made. */
     linattn_config *cfg = NULL;
+    linattn_tokenizer *tokz = NULL;
     linattn_model_sizes sizes;
     if (optind < argc) {
         if (!(cfg = malloc(sizeof *cfg)))
@@ -82,7 +83,12 @@ int cmd_info(int argc, char **argv)
                 failed = cli_fail_status("info", cst);
             linattn_model_free(model);
         }
+        /* the tokenizer alone (random weights build no model) */
+        if (!failed && (cst = linattn_tokenizer_load(cfg->tokenizer, &tokz)) != LINATTN_OK)
+            failed = cli_fail("info", "%s: [model] key 'tokenizer': %s", cfg->path,
+                              linattn_last_error());
         if (failed) {
+            linattn_tokenizer_free(tokz);
             free(cfg);
             return 1;
         }
@@ -94,6 +100,7 @@ int cmd_info(int argc, char **argv)
     linattn_isa_source source;
     linattn_status st = linattn_get_isa(&isa, &source);
     if (st != LINATTN_OK) {
+        linattn_tokenizer_free(tokz);
         free(cfg);
         return cli_fail_status("isa", st);
     }
@@ -138,6 +145,16 @@ int cmd_info(int argc, char **argv)
             printf("%s tokens\n", shown < c->n_heads ? " ..." : "");
         }
         free(g);
+        printf("  tokenizer: %s%s%s%s, vocab %d", linattn_tokenizer_name(tokz),
+               linattn_tokenizer_path(tokz)[0] ? " (" : "", linattn_tokenizer_path(tokz),
+               linattn_tokenizer_path(tokz)[0] ? ")" : "", linattn_tokenizer_vocab(tokz));
+        if (linattn_tokenizer_bos(tokz) >= 0)
+            printf(", bos %d%s", linattn_tokenizer_bos(tokz),
+                   linattn_tokenizer_adds_bos(tokz) ? " (starts a text)" : "");
+        if (linattn_tokenizer_eos(tokz) >= 0)
+            printf(", eos %d", linattn_tokenizer_eos(tokz));
+        printf("\n");
+        linattn_tokenizer_free(tokz);
         printf("  parameters: %llu\n", (unsigned long long)sizes.params);
         printf("  weight bytes: %zu\n", sizes.weight_bytes);
         if (linear && c->positions == LINATTN_POS_LEARNED)
