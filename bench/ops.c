@@ -12,6 +12,7 @@ typedef enum op_kind {
     OP_LINEAR_PREFILL,  /* causal, L tokens: tokens/s */
     OP_SOFTMAX_DECODE,  /* one query against ctx keys: us/token */
     OP_LINEAR_STEP,     /* one step of a state that has seen ctx tokens: us/token */
+    OP_SAMPLE,          /* one draw from `len` logits (heads: top_k, d: top_p in %): us/token */
 } op_kind;
 
 typedef struct op_workload {
@@ -34,6 +35,7 @@ typedef struct op_workload {
 #define LP OP_LINEAR_PREFILL
 #define SD OP_SOFTMAX_DECODE
 #define LS OP_LINEAR_STEP
+#define SA OP_SAMPLE
 
 /* Fixed rows before and after the decode curves (whose contexts come from
  * --lengths). */
@@ -72,6 +74,12 @@ static const op_workload tail_rows[] = {
     {"linear-decay-mode-chunked-d64", "as linear-mode-chunked-d64, RetNet decays", LP, 8, 4096, 64, 0, CHUNK, 0, 1, 0, 0},
     {"linear-decay-mode-chunked-d128", "as linear-mode-chunked-d128, RetNet decays", LP, 8, 4096, 128, 0, CHUNK, 0, 1, 0, 0},
     {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay", LP, 1, 4096, 64, 0, AUTO, 1, 1, 0, 0},
+    /* The sampler at a llama vocabulary (32,000): the CLI's defaults (T 0.8,
+     * top-k 40, top-p 0.95), top-p alone, and no truncation. A 15M-shape
+     * token costs about 1.5 ms here: 5% of it is 75 us. */
+    {"sample-32k-topk40-topp95", "one draw, vocab 32000, T=0.8 top-k 40 top-p 0.95", SA, 40, 32000, 95, 0, AUTO, 0, 0, 1, 0},
+    {"sample-32k-topp95", "one draw, vocab 32000, T=0.8 top-p 0.95", SA, 0, 32000, 95, 0, AUTO, 0, 0, 0, 0},
+    {"sample-32k-full", "one draw, vocab 32000, T=0.8, no truncation", SA, 0, 32000, 100, 0, AUTO, 0, 0, 0, 0},
 };
 
 #define MAX_OPS 128
@@ -323,6 +331,62 @@ static int run_step(const bench_plan *p, const op_workload *w, double *s, int *r
     return rc == 0 && *runs > 0 ? 0 : -1;
 }
 
+typedef struct sample_ctx {
+    linattn_sampler *s;
+    const float *logits;
+    int draws; /* per call */
+} sample_ctx;
+
+static int sample_call(void *p)
+{
+    sample_ctx *c = p;
+    for (int i = 0; i < c->draws; i++) {
+        int tok;
+        if (linattn_sample(c->s, c->logits, &tok) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Draws from logits shaped like a language model's: a few strong tokens
+ * over a long normal tail (standard deviation 2). Seconds per draw into s. */
+static int run_sample(const bench_plan *p, const op_workload *w, double *s, int *runs)
+{
+    int V = w->len;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    if (!logits) {
+        fprintf(stderr, "linattn-bench: out of memory\n");
+        return -1;
+    }
+    uint64_t r = 12345;
+    for (int i = 0; i < V; i++) {
+        double u1 = 0, u2 = 0;
+        while (u1 == 0) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            u1 = (double)(r >> 11) * 0x1.0p-53;
+        }
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        u2 = (double)(r >> 11) * 0x1.0p-53;
+        logits[i] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    for (int i = 0; i < 8; i++)
+        logits[(i * 7919) % V] += 8.0f;
+    sample_ctx c = {NULL, logits, p->quick ? 20 : 200};
+    if (linattn_sampler_new(V, 0.8f, w->heads, (float)w->d / 100.0f, 7, &c.s) != LINATTN_OK) {
+        fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+        free(logits);
+        return -1;
+    }
+    *runs = bench_time(sample_call, &c, p, 1, s, BENCH_MAX_SAMPLES);
+    for (int i = 0; i < *runs; i++)
+        s[i] /= c.draws;
+    linattn_sampler_free(c.s);
+    free(logits);
+    return *runs > 0 ? 0 : -1;
+}
+
 static int run_one(const bench_plan *p, const op_workload *w, linattn_isa isa, int threads)
 {
     bench_row r;
@@ -333,12 +397,14 @@ static int run_one(const bench_plan *p, const op_workload *w, linattn_isa isa, i
     snprintf(r.isa, sizeof r.isa, "%s", linattn_isa_name(isa));
     r.threads = threads;
     snprintf(r.variant, sizeof r.variant, "%s",
-             w->kind == OP_SOFTMAX_PREFILL || w->kind == OP_SOFTMAX_DECODE ? "softmax" : "linear");
+             w->kind == OP_SAMPLE ? "sampler"
+             : w->kind == OP_SOFTMAX_PREFILL || w->kind == OP_SOFTMAX_DECODE ? "softmax"
+                                                                           : "linear");
     double s[BENCH_MAX_SAMPLES], bytes = NAN;
     int runs = 0;
-    int rc = w->kind == OP_LINEAR_STEP
-                 ? run_step(p, w, s, &runs, &bytes, r.note, sizeof r.note)
-                 : run_attention(p, w, threads, s, &runs);
+    int rc = w->kind == OP_LINEAR_STEP ? run_step(p, w, s, &runs, &bytes, r.note, sizeof r.note)
+             : w->kind == OP_SAMPLE    ? run_sample(p, w, s, &runs)
+                                       : run_attention(p, w, threads, s, &runs);
     if (rc != 0)
         return -1;
     bench_stats sec;
@@ -358,6 +424,13 @@ static int run_one(const bench_plan *p, const op_workload *w, linattn_isa isa, i
     case OP_LINEAR_PREFILL:
         snprintf(r.unit, sizeof r.unit, "tok/s");
         bench_stats_of_rate(s, runs, w->len, &r.st);
+        r.context = w->len;
+        break;
+    case OP_SAMPLE:
+        snprintf(r.unit, sizeof r.unit, "us/tok");
+        for (int i = 0; i < runs; i++)
+            s[i] *= 1e6;
+        bench_stats_of(s, runs, &r.st);
         r.context = w->len;
         break;
     case OP_SOFTMAX_DECODE:

@@ -51,12 +51,13 @@ enum key_type {
     T_INTS = LINATTN_KEY_INTS,     /* int[size] and a count */
     T_WEIGHTS,                     /* like T_PATH, but "random:SEED" stays as is */
     T_ISA,                         /* a linattn_isa field (linattn_isa_parse) */
+    T_TOKENIZER,                   /* bytes, or llama2c:PATH / hf:PATH with PATH as T_PATH */
 };
 
 enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
-    K_DECAY,
+    K_DECAY, K_TOKENIZER,
     K_THREADS, K_ISA, K_BATCH, K_WEIGHTS_DTYPE,
     N_KEYS
 };
@@ -98,6 +99,7 @@ static const struct key keys[N_KEYS] = {
     [K_NORM_EPS] = {SEC_MODEL, "norm_eps", T_FLOAT, FIELD(norm_eps), NULL},
     [K_TIE_EMBEDDINGS] = {SEC_MODEL, "tie_embeddings", T_BOOL, FIELD(tie_embeddings), NULL},
     [K_DECAY] = {SEC_MODEL, "decay", T_DECAY, FIELD(decay), NULL},
+    [K_TOKENIZER] = {SEC_MODEL, "tokenizer", T_TOKENIZER, FIELD(tokenizer), NULL},
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
@@ -309,6 +311,13 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return st;
         if (c->decay.kind != LINATTN_DECAY_NONE && c->attention != LINATTN_ATTN_LINEAR)
             return bad_value(o, K_DECAY, "decay needs attention = linear");
+        if (!check_string(o, K_TOKENIZER, c->tokenizer, sizeof c->tokenizer, &st))
+            return st;
+        if (c->tokenizer[0] && strcmp(c->tokenizer, "bytes") != 0 &&
+            !(strncmp(c->tokenizer, "llama2c:", 8) == 0 && c->tokenizer[8]) &&
+            !(strncmp(c->tokenizer, "hf:", 3) == 0 && c->tokenizer[3]))
+            return bad_value(o, K_TOKENIZER, "expected bytes, llama2c:PATH or hf:PATH, got '%.60s'",
+                             c->tokenizer);
     }
 
     if (!check_int(o, K_THREADS, c->threads, 0, LINATTN_MAX_THREADS, &st) ||
@@ -690,18 +699,27 @@ static int bad_key(struct parse *p, const struct slot *k, linattn_status st, con
     return 0;
 }
 
-/* Copies value, joined to the config's folder when relative. */
-static int set_path(struct parse *p, const struct slot *k, const char *value, char *field,
-                    size_t size)
+/* Copies prefix and value, the value joined to the config's folder when
+ * relative. */
+static int set_prefixed_path(struct parse *p, const struct slot *k, const char *prefix,
+                             const char *value, char *field, size_t size)
 {
     if (!value[0])
         return bad_key(p, k, LINATTN_ERR_INVALID, "empty path");
-    size_t dir = value[0] == '/' ? 0 : p->dir_len;
-    if (dir + strlen(value) >= size)
-        return bad_key(p, k, LINATTN_ERR_INVALID, "path too long (at most %zu bytes)", size - 1);
-    memcpy(field, p->path, dir);
-    strcpy(field + dir, value);
+    size_t pre = strlen(prefix), dir = value[0] == '/' ? 0 : p->dir_len;
+    if (pre + dir + strlen(value) >= size)
+        return bad_key(p, k, LINATTN_ERR_INVALID, "path too long (at most %zu bytes)",
+                       size - 1 - pre);
+    memcpy(field, prefix, pre);
+    memcpy(field + pre, p->path, dir);
+    strcpy(field + pre + dir, value);
     return 1;
+}
+
+static int set_path(struct parse *p, const struct slot *k, const char *value, char *field,
+                    size_t size)
+{
+    return set_prefixed_path(p, k, "", value, field, size);
 }
 
 /* Parses value into the slot's field; 0 on error (recorded in p). */
@@ -765,6 +783,18 @@ static int set_value(struct parse *p, const struct slot *key, const char *value)
         return set_path(p, k, value, field, key->size);
     case T_PATH:
         return set_path(p, k, value, field, key->size);
+    case T_TOKENIZER:
+        if (strcasecmp(value, "bytes") == 0) {
+            strcpy(field, "bytes");
+            return 1;
+        }
+        if (strncmp(value, "llama2c:", 8) == 0)
+            return set_prefixed_path(p, k, "llama2c:", value + 8, field, key->size);
+        if (strncmp(value, "hf:", 3) == 0)
+            return set_prefixed_path(p, k, "hf:", value + 3, field, key->size);
+        return bad_key(p, k, LINATTN_ERR_INVALID,
+                       "expected bytes, llama2c:PATH or hf:PATH (a folder holding "
+                       "tokenizer.json, or the file), got '%.60s'", value);
     case T_DECAY: {
         linattn_decay d;
         if ((why = parse_decay(value, &d)))

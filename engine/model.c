@@ -226,6 +226,29 @@ static int parse_random_seed(const char *w, uint64_t *seed)
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
                             linattn_model **out, recorder *rec);
 
+/* The config's tokenizer; more tokens than the model's vocabulary is an
+ * error (the byte tokenizer excepted: a model of fewer than 256 tokens
+ * has always taken the bytes below its vocab_size). */
+static linattn_status load_tokenizer(linattn_model *m)
+{
+    const linattn_config *c = &m->cfg;
+    const char *file = c->path[0] ? c->path : "config";
+    char why[512];
+    linattn_status st = linattn_tokenizer_load(c->tokenizer, &m->tokenizer);
+    if (st != LINATTN_OK) {
+        snprintf(why, sizeof why, "%s", linattn_last_error());
+        return linattn_err(st, "%s: [model] key 'tokenizer': %s", file, why);
+    }
+    int n = linattn_tokenizer_vocab(m->tokenizer);
+    if (strcmp(linattn_tokenizer_name(m->tokenizer), "bytes") != 0 && n > m->vocab)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: [model] key 'tokenizer': the tokenizer (%s, %s) has %d tokens, "
+                           "more than the model's vocab_size %d",
+                           file, linattn_tokenizer_name(m->tokenizer),
+                           linattn_tokenizer_path(m->tokenizer), n, m->vocab);
+    return LINATTN_OK;
+}
+
 /* A weights file that cannot be opened: the message names the config and
  * the file as an absolute path (a relative one is resolved from the
  * config's folder, which the reader may not have in mind). */
@@ -401,6 +424,10 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     m->shape_hash = fnv1a(FNV_START, shape, strlen(shape));
     if (m->decay)
         m->shape_hash = fnv1a(m->shape_hash, m->decay, (size_t)m->h * sizeof *m->decay);
+    if ((st = load_tokenizer(m)) != LINATTN_OK) {
+        linattn_model_free(m);
+        return st;
+    }
     *out = m;
     return LINATTN_OK;
 }
@@ -428,10 +455,12 @@ void linattn_model_free(linattn_model *m)
     mem_free(m->layers);
     mem_free(m->inv_freq);
     mem_free(m->decay);
+    linattn_tokenizer_free(m->tokenizer);
     mem_free(m);
 }
 
 const linattn_config *linattn_model_config(const linattn_model *m) { return &m->cfg; }
+const linattn_tokenizer *linattn_model_tokenizer(const linattn_model *m) { return m->tokenizer; }
 uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
 size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
 size_t linattn_model_weight_bytes_stored(const linattn_model *m) { return m->weight_bytes_stored; }

@@ -44,6 +44,7 @@ struct linattn_model {
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
+    linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
     size_t weight_bytes;      /* as held in memory (linattn_model_weight_bytes) */
     size_t weight_bytes_stored; /* as the file stores them */

@@ -16,6 +16,7 @@ struct linattn_sampler {
     int top_k;
     uint64_t seed, state;
     candidate *scratch; /* [vocab] */
+    float *weights;     /* [vocab]: exp((adjusted - max) / temperature) */
     double *adjusted;   /* [vocab]: the logits after the penalty and the bias */
     float *bias;        /* [vocab], NULL while no bias is set */
     /* the last last_n accepted tokens: a ring written at next; while it is
@@ -48,11 +49,13 @@ linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, floa
     if (s) {
         s->scratch = mem_alloc((size_t)vocab * sizeof *s->scratch);
         s->adjusted = mem_alloc((size_t)vocab * sizeof *s->adjusted);
+        s->weights = mem_alloc((size_t)vocab * sizeof *s->weights);
     }
-    if (!s || !s->scratch || !s->adjusted) {
+    if (!s || !s->scratch || !s->adjusted || !s->weights) {
         if (s) {
             mem_free(s->scratch);
             mem_free(s->adjusted);
+            mem_free(s->weights);
         }
         mem_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "sampler: out of memory");
@@ -72,6 +75,7 @@ void linattn_sampler_free(linattn_sampler *s)
     if (s) {
         mem_free(s->scratch);
         mem_free(s->adjusted);
+        mem_free(s->weights);
         mem_free(s->bias);
         mem_free(s->recent);
     }
@@ -190,19 +194,88 @@ void linattn_sampler_clear_logit_bias(linattn_sampler *s)
     s->bias = NULL;
 }
 
-/* Most probable first; equal ones by token, so the order is deterministic. */
-static int by_prob_desc(const void *a, const void *b)
+/* The order of the cuts: most probable first, equal ones by token. */
+static int before(const candidate *x, const candidate *y)
 {
-    const candidate *x = a, *y = b;
-    if (x->p != y->p)
-        return x->p < y->p ? 1 : -1;
-    return (x->token > y->token) - (x->token < y->token);
+    return x->p != y->p ? x->p > y->p : x->token < y->token;
+}
+
+static void swap(candidate *a, candidate *b)
+{
+    candidate t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Partitions c[lo..hi) around a pivot drawn from *rng: returns its index
+ * i, with c[lo..i) before it in the order and c(i..hi) after it. */
+static int partition(candidate *c, int lo, int hi, uint64_t *rng)
+{
+    swap(&c[lo + (int)(next_u64(rng) % (uint64_t)(hi - lo))], &c[hi - 1]);
+    const candidate pv = c[hi - 1];
+    int i = lo;
+    for (int j = lo; j < hi - 1; j++)
+        if (before(&c[j], &pv))
+            swap(&c[i++], &c[j]);
+    swap(&c[i], &c[hi - 1]);
+    return i;
+}
+
+/* Moves the k first of c[0..n) in the order to c[0..k), in no particular
+ * order (quickselect: expected O(n)). */
+static void select_count(candidate *c, int n, int k, uint64_t *rng)
+{
+    int lo = 0, hi = n;
+    while (hi - lo > 1) {
+        int i = partition(c, lo, hi, rng);
+        if (k <= i)
+            hi = i;
+        else if (k > i + 1)
+            lo = i + 1;
+        else
+            return;
+    }
+}
+
+/* Moves the fewest first of c[0..n) in the order whose weights reach
+ * target to c[0..m) (no particular order) and returns m, their weight in
+ * *sum; all n when they do not reach it. Quickselect on mass: a partition,
+ * then the side that holds the boundary (expected O(n)). */
+static int select_mass(candidate *c, int n, double target, uint64_t *rng, double *sum)
+{
+    int lo = 0, hi = n;
+    double acc = 0.0; /* weight of c[0..lo), all taken */
+    while (lo < hi) {
+        int i = partition(c, lo, hi, rng);
+        double up = 0.0;
+        for (int j = lo; j < i; j++)
+            up += c[j].p;
+        if (acc + up >= target) {
+            hi = i; /* the boundary is before the pivot */
+            continue;
+        }
+        acc += up + c[i].p;
+        if (acc >= target) {
+            *sum = acc;
+            return i + 1;
+        }
+        lo = i + 1;
+    }
+    *sum = acc;
+    return lo;
 }
 
 /* Steps 1-6 of the order in linattn.h: leaves the kept tokens in
- * scratch[0..*keep), most probable first, with weights p (the first is 1)
- * summing to *mass in that order (so a draw that adds them up in that order
- * ends exactly at *mass). Greedy: the argmax alone. */
+ * scratch[0..*keep) with weights p (the most probable has 1) summing to
+ * *mass in that order (so a draw that adds them up in that order ends
+ * exactly at *mass). Greedy: the argmax alone.
+ *
+ * Nothing sorts: the sets the cuts define do not depend on an order, only
+ * their boundaries do, and those are found by selection (top-k: the k
+ * first; top-p: the fewest first reaching the mass; min-p: a threshold).
+ * The draw walks the kept set in the order selection left it, which is
+ * deterministic; every order gives the same distribution. The pivots come
+ * from a generator of their own, so draws do not move the sampler's. */
 static linattn_status filter(linattn_sampler *s, const float *logits, int *keep, double *mass)
 {
     int V = s->vocab;
@@ -238,45 +311,52 @@ static linattn_status filter(linattn_sampler *s, const float *logits, int *keep,
         *mass = 1.0;
         return LINATTN_OK;
     }
-    double m = a[best];
+    /* weights exp((a - max) / T) with the SIMD exp; banned tokens get 0
+     * and are no candidates at all */
+    const linattn_kernels *kern;
+    linattn_status st = linattn_kernels_current(&kern);
+    if (st != LINATTN_OK)
+        return st;
+    const double m = a[best], inv_t = 1.0 / s->temperature;
+    float *w = s->weights;
+    for (int i = 0; i < V; i++)
+        w[i] = (float)((a[i] - m) * inv_t);
+    kern->exp_sub_sum(w, w, 0.0f, (size_t)V);
+    w[best] = 1.0f; /* exactly, as exp(0) */
+    candidate *c = s->scratch;
     int n = 0;
+    double kept = 0.0;
     for (int i = 0; i < V; i++) {
         if (a[i] == -INFINITY)
-            continue; /* banned: not a candidate at all */
-        s->scratch[n].p = (float)exp((a[i] - m) / s->temperature);
-        s->scratch[n].token = i;
+            continue;
+        c[n].p = w[i];
+        c[n].token = i;
+        kept += w[i];
         n++;
     }
-    qsort(s->scratch, (size_t)n, sizeof *s->scratch, by_prob_desc);
-    int k = s->top_k > 0 && s->top_k < n ? s->top_k : n;
-    /* top-p: the smallest prefix whose mass reaches top_p (of what top-k kept) */
-    double kept = 0.0;
-    for (int i = 0; i < k; i++)
-        kept += s->scratch[i].p;
-    if (s->top_p < 1.0f) {
-        double cum = 0.0;
-        for (int i = 0; i < k; i++) {
-            cum += s->scratch[i].p;
-            if (cum >= s->top_p * kept) {
-                k = i + 1;
-                kept = cum;
-                break;
-            }
-        }
+    uint64_t rng = 0x5eed5eed5eed5eedull;
+    int k = n;
+    if (s->top_k > 0 && s->top_k < n) {
+        k = s->top_k;
+        select_count(c, n, k, &rng);
+        kept = 0.0;
+        for (int i = 0; i < k; i++)
+            kept += c[i].p;
     }
-    /* min-p: scratch[0] (p = 1) is the most probable, so the threshold is
-     * min_p itself, compared exactly: p == min_p is kept */
+    /* top-p against the mass of top-k's set */
+    if (s->top_p < 1.0f)
+        k = select_mass(c, k, s->top_p * kept, &rng, &kept);
+    /* min-p: the most probable weighs 1 and every cut keeps it, so the
+     * threshold is min_p itself, compared exactly: p == min_p is kept */
     if (s->min_p > 0.0f) {
-        double cut = (double)s->min_p * s->scratch[0].p;
-        int j = 1;
-        while (j < k && s->scratch[j].p >= cut)
-            j++;
-        if (j < k) {
-            k = j;
-            kept = 0.0;
-            for (int i = 0; i < k; i++)
-                kept += s->scratch[i].p;
-        }
+        int j = 0;
+        kept = 0.0;
+        for (int i = 0; i < k; i++)
+            if (c[i].p >= s->min_p) {
+                c[j++] = c[i];
+                kept += c[i].p;
+            }
+        k = j;
     }
     *keep = k;
     *mass = kept;

@@ -1,5 +1,16 @@
-/* tokenizer.c: the byte-level tokenizer: token i is byte i. */
-#include "linattn.h"
+/* tokenizer.c: the tokenizer object (bytes, llama2.c, Hugging Face), its lookups and BPE, and the byte-level functions. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "file.h"
+#include "tokenizer.h"
+
+/* ------------------------------------------------------------------------ */
+/* The byte-level functions of before the tokenizer object                   */
+/* ------------------------------------------------------------------------ */
 
 int linattn_tokenize(const char *text, size_t len, int *tokens)
 {
@@ -11,4 +22,400 @@ int linattn_tokenize(const char *text, size_t len, int *tokens)
 int linattn_token_byte(int token)
 {
     return token >= 0 && token < 256 ? token : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The object                                                                */
+/* ------------------------------------------------------------------------ */
+
+linattn_status tok_alloc(tok_kind kind, const char *source, int vocab, size_t piece_bytes,
+                         linattn_tokenizer **out)
+{
+    *out = NULL;
+    linattn_tokenizer *t = mem_calloc(1, sizeof *t);
+    if (!t)
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory");
+    t->kind = kind;
+    t->vocab = vocab;
+    t->bos = t->eos = t->unk = -1;
+    for (int b = 0; b < 256; b++)
+        t->byte_token[b] = -1;
+    t->source = mem_strdup(source ? source : "");
+    t->piece = mem_alloc(piece_bytes + 1);
+    t->piece_off = mem_calloc((size_t)vocab + 1, sizeof *t->piece_off);
+    t->text_off = mem_calloc((size_t)vocab + 1, sizeof *t->text_off);
+    if (!t->source || !t->piece || !t->piece_off || !t->text_off) {
+        linattn_tokenizer_free(t);
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory for %d tokens", vocab);
+    }
+    *out = t;
+    return LINATTN_OK;
+}
+
+void linattn_tokenizer_free(linattn_tokenizer *t)
+{
+    if (!t)
+        return;
+    mem_free(t->source);
+    mem_free(t->piece);
+    mem_free(t->piece_off);
+    mem_free(t->hash);
+    mem_free(t->text);
+    mem_free(t->text_off);
+    mem_free(t->score);
+    mem_free(t->pair_key);
+    mem_free(t->pair_rank);
+    mem_free(t->pair_id);
+    mem_free(t->added);
+    mem_free(t->added_strip);
+    mem_free(t);
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+linattn_status tok_build_hash(linattn_tokenizer *t)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)t->vocab)
+        cap *= 2;
+    t->hash = mem_alloc(cap * sizeof *t->hash);
+    if (!t->hash)
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory");
+    memset(t->hash, 0xff, cap * sizeof *t->hash);
+    t->hash_mask = cap - 1;
+    t->max_piece = 0;
+    for (int id = 0; id < t->vocab; id++) {
+        const char *s = t->piece + t->piece_off[id];
+        size_t n = tok_piece_len(t, id);
+        if (n > t->max_piece)
+            t->max_piece = (uint32_t)n;
+        size_t i = fnv1a(s, n) & t->hash_mask;
+        for (;; i = (i + 1) & t->hash_mask) {
+            int32_t o = t->hash[i];
+            if (o < 0) {
+                t->hash[i] = id;
+                break;
+            }
+            if (tok_piece_len(t, o) == n && memcmp(t->piece + t->piece_off[o], s, n) == 0)
+                break; /* a repeated string: the first id keeps it */
+        }
+    }
+    return LINATTN_OK;
+}
+
+int tok_lookup(const linattn_tokenizer *t, const char *s, size_t n)
+{
+    if (n > t->max_piece)
+        return -1;
+    for (size_t i = fnv1a(s, n) & t->hash_mask;; i = (i + 1) & t->hash_mask) {
+        int32_t o = t->hash[i];
+        if (o < 0)
+            return -1;
+        if (tok_piece_len(t, o) == n && memcmp(t->piece + t->piece_off[o], s, n) == 0)
+            return o;
+    }
+}
+
+int tok_utf8_len(unsigned char c)
+{
+    return c >= 0xF0 && c <= 0xF7 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC0 && c <= 0xDF ? 2 : 1;
+}
+
+linattn_status tok_push(tok_vec *v, int id)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 256;
+        int *grown = mem_realloc(v->v, cap * sizeof *grown);
+        if (!grown)
+            return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu tokens",
+                               cap);
+        v->v = grown;
+        v->cap = cap;
+    }
+    v->v[v->n++] = id;
+    return LINATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* BPE: a heap of candidate pairs over a linked list of symbols             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cand {
+    double rank;
+    long left, right;  /* symbol positions */
+    int left_id, right_id, merged;
+} cand;
+
+static int cand_before(const cand *a, const cand *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+static void heap_push(cand *h, long *n, cand c)
+{
+    long i = (*n)++;
+    while (i > 0) {
+        long p = (i - 1) / 2;
+        if (!cand_before(&c, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = c;
+}
+
+static cand heap_pop(cand *h, long *n)
+{
+    cand top = h[0], last = h[--*n];
+    long i = 0;
+    for (;;) {
+        long c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && cand_before(&h[c + 1], &h[c]))
+            c++;
+        if (!cand_before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+/* The pair of symbols at l and r, onto the heap if it merges. */
+static void consider(const linattn_tokenizer *t, const int *ids, long l, long r, tok_pair_fn pair,
+                     char *scratch, cand *h, long *nh)
+{
+    cand c = {0, l, r, ids[l], ids[r], -1};
+    if (pair(t, ids[l], ids[r], &c.rank, &c.merged, scratch))
+        heap_push(h, nh, c);
+}
+
+/* Each merge adds at most two candidates to the n - 1 of the start, and
+ * there are at most n - 1 merges: 3n entries suffice. Joining the
+ * best-ranked pair, leftmost on ties, gives what re-scanning the whole
+ * sequence after every merge gives (llama2.c's encode): the order of the
+ * surviving symbols never changes, so "leftmost" is the smallest start. */
+long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair, char *scratch)
+{
+    if (n < 2)
+        return n;
+    long *next = mem_alloc((size_t)n * sizeof *next);
+    long *prev = mem_alloc((size_t)n * sizeof *prev);
+    cand *h = mem_alloc((size_t)n * 3 * sizeof *h);
+    if (!next || !prev || !h) {
+        mem_free(next);
+        mem_free(prev);
+        mem_free(h);
+        return -1;
+    }
+    long nh = 0;
+    for (long i = 0; i < n; i++) {
+        next[i] = i + 1 < n ? i + 1 : -1;
+        prev[i] = i - 1;
+    }
+    for (long i = 0; i + 1 < n; i++)
+        consider(t, ids, i, i + 1, pair, scratch, h, &nh);
+    while (nh > 0) {
+        cand c = heap_pop(h, &nh);
+        /* stale: a symbol of the pair was merged away or changed since */
+        if (ids[c.left] != c.left_id || next[c.left] != c.right || ids[c.right] != c.right_id)
+            continue;
+        ids[c.left] = c.merged;
+        ids[c.right] = -1;
+        next[c.left] = next[c.right];
+        if (next[c.right] >= 0)
+            prev[next[c.right]] = c.left;
+        if (prev[c.left] >= 0)
+            consider(t, ids, prev[c.left], c.left, pair, scratch, h, &nh);
+        if (next[c.left] >= 0)
+            consider(t, ids, c.left, next[c.left], pair, scratch, h, &nh);
+    }
+    long m = 0;
+    for (long i = 0; i >= 0; i = next[i])
+        ids[m++] = ids[i];
+    mem_free(next);
+    mem_free(prev);
+    mem_free(h);
+    return m;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static linattn_status load_bytes(linattn_tokenizer **out)
+{
+    linattn_tokenizer *t;
+    linattn_status st = tok_alloc(TOK_BYTES, "", 256, 256, &t);
+    if (st != LINATTN_OK)
+        return st;
+    t->name = "bytes";
+    t->text = mem_alloc(256);
+    if (!t->text) {
+        linattn_tokenizer_free(t);
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory");
+    }
+    for (int b = 0; b <= 256; b++) {
+        if (b < 256)
+            t->piece[b] = t->text[b] = (char)b;
+        t->piece_off[b] = t->text_off[b] = (size_t)b;
+    }
+    if ((st = tok_build_hash(t)) != LINATTN_OK) {
+        linattn_tokenizer_free(t);
+        return st;
+    }
+    *out = t;
+    return LINATTN_OK;
+}
+
+/* hf:PATH: a folder holding tokenizer.json, or the file itself. */
+static linattn_status load_hf_spec(const char *path, linattn_tokenizer **out)
+{
+    struct stat sb;
+    if (!path[0])
+        return linattn_err(LINATTN_ERR_INVALID, "tokenizer 'hf:': no folder or tokenizer.json given");
+    size_t n = strlen(path);
+    char *file = mem_alloc(n + sizeof "/tokenizer.json");
+    char *dir = mem_alloc(n + 2);
+    if (!file || !dir) {
+        mem_free(file);
+        mem_free(dir);
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory");
+    }
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(file, n + sizeof "/tokenizer.json", "%s%stokenizer.json", path,
+                 path[n - 1] == '/' ? "" : "/");
+        strcpy(dir, path);
+    } else {
+        strcpy(file, path);
+        const char *slash = strrchr(path, '/');
+        if (slash == path)
+            strcpy(dir, "/");
+        else if (slash)
+            snprintf(dir, n + 2, "%.*s", (int)(slash - path), path);
+        else
+            strcpy(dir, ".");
+    }
+    char *json = NULL;
+    size_t len = 0;
+    linattn_status st = safe_read_all(file, "tokenizer.json", TOK_MAX_FILE_BYTES, &json, &len);
+    if (st == LINATTN_OK)
+        st = tok_load_hf(file, json, len, dir, out);
+    mem_free(json);
+    mem_free(file);
+    mem_free(dir);
+    return st;
+}
+
+linattn_status linattn_tokenizer_load(const char *spec, linattn_tokenizer **out)
+{
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!spec || !spec[0] || strcmp(spec, "bytes") == 0)
+        return load_bytes(out);
+    if (strncmp(spec, "llama2c:", 8) == 0) {
+        const char *path = spec + 8;
+        char *data = NULL;
+        size_t size = 0;
+        if (!path[0])
+            return linattn_err(LINATTN_ERR_INVALID, "tokenizer 'llama2c:': no file given");
+        linattn_status st = safe_read_all(path, "tokenizer.bin", TOK_MAX_FILE_BYTES, &data, &size);
+        if (st == LINATTN_OK)
+            st = tok_load_llama2c(path, (const unsigned char *)data, size, out);
+        mem_free(data);
+        return st;
+    }
+    if (strncmp(spec, "hf:", 3) == 0)
+        return load_hf_spec(spec + 3, out);
+    return linattn_err(LINATTN_ERR_INVALID,
+                       "tokenizer '%.200s': expected bytes, llama2c:PATH or hf:PATH", spec);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries, encoding, decoding                                               */
+/* ------------------------------------------------------------------------ */
+
+const char *linattn_tokenizer_name(const linattn_tokenizer *t) { return t ? t->name : ""; }
+const char *linattn_tokenizer_path(const linattn_tokenizer *t) { return t ? t->source : ""; }
+int linattn_tokenizer_vocab(const linattn_tokenizer *t) { return t ? t->vocab : 0; }
+int linattn_tokenizer_bos(const linattn_tokenizer *t) { return t ? t->bos : -1; }
+int linattn_tokenizer_eos(const linattn_tokenizer *t) { return t ? t->eos : -1; }
+int linattn_tokenizer_adds_bos(const linattn_tokenizer *t) { return t && t->bos >= 0 && t->add_bos; }
+
+linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text, size_t len,
+                                        int add_bos, int *tokens, size_t cap, size_t *n)
+{
+    if (!t || !n || (!text && len > 0))
+        return linattn_err(LINATTN_ERR_INVALID, "tokenizer_encode: NULL argument");
+    *n = 0;
+    if (len > (size_t)INT_MAX - 2)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "tokenizer_encode: a text of %zu bytes is too long (at most %d)", len,
+                           INT_MAX - 2);
+    add_bos = add_bos && t->bos >= 0;
+    if (t->kind == TOK_BYTES) { /* one token a byte: no scratch needed */
+        size_t need = len + (size_t)add_bos;
+        *n = need;
+        if (!tokens)
+            return LINATTN_OK;
+        if (need > cap)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "tokenizer_encode: %zu tokens do not fit in %zu", need, cap);
+        size_t k = 0;
+        if (add_bos)
+            tokens[k++] = t->bos;
+        for (size_t i = 0; i < len; i++)
+            tokens[k++] = (unsigned char)text[i];
+        return LINATTN_OK;
+    }
+    tok_vec v = {0};
+    linattn_status st = t->kind == TOK_LLAMA2C ? tok_encode_llama2c(t, text, len, add_bos, &v)
+                                               : tok_encode_hf(t, text, len, add_bos, &v);
+    if (st == LINATTN_OK) {
+        *n = v.n;
+        if (tokens && v.n > cap)
+            st = linattn_err(LINATTN_ERR_INVALID,
+                             "tokenizer_encode: %zu tokens do not fit in %zu", v.n, cap);
+        else if (tokens && v.n)
+            memcpy(tokens, v.v, v.n * sizeof *v.v);
+    }
+    mem_free(v.v);
+    return st;
+}
+
+linattn_status linattn_tokenizer_decode(const linattn_tokenizer *t, int prev, int token,
+                                        const char **bytes, size_t *len)
+{
+    if (!t || !bytes || !len)
+        return linattn_err(LINATTN_ERR_INVALID, "tokenizer_decode: NULL argument");
+    if (token < 0 || token >= t->vocab)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "tokenizer_decode: token %d is outside the tokenizer's %d tokens "
+                           "(%s)", token, t->vocab, t->name);
+    const char *s = t->text + t->text_off[token];
+    size_t n = t->text_off[token + 1] - t->text_off[token];
+    const char *p = t->piece + t->piece_off[token];
+    size_t pn = tok_piece_len(t, token);
+    /* sentencepiece drops the space of the first word (its dummy prefix):
+     * llama2.c after BOS (id 1), as run.c; Hugging Face's Strip decoder at
+     * the start of a text too. A <0x20> byte token keeps its space. */
+    int start = t->kind == TOK_LLAMA2C ? prev == 1 && t->bos == 1
+                                       : t->strip_start && (prev < 0 || prev == t->bos);
+    if (start && n > 0 && s[0] == ' ' && !(pn >= 3 && memcmp(p, "<0x", 3) == 0)) {
+        s++;
+        n--;
+    }
+    *bytes = s;
+    *len = n;
+    return LINATTN_OK;
 }

@@ -309,7 +309,7 @@ typedef enum linattn_weights_dtype {
 /* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
- *               decay
+ *               decay tokenizer
  *   [runtime]   threads isa batch weights_dtype
  * The linattn program's sections, [generate] and [attention], are skipped
  * unread (the program reads them itself, through linattn_config_load_keys);
@@ -343,6 +343,8 @@ typedef struct linattn_config {
     float norm_eps;       /* norm eps, >= 0, default 1e-5 */
     int tie_embeddings;   /* 1: the LM head is tok_emb^T, default 0 */
     linattn_decay decay;  /* linear attention only: per-head decay, default none */
+    char tokenizer[4096]; /* "bytes" (default; "" too), "llama2c:PATH" or "hf:PATH", paths
+                           * resolved from the config's folder (linattn_tokenizer_load) */
 
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */
@@ -422,6 +424,8 @@ LINATTN_API linattn_status linattn_config_validate(const linattn_config *c);
 typedef struct linattn_model linattn_model;
 /* One stream's decoding state: KV cache (softmax) or S, z (linear). */
 typedef struct linattn_session linattn_session;
+/* Text <-> token ids (see linattn_tokenizer_load). */
+typedef struct linattn_tokenizer linattn_tokenizer;
 
 /* Loads the config file, then its weights (or builds random ones for
  * weights = random:SEED), checking every tensor against the config. */
@@ -436,6 +440,9 @@ LINATTN_API linattn_status linattn_model_from_config_mem(const linattn_config *c
                                                          linattn_model **out);
 LINATTN_API void linattn_model_free(linattn_model *m);
 LINATTN_API const linattn_config *linattn_model_config(const linattn_model *m);
+/* The tokenizer the config names (bytes by default), owned by the model. A
+ * tokenizer with more tokens than vocab_size fails the load. */
+LINATTN_API const linattn_tokenizer *linattn_model_tokenizer(const linattn_model *m);
 /* Number of parameters (tied embeddings counted once). */
 LINATTN_API uint64_t linattn_model_params(const linattn_model *m);
 /* Bytes of weights the model computes with, as it holds them in memory:
@@ -541,7 +548,7 @@ LINATTN_API linattn_status linattn_sessions_feed(linattn_session *const *session
                                                  int n, float *const *logits);
 
 /* ------------------------------------------------------------------------ */
-/* Byte-level tokenizer and sampling (engine/tokenizer.c, engine/sample.c)   */
+/* Tokenizers and sampling (engine/tokenizer*.c, engine/sample.c)            */
 /* ------------------------------------------------------------------------ */
 
 /* Byte-level: token i is byte i (vocab 256), so any UTF-8 text round-trips.
@@ -549,6 +556,56 @@ LINATTN_API linattn_status linattn_sessions_feed(linattn_session *const *session
 LINATTN_API int linattn_tokenize(const char *text, size_t len, int *tokens);
 /* The byte of a token; -1 if token is not a byte (>= 256 or < 0). */
 LINATTN_API int linattn_token_byte(int token);
+
+/* A tokenizer (linattn_tokenizer, declared with the models): text <->
+ * token ids. Read-only once loaded: any number of threads may encode and
+ * decode with one at the same time (encoding allocates its scratch per
+ * call). */
+
+/* spec:
+ *   "bytes" (or "" or NULL)  token i is byte i, 256 tokens, no bos/eos
+ *   "llama2c:PATH"           llama2.c's tokenizer.bin (export.py): every
+ *                            token to the end of the file; bos 1, eos 2;
+ *                            encoding as run.c's encode
+ *   "hf:PATH"                Hugging Face tokenizer.json (a folder holding
+ *                            it, or the file): model.type BPE, byte-level
+ *                            (GPT-2) or sentencepiece (metaspace, byte
+ *                            fallback) form, added tokens; bos/eos from
+ *                            tokenizer_config.json or config.json beside it
+ * A missing file is LINATTN_ERR_IO; a malformed one LINATTN_ERR_FORMAT and
+ * a feature it lacks LINATTN_ERR_UNSUPPORTED, each naming the file and
+ * what is wrong in it. */
+LINATTN_API linattn_status linattn_tokenizer_load(const char *spec, linattn_tokenizer **out);
+LINATTN_API void linattn_tokenizer_free(linattn_tokenizer *t);
+/* "bytes", "llama2c", "hf byte-level BPE", "hf sentencepiece BPE", "hf BPE". */
+LINATTN_API const char *linattn_tokenizer_name(const linattn_tokenizer *t);
+/* The file read ("" for bytes). */
+LINATTN_API const char *linattn_tokenizer_path(const linattn_tokenizer *t);
+/* Tokens: ids 0..vocab-1. */
+LINATTN_API int linattn_tokenizer_vocab(const linattn_tokenizer *t);
+/* Begin- and end-of-text ids; -1 when the tokenizer has none. */
+LINATTN_API int linattn_tokenizer_bos(const linattn_tokenizer *t);
+LINATTN_API int linattn_tokenizer_eos(const linattn_tokenizer *t);
+/* 1 when a text should start with bos (llama2c: yes; hf: tokenizer_config's
+ * add_bos_token, else whether the post-processor template starts with it). */
+LINATTN_API int linattn_tokenizer_adds_bos(const linattn_tokenizer *t);
+/* Encodes text[len] (bos first when add_bos and the tokenizer has one) into
+ * tokens[cap] and sets *n to the count. tokens NULL: only *n (a size
+ * query). A count above cap is LINATTN_ERR_INVALID with *n set, never a
+ * truncation (bytes and llama2c give at most len + 2 tokens). A character
+ * without a token (no byte fallback, no unknown token) is
+ * LINATTN_ERR_INVALID. */
+LINATTN_API linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text,
+                                                    size_t len, int add_bos, int *tokens,
+                                                    size_t cap, size_t *n);
+/* The bytes of token (owned by t, valid while it lives; not NUL-terminated)
+ * when it follows prev (-1 at the start of a text): a sentencepiece space
+ * that starts a text is dropped (llama2c: after bos, as run.c), <0xXX>
+ * byte tokens are their byte, byte-level tokens their bytes. A token may
+ * end inside a UTF-8 character: join the bytes of consecutive tokens. A
+ * token outside 0..vocab-1 is LINATTN_ERR_INVALID. */
+LINATTN_API linattn_status linattn_tokenizer_decode(const linattn_tokenizer *t, int prev, int token,
+                                                    const char **bytes, size_t *len);
 
 /* Sampling with its own seeded generator. linattn_sample picks a token from
  * logits[vocab] in this order (a step that is off changes nothing):
@@ -572,6 +629,12 @@ LINATTN_API int linattn_token_byte(int token);
  * which every cut keeps, so its set is the same wherever it stands; last,
  * it leaves top-p's reference mass (top-k's set) as it was, and when it is
  * off the draws are bit for bit those of a sampler without it.
+ * Cost: nothing sorts. The sets the cuts define are found by selection
+ * (quickselect on rank for top-k, on mass for top-p; a threshold for
+ * min-p), expected linear in the vocabulary, and the draw walks the kept
+ * set in the order selection left it (deterministic; every order gives the
+ * same distribution). linattn-bench `sample-32k-*` times a draw at vocab
+ * 32,000.
  *
  * The sampler never records what it returns: the host calls
  * linattn_sampler_accept for each token the penalty should count (the

@@ -984,3 +984,93 @@ Test(tokenizer, bytes_round_trip)
     cr_assert_eq(linattn_token_byte(256), -1);
     cr_assert_eq(linattn_token_byte(-1), -1);
 }
+
+/* ---- selection instead of sorting (issue 13) ------------------------------- */
+
+typedef struct ref_cand {
+    double p;
+    int token;
+} ref_cand;
+
+static int ref_desc(const void *a, const void *b)
+{
+    const ref_cand *x = a, *y = b;
+    if (x->p != y->p)
+        return x->p < y->p ? 1 : -1;
+    return (x->token > y->token) - (x->token < y->token);
+}
+
+/* The cuts as linattn.h words them, on a full sort in doubles: the
+ * reference the selection-based sampler must match. */
+static void cuts_ref(const float *logits, int n, double t, int top_k, double top_p, double min_p,
+                     double *out)
+{
+    ref_cand *c = malloc((size_t)n * sizeof *c);
+    cr_assert(c);
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = logits[i] > m ? logits[i] : m;
+    for (int i = 0; i < n; i++)
+        c[i] = (ref_cand){exp(((double)logits[i] - m) / t), i};
+    qsort(c, (size_t)n, sizeof *c, ref_desc);
+    int k = top_k > 0 && top_k < n ? top_k : n;
+    double kept = 0, cum = 0;
+    for (int i = 0; i < k; i++)
+        kept += c[i].p;
+    for (int i = 0; i < k && top_p < 1; i++) {
+        cum += c[i].p;
+        if (cum >= top_p * kept) {
+            k = i + 1;
+            break;
+        }
+    }
+    int j = 0;
+    while (j < k && c[j].p >= min_p * c[0].p)
+        j++;
+    k = j;
+    double sum = 0;
+    for (int i = 0; i < k; i++)
+        sum += c[i].p;
+    for (int i = 0; i < n; i++)
+        out[i] = 0;
+    for (int i = 0; i < k; i++)
+        out[c[i].token] = c[i].p / sum;
+    free(c);
+}
+
+/* 300 random cases over vocab 2000 (tails heavy and light, ties by
+ * repeated logits, every cut alone and together): the kept set is the
+ * reference's and the probabilities agree to 1e-6 (float weights from a
+ * 1-ulp exp against double). A boundary decided by rounding would be
+ * one token in millions of cases; the seeds are fixed. */
+Test(sample, selection_keeps_the_sets_a_full_sort_keeps)
+{
+    enum { V = 2000 };
+    static float logits[V];
+    static double got[V], want[V];
+    uint64_t r = 42;
+    for (int it = 0; it < 300; it++) {
+        double scale = 0.5 + (it % 7);
+        for (int i = 0; i < V; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            double u = (double)(r >> 11) * 0x1.0p-53;
+            logits[i] = (float)(scale * (u - 0.5));
+            if (it % 5 == 0 && i % 3 == 0)
+                logits[i] = logits[i - i % 9]; /* ties */
+        }
+        int top_k = (int[]){0, 1, 40, 500, 1999, 2000, 5000}[it % 7];
+        float top_p = (float[]){1.0f, 0.95f, 0.5f, 0.1f, 0.999f}[it % 5];
+        float min_p = (float[]){0.0f, 0.05f, 0.5f}[it % 3];
+        float t = (float[]){0.8f, 1.0f, 0.3f, 2.0f}[it % 4];
+        linattn_sampler *s = make(V, t, top_k, top_p, 1);
+        cr_assert_eq(linattn_sampler_set_min_p(s, min_p), LINATTN_OK);
+        cuts_ref(logits, V, t, top_k, top_p, min_p, want);
+        probs_of(s, logits, V, got);
+        int differ = 0;
+        for (int i = 0; i < V; i++)
+            differ += (got[i] > 0) != (want[i] > 0) || fabs(got[i] - want[i]) > 1e-6;
+        cr_assert_eq(differ, 0, "case %d (k %d, p %g, min-p %g, T %g): %d tokens differ", it,
+                     top_k, (double)top_p, (double)min_p, (double)t, differ);
+        linattn_sampler_free(s);
+    }
+}

@@ -50,6 +50,19 @@ int cli_choose_isa(const char *cmd, const char *flag, linattn_isa config_isa);
  * FIFOs and sockets refused). what names it in messages. */
 linattn_status cli_write_file(const char *path, const char *what, const void *data, size_t len);
 
+/* Whole UTF-8 characters out of a byte stream cut anywhere (the pieces of
+ * tokens): a lead byte waits for its continuation bytes; every other byte
+ * passes as it is, invalid ones too, so what is written is exactly what
+ * was given, only held back until a character is whole. Zero it to start. */
+typedef struct cli_utf8 {
+    unsigned char held[4];
+    int n, need;
+} cli_utf8;
+/* Puts in out (room for n + 4 bytes) what can be written now; returns its length. */
+size_t cli_utf8_take(cli_utf8 *u, const char *in, size_t n, char *out);
+/* What is held (an unfinished character), as it is, into out[4]; returns its length. */
+size_t cli_utf8_flush(cli_utf8 *u, char *out);
+
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_attend(int argc, char **argv);

@@ -39,7 +39,13 @@ static const char usage[] =
     "  -h, --help     this text\n"
     "\n"
     "Block k covers bytes [k N, (k+1) N) of the file; 'bytes' counts the bytes\n"
-    "scored in it (byte 0 of the file has no prediction).\n";
+    "scored in it (byte 0 of the file has no prediction).\n"
+    "\n"
+    "With a model's tokenizer other than bytes ([model] tokenizer), the text is\n"
+    "encoded (bos first when the tokenizer adds one) and each token after the\n"
+    "first is scored: bits per byte are its bits over the bytes it decodes to,\n"
+    "a token counts in the block where its bytes start, and --window counts\n"
+    "tokens.\n";
 
 #define MAX_TEXT_BYTES (1ull << 30)
 /* Tokens per feed: the logits of a slice (slice x vocab floats) are held at once. */
@@ -185,6 +191,7 @@ int cmd_eval(int argc, char **argv)
     linattn_config *cfg = malloc(sizeof *cfg);
     unsigned char *text = NULL;
     int *tokens = NULL;
+    size_t *offsets = NULL, *lens = NULL; /* a non-byte tokenizer's tokens in the file */
     linattn_model *model = NULL;
     eval_run r = {0};
     block_stat *blocks = NULL;
@@ -217,15 +224,35 @@ int cmd_eval(int argc, char **argv)
                  n ? "1 byte" : "empty");
         goto out;
     }
+    if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
+        (st = linattn_session_new(model, &r.sess)) != LINATTN_OK) {
+        cli_fail_status("eval", st);
+        goto out;
+    }
+    const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
+    const int bytes_tok = !strcmp(linattn_tokenizer_name(tokz), "bytes");
+    size_t ntok = n;
+    int add_bos = !bytes_tok && linattn_tokenizer_adds_bos(tokz);
+    if (!bytes_tok &&
+        (st = linattn_tokenizer_encode(tokz, (const char *)text, n, add_bos, NULL, 0, &ntok)) !=
+            LINATTN_OK) {
+        cli_fail_status("eval", st);
+        goto out;
+    }
+    if (ntok < 2) {
+        cli_fail("eval", "%s: %zu token%s; at least 2 are needed (one to predict)", text_path,
+                 ntok, ntok == 1 ? "" : "s");
+        goto out;
+    }
     /* a bounded model must hold each stream: the whole file, or a window */
     int bounded = cfg->attention == LINATTN_ATTN_SOFTMAX || cfg->positions == LINATTN_POS_LEARNED;
-    /* tokens fed per stream: a window, or all but the last byte */
-    size_t fed = window ? (size_t)window : n - 1;
+    /* tokens fed per stream: a window, or all but the last token */
+    size_t fed = window ? (size_t)window : ntok - 1;
     if (bounded && fed > (size_t)cfg->max_seq_len) {
         if (window)
             cli_fail("eval", "--window %ld is longer than the model's max_seq_len (%d)", window,
                      cfg->max_seq_len);
-        else
+        else if (bytes_tok)
             cli_fail("eval",
                      "%s: %zu bytes do not fit the model's context (max_seq_len %d, %s): "
                      "use --window N with N <= %d",
@@ -233,30 +260,66 @@ int cmd_eval(int argc, char **argv)
                      cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax attention"
                                                              : "learned positions",
                      cfg->max_seq_len);
+        else
+            cli_fail("eval",
+                     "%s: %zu tokens do not fit the model's context (max_seq_len %d, %s): "
+                     "use --window N with N <= %d",
+                     text_path, ntok, cfg->max_seq_len,
+                     cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax attention"
+                                                             : "learned positions",
+                     cfg->max_seq_len);
         goto out;
     }
-    if (n > (size_t)INT_MAX) {
+    if (ntok > (size_t)INT_MAX) {
         cli_fail("eval", "%s: too long", text_path);
         goto out;
     }
-    tokens = malloc(n * sizeof *tokens);
-    r.bits = malloc((n - 1) * sizeof *r.bits);
+    tokens = malloc(ntok * sizeof *tokens);
+    if (!bytes_tok) { /* a byte's offset is its index, its length 1 */
+        offsets = malloc(ntok * sizeof *offsets);
+        lens = malloc(ntok * sizeof *lens);
+    }
+    r.bits = malloc((ntok - 1) * sizeof *r.bits);
     r.logits = malloc((size_t)SLICE * (size_t)cfg->vocab_size * sizeof *r.logits);
     size_t nblocks = (n + (size_t)block - 1) / (size_t)block;
     blocks = calloc(nblocks, sizeof *blocks);
-    if (!tokens || !r.bits || !r.logits || !blocks) {
+    if (!tokens || (!bytes_tok && (!offsets || !lens)) || !r.bits || !r.logits || !blocks) {
         cli_fail("eval", "out of memory");
         goto out;
     }
-    linattn_tokenize((const char *)text, n, tokens);
-    if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
-        (st = linattn_session_new(model, &r.sess)) != LINATTN_OK) {
+    if (bytes_tok)
+        linattn_tokenize((const char *)text, n, tokens);
+    else if ((st = linattn_tokenizer_encode(tokz, (const char *)text, n, add_bos, tokens, ntok,
+                                            &ntok)) != LINATTN_OK) {
         cli_fail_status("eval", st);
+        goto out;
+    }
+    /* where each token's bytes start in the file, and how many it has (an
+     * added bos none); bytes past the file's end count in its last block */
+    for (size_t i = 0, at = 0; offsets && i < ntok; i++) {
+        const char *piece;
+        size_t pl = 0;
+        if (!(add_bos && i == 0) &&
+            linattn_tokenizer_decode(tokz, i ? tokens[i - 1] : -1, tokens[i], &piece, &pl) !=
+                LINATTN_OK)
+            pl = 0;
+        offsets[i] = at < n ? at : n - 1;
+        lens[i] = pl;
+        at += pl;
+    }
+    size_t scored_bytes = 0;
+    for (size_t i = 1; i < ntok; i++) {
+        size_t bytes = offsets ? lens[i] : 1;
+        blocks[(offsets ? offsets[i] : i) / (size_t)block].bytes += bytes;
+        scored_bytes += bytes;
+    }
+    if (scored_bytes == 0) {
+        cli_fail("eval", "%s: the scored tokens decode to no bytes", text_path);
         goto out;
     }
     linattn_session_set_threads(r.sess, cfg->threads);
     r.tokens = tokens;
-    r.n = n;
+    r.n = ntok;
     r.window = (size_t)window;
     r.vocab = cfg->vocab_size;
 
@@ -264,32 +327,33 @@ int cmd_eval(int argc, char **argv)
     if (score(&r))
         goto out;
     double secs = now_s() - t0;
-    double tps = secs > 0 ? (double)(n - 1) / secs : 0;
+    double tps = secs > 0 ? (double)(ntok - 1) / secs : 0;
 
     double total = 0;
-    for (size_t i = 0; i + 1 < n; i++) { /* bits[i] scores byte i + 1 */
-        block_stat *b = &blocks[(i + 1) / (size_t)block];
-        b->bits += r.bits[i];
-        b->bytes++;
+    for (size_t i = 0; i + 1 < ntok; i++) { /* bits[i] scores token i + 1 */
+        blocks[(offsets ? offsets[i + 1] : i + 1) / (size_t)block].bits += r.bits[i];
         total += r.bits[i];
     }
     for (size_t b = 0; b < nblocks; b++)
         blocks[b].offset = b * (size_t)block;
-    double bpb = total / (double)(n - 1);
+    double bpb = total / (double)scored_bytes;
 
-    if (json && write_json(json, bpb, n - 1, tps, blocks, nblocks))
+    if (json && write_json(json, bpb, scored_bytes, tps, blocks, nblocks))
         goto out;
     linattn_isa cur = LINATTN_ISA_SCALAR;
     linattn_get_isa(&cur, NULL);
     printf("%s on %s (%zu bytes), %s\n", config_path, text_path, n,
            window ? "fresh windows" : "one stream");
     if (window)
-        printf("window %ld bytes\n", window);
+        printf("window %ld %s\n", window, bytes_tok ? "bytes" : "tokens");
+    if (!bytes_tok)
+        printf("tokenizer %s (%s): %zu tokens, %.3f bytes a token\n", linattn_tokenizer_name(tokz),
+               linattn_tokenizer_path(tokz), ntok, (double)n / (double)ntok);
     printf("%12s %10s %10s\n", "offset", "bytes", "bits/byte");
     for (size_t b = 0; b < nblocks; b++)
         printf("%12zu %10zu %10.4f\n", blocks[b].offset, blocks[b].bytes,
                blocks[b].bytes ? blocks[b].bits / (double)blocks[b].bytes : 0.0);
-    printf("bits/byte %.4f over %zu bytes; %.0f tokens/s (isa %s, threads %d)\n", bpb, n - 1, tps,
+    printf("bits/byte %.4f over %zu bytes; %.0f tokens/s (isa %s, threads %d)\n", bpb, scored_bytes, tps,
            linattn_isa_name(cur), cfg->threads > 0 ? cfg->threads : linattn_max_threads());
     fflush(stdout);
     rc = 0;
@@ -300,6 +364,8 @@ out:
     free(r.logits);
     free(blocks);
     free(tokens);
+    free(offsets);
+    free(lens);
     free(text);
     free(cfg);
     return rc;

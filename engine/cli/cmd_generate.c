@@ -28,7 +28,9 @@ static const char usage[] =
     "  --ctx N              max_seq_len N instead of the config's (softmax: the KV\n"
     "                       cache; learned positions: at most the table's rows)\n"
     "  --no-display-prompt  do not echo the prompt\n"
-    "  --print-ids          print token ids (space-separated) instead of bytes\n"
+    "  --print-ids          print token ids (space-separated) instead of text\n"
+    "  --ignore-eos         go on past the tokenizer's end-of-text token (by default\n"
+    "                       it ends the text, or the answer with -i)\n"
     "  -i, --interactive    a conversation: after each answer, read a line from stdin,\n"
     "                       feed it and answer it (each answer up to -n tokens, ending\n"
     "                       at a newline unless --stop says otherwise); end of input\n"
@@ -51,7 +53,8 @@ static const char usage[] =
 
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
-       OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE };
+       OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE,
+       OPT_IGNORE_EOS };
 
 #define MAX_STOPS 16
 
@@ -185,6 +188,7 @@ int cmd_generate(int argc, char **argv)
         {"ctx", required_argument, 0, OPT_CTX},
         {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
         {"print-ids", no_argument, 0, OPT_PRINT_IDS},
+        {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
         {"interactive", no_argument, 0, 'i'},
         {"temperature", required_argument, 0, OPT_TEMP},
         {"top-k", required_argument, 0, OPT_TOPK},
@@ -204,7 +208,7 @@ int cmd_generate(int argc, char **argv)
     };
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
     const char *model_flag = NULL, *stops[MAX_STOPS];
-    int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0;
+    int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0, ignore_eos = 0;
     long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
     float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
     logit_bias biases[MAX_LOGIT_BIAS];
@@ -233,6 +237,7 @@ int cmd_generate(int argc, char **argv)
         case OPT_CTX: if (cli_parse_long("generate", "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &ctx)) return 1; break;
         case OPT_NO_DISPLAY: display_prompt = 0; break;
         case OPT_PRINT_IDS: print_ids = 1; break;
+        case OPT_IGNORE_EOS: ignore_eos = 1; break;
         case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &temperature)) return 1; break;
         case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
         case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
@@ -375,7 +380,20 @@ int cmd_generate(int argc, char **argv)
             goto out;
         }
     linattn_session_set_threads(sess, cfg->threads);
-    toks = malloc((plen + 1) * sizeof *toks);
+    const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
+    /* a new stream starts with the tokenizer's bos (a resumed one goes on) */
+    int add_bos = !load && plen > 0 && linattn_tokenizer_adds_bos(tokz);
+    size_t n_prompt = 0;
+    if ((st = linattn_tokenizer_encode(tokz, prompt_buf, plen, add_bos, NULL, 0, &n_prompt)) !=
+        LINATTN_OK) {
+        cli_fail_status("prompt", st);
+        goto out;
+    }
+    if (n_prompt > INT_MAX - 1) {
+        cli_fail("prompt", "%zu tokens are too many", n_prompt);
+        goto out;
+    }
+    toks = malloc((n_prompt + 1) * sizeof *toks);
     logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
     /* the window is kept (and saved) even with the penalty off, so a resumed
      * run that turns it on sees the same tokens as one long run would */
@@ -414,7 +432,12 @@ int cmd_generate(int argc, char **argv)
             toks[n_in++] = info->pending; /* accepted before it was saved */
     }
     int first_new = n_in;
-    n_in += linattn_tokenize(prompt_buf, plen, toks + n_in);
+    if ((st = linattn_tokenizer_encode(tokz, prompt_buf, plen, add_bos, toks + n_in, n_prompt,
+                                       &n_prompt)) != LINATTN_OK) {
+        cli_fail_status("prompt", st);
+        goto out;
+    }
+    n_in += (int)n_prompt;
     /* the prompt enters the window (only its last repeat_last_n tokens can stay) */
     int from = n_in - first_new > gen->repeat_last_n ? n_in - gen->repeat_last_n : first_new;
     for (int i = from; i < n_in; i++)
@@ -459,6 +482,14 @@ int cmd_generate(int argc, char **argv)
         goto out;
     }
     int warned_no_text = 0;
+    const int eos = ignore_eos ? -1 : linattn_tokenizer_eos(tokz);
+    /* the token before the next one, for decoding (-1: a text's start;
+     * INT_MAX: unknown, not a start) */
+    int prev = n_in > 0 ? toks[n_in - 1]
+               : load && info->n_recent > 0 ? info->recent[0]
+               : load ? INT_MAX : -1;
+    cli_utf8 utf8 = {{0}, 0, 0};
+    char piece_out[64 + 4];
 
     /* Every printed token is fed (the last one too when saving or in a
      * conversation), so a saved stream holds all the text and its logits: a
@@ -486,17 +517,28 @@ int cmd_generate(int argc, char **argv)
                 line[got++] = '\n';
                 line[got] = '\0';
             }
-            int *lt = malloc((size_t)got * sizeof *lt);
-            if (!lt) {
+            int line_bos = linattn_session_tokens(sess) == 0 && linattn_tokenizer_adds_bos(tokz);
+            size_t nl = 0;
+            int *lt = NULL;
+            if ((st = linattn_tokenizer_encode(tokz, line, (size_t)got, line_bos, NULL, 0, &nl)) !=
+                    LINATTN_OK ||
+                !(lt = malloc((nl + 1) * sizeof *lt)) ||
+                (st = linattn_tokenizer_encode(tokz, line, (size_t)got, line_bos, lt, nl, &nl)) !=
+                    LINATTN_OK) {
+                free(lt);
                 free(line);
-                cli_fail("generate", "out of memory");
+                if (st != LINATTN_OK)
+                    cli_fail_status("generate", st);
+                else
+                    cli_fail("generate", "out of memory");
                 goto out;
             }
-            int nl = linattn_tokenize(line, (size_t)got, lt);
-            for (int k = 0; k < nl && st == LINATTN_OK; k++)
+            if (nl > 0)
+                prev = lt[nl - 1];
+            for (size_t k = 0; k < nl && st == LINATTN_OK; k++)
                 st = linattn_sampler_accept(sampler, lt[k]);
-            if (st == LINATTN_OK)
-                st = linattn_session_feed(sess, lt, nl, logits);
+            if (st == LINATTN_OK && nl > 0) /* nl <= 2 got + 2: a line fits an int */
+                st = linattn_session_feed(sess, lt, (int)nl, logits);
             free(lt);
             if (st == LINATTN_ERR_CONTEXT_FULL) {
                 stopped = 1;
@@ -517,23 +559,39 @@ int cmd_generate(int argc, char **argv)
             cli_fail_status("generate", st);
             goto out;
         }
-        int byte = linattn_token_byte(tok);
+        /* the token's text: its bytes after prev (none for the end of text) */
+        const char *piece = "";
+        size_t piece_len = 0;
+        int stop_now = tok == eos;
+        if (!stop_now && linattn_tokenizer_decode(tokz, prev, tok, &piece, &piece_len) !=
+                             LINATTN_OK) {
+            piece_len = 0;
+            if (!print_ids && !warned_no_text) {
+                if (!strcmp(linattn_tokenizer_name(tokz), "bytes"))
+                    cli_warn("generate", "token %d is not a byte and this model has no tokenizer "
+                                         "for it: such tokens print nothing (--print-ids shows "
+                                         "ids)", tok);
+                else
+                    cli_warn("generate", "token %d is past the %d tokens of the tokenizer (%s): "
+                                         "such tokens print nothing (--print-ids shows ids)",
+                             tok, linattn_tokenizer_vocab(tokz), linattn_tokenizer_name(tokz));
+                warned_no_text = 1;
+            }
+        }
+        prev = tok;
         if (print_ids)
             printf("%s%d", made ? " " : "", tok);
-        else if (byte >= 0)
-            putchar(byte);
-        else if (!warned_no_text) {
-            cli_warn("generate", "token %d is not a byte and this model has no tokenizer for "
-                                 "it: such tokens print nothing (--print-ids shows ids)", tok);
-            warned_no_text = 1;
-        }
+        else
+            for (size_t at = 0; at < piece_len; at += 64) {
+                size_t c = piece_len - at < 64 ? piece_len - at : 64;
+                fwrite(piece_out, 1, cli_utf8_take(&utf8, piece + at, c, piece_out), stdout);
+            }
         fflush(stdout);
         made++;
-        int stop_now = 0;
-        if (tail && byte >= 0) {
+        for (size_t b = 0; tail && b < piece_len && !stop_now; b++) {
             if (tail_len == stop_max)
                 memmove(tail, tail + 1, --tail_len);
-            tail[tail_len++] = (char)byte;
+            tail[tail_len++] = piece[b];
             for (int k = 0; k < n_stops && !stop_now; k++) {
                 size_t sl = strlen(stops[k]);
                 stop_now = tail_len >= sl && !memcmp(tail + tail_len - sl, stops[k], sl);
@@ -554,6 +612,7 @@ int cmd_generate(int argc, char **argv)
         if (stop_now)
             break;
     }
+        fwrite(piece_out, 1, cli_utf8_flush(&utf8, piece_out), stdout);
         if (!interactive || stopped)
             break;
         if (!tail_len || tail[tail_len - 1] != '\n')

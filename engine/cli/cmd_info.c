@@ -67,6 +67,7 @@ int cmd_info(int argc, char **argv)
      * loaded too (its tensors checked), random weights are not made. */
     linattn_config *cfg = NULL;
     linattn_model *model = NULL; /* a weights file's model (not random weights) */
+    linattn_tokenizer *tokz = NULL;
     linattn_model_sizes sizes;
     if (optind < argc) {
         if (!(cfg = malloc(sizeof *cfg)))
@@ -81,8 +82,13 @@ int cmd_info(int argc, char **argv)
         if (!failed && strncmp(cfg->weights, "random:", 7) != 0 &&
             (cst = linattn_model_from_config(cfg, &model)) != LINATTN_OK)
             failed = cli_fail_status("info", cst);
+        /* the tokenizer alone (random weights build no model) */
+        if (!failed && (cst = linattn_tokenizer_load(cfg->tokenizer, &tokz)) != LINATTN_OK)
+            failed = cli_fail("info", "%s: [model] key 'tokenizer': %s", cfg->path,
+                              linattn_last_error());
         if (failed) {
             linattn_model_free(model);
+            linattn_tokenizer_free(tokz);
             free(cfg);
             return 1;
         }
@@ -95,6 +101,7 @@ int cmd_info(int argc, char **argv)
     linattn_status st = linattn_get_isa(&isa, &source);
     if (st != LINATTN_OK) {
         linattn_model_free(model);
+        linattn_tokenizer_free(tokz);
         free(cfg);
         return cli_fail_status("isa", st);
     }
@@ -139,6 +146,16 @@ int cmd_info(int argc, char **argv)
             printf("%s tokens\n", shown < c->n_heads ? " ..." : "");
         }
         free(g);
+        printf("  tokenizer: %s%s%s%s, vocab %d", linattn_tokenizer_name(tokz),
+               linattn_tokenizer_path(tokz)[0] ? " (" : "", linattn_tokenizer_path(tokz),
+               linattn_tokenizer_path(tokz)[0] ? ")" : "", linattn_tokenizer_vocab(tokz));
+        if (linattn_tokenizer_bos(tokz) >= 0)
+            printf(", bos %d%s", linattn_tokenizer_bos(tokz),
+                   linattn_tokenizer_adds_bos(tokz) ? " (starts a text)" : "");
+        if (linattn_tokenizer_eos(tokz) >= 0)
+            printf(", eos %d", linattn_tokenizer_eos(tokz));
+        printf("\n");
+        linattn_tokenizer_free(tokz);
         printf("  parameters: %llu\n", (unsigned long long)sizes.params);
         const char *keep = c->weights_dtype == LINATTN_WEIGHTS_F32 ? "f32" : "stored";
         if (model)

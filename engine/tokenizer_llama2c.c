@@ -1,0 +1,188 @@
+/* tokenizer_llama2c.c: llama2.c's tokenizer.bin (scores and pieces) and its encoding: code points, byte fallback, best-score merges. */
+#include <string.h>
+
+#include "tokenizer.h"
+
+/* The file (export.py's layout, little-endian): u32 max_token_length, then
+ * for each token: f32 score, i32 length, length bytes. The count of tokens
+ * is not stored (llama2.c takes it from the model): every token up to the
+ * end of the file is read, and a file that ends inside one is refused. */
+
+#define MAX_TOKEN_LENGTH (1u << 20)
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                  : -1;
+}
+
+/* A piece "<0xXX>" stands for the byte XX; -1 otherwise. */
+static int byte_piece(const char *s, size_t n)
+{
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>' || hexval(s[3]) < 0 || hexval(s[4]) < 0)
+        return -1;
+    return hexval(s[3]) * 16 + hexval(s[4]);
+}
+
+linattn_status tok_load_llama2c(const char *path, const unsigned char *data, size_t size,
+                                linattn_tokenizer **out)
+{
+    *out = NULL;
+    if (size < 4)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: truncated: %zu bytes, not even the 4-byte max_token_length "
+                           "(a llama2.c tokenizer.bin?)", path, size);
+    uint32_t max_len = le32(data);
+    if (max_len == 0 || max_len > MAX_TOKEN_LENGTH)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: max_token_length %u is not in 1..%u (a llama2.c tokenizer.bin?)",
+                           path, max_len, MAX_TOKEN_LENGTH);
+    /* pass 1: count and check every entry */
+    size_t pos = 4, bytes = 0;
+    long n = 0;
+    while (pos < size) {
+        if (size - pos < 8)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: token %ld at byte %zu: truncated (%zu bytes left, a score "
+                               "and a length need 8)", path, n, pos, size - pos);
+        int32_t len = (int32_t)le32(data + pos + 4);
+        if (len < 0 || (uint32_t)len > max_len)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: token %ld at byte %zu: length %d is not in 0..%u "
+                               "(max_token_length)", path, n, pos, (int)len, max_len);
+        if ((size_t)len > size - pos - 8)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: token %ld at byte %zu: truncated (length %d, %zu bytes left)",
+                               path, n, pos, (int)len, size - pos - 8);
+        pos += 8 + (size_t)len;
+        bytes += (size_t)len;
+        if (++n > TOK_MAX_VOCAB)
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: more than %d tokens", path,
+                               TOK_MAX_VOCAB);
+    }
+    if (n == 0)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: no tokens after the header", path);
+
+    linattn_tokenizer *t;
+    linattn_status st = tok_alloc(TOK_LLAMA2C, path, (int)n, bytes, &t);
+    if (st != LINATTN_OK)
+        return st;
+    t->name = "llama2c";
+    t->score = mem_alloc((size_t)n * sizeof *t->score);
+    t->text = mem_alloc(bytes + 1);
+    if (!t->score || !t->text) {
+        linattn_tokenizer_free(t);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %ld tokens", path, n);
+    }
+    /* pass 2: fill */
+    pos = 4;
+    size_t at = 0, tat = 0;
+    for (long i = 0; i < n; i++) {
+        uint32_t bits = le32(data + pos);
+        memcpy(&t->score[i], &bits, sizeof bits);
+        size_t len = le32(data + pos + 4);
+        const char *s = (const char *)data + pos + 8;
+        t->piece_off[i] = at;
+        memcpy(t->piece + at, s, len);
+        at += len;
+        t->text_off[i] = tat;
+        int b = byte_piece(s, len);
+        if (b >= 0)
+            t->text[tat++] = (char)b;
+        else {
+            memcpy(t->text + tat, s, len);
+            tat += len;
+        }
+        pos += 8 + len;
+    }
+    t->piece_off[n] = at;
+    t->text_off[n] = tat;
+    /* run.c's constants: <unk> 0, BOS 1, EOS 2 */
+    t->bos = n > 1 ? 1 : -1;
+    t->eos = n > 2 ? 2 : -1;
+    t->add_bos = 1;
+    if ((st = tok_build_hash(t)) != LINATTN_OK) {
+        linattn_tokenizer_free(t);
+        return st;
+    }
+    *out = t;
+    return LINATTN_OK;
+}
+
+/* A pair merges when the concatenation of its pieces is a token whose score
+ * beats run.c's starting best of -1e10; the best score merges first. */
+static int pair_score(const linattn_tokenizer *t, int a, int b, double *rank, int *id,
+                      char *scratch)
+{
+    size_t la = tok_piece_len(t, a), lb = tok_piece_len(t, b);
+    if (la + lb > t->max_piece)
+        return 0;
+    memcpy(scratch, t->piece + t->piece_off[a], la);
+    memcpy(scratch + la, t->piece + t->piece_off[b], lb);
+    int m = tok_lookup(t, scratch, la + lb);
+    if (m < 0 || !(t->score[m] > -1e10f))
+        return 0;
+    *rank = -(double)t->score[m];
+    *id = m;
+    return 1;
+}
+
+/* A byte as its fallback token, byte + 3 (after <unk>, <s>, </s>). */
+static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok_vec *out)
+{
+    if (b + 3 >= t->vocab)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: byte 0x%02x is no token and its fallback token %d is outside the "
+                           "%d tokens", t->source, b, b + 3, t->vocab);
+    return tok_push(out, b + 3);
+}
+
+/* run.c's encode: BOS, a dummy-prefix " " when the text is not empty, each
+ * UTF-8 code point as its token or its bytes as byte tokens, then merges.
+ * Where run.c would write id -1 (a vocabulary without " "), the space's
+ * byte token stands in. */
+linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
+                                  int add_bos, tok_vec *out)
+{
+    size_t start = out->n;
+    linattn_status st = LINATTN_OK;
+    if (add_bos)
+        st = tok_push(out, t->bos);
+    if (st == LINATTN_OK && len > 0) {
+        int space = tok_lookup(t, " ", 1);
+        st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out);
+    }
+    size_t i = 0;
+    while (st == LINATTN_OK && i < len) {
+        /* a code point: a byte and the continuation bytes after it, at most 4
+         * in all (stray continuation bytes group the same way) */
+        size_t j = i + 1;
+        while (j < len && j - i < 4 && ((unsigned char)text[j] & 0xC0) == 0x80)
+            j++;
+        int id = tok_lookup(t, text + i, j - i);
+        if (id >= 0)
+            st = tok_push(out, id);
+        else
+            for (size_t k = i; k < j && st == LINATTN_OK; k++)
+                st = push_byte(t, (unsigned char)text[k], out);
+        i = j;
+    }
+    if (st != LINATTN_OK)
+        return st;
+    if (out->n - start < 2)
+        return LINATTN_OK;
+    char *scratch = mem_alloc(2 * (size_t)t->max_piece + 1);
+    long m = scratch ? tok_bpe(t, out->v + start, (long)(out->n - start), pair_score, scratch) : -1;
+    mem_free(scratch);
+    if (m < 0)
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory");
+    out->n = start + (size_t)m;
+    return LINATTN_OK;
+}
