@@ -51,6 +51,8 @@ static const bench_case cases[] = {
     {"gemm_nt", 256, 1024, 1024, 0, 0},
     {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
     {"gemm_nn", 1, 64, 1024, 0, 0},
+    {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
+    {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -100,6 +102,12 @@ static void call_once(const linattn_kernels *k, const bench_case *bc, case_data 
     case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
+    /* half weights: S's floats read as pairs of 16-bit values (the values
+     * do not change the time) */
+    case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemv_bf16: k->gemv_bf16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemm_nt_f16: k->gemm_nt_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
+    case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
     default: break;
     }
 }
@@ -297,7 +305,7 @@ int suite_kernels(const bench_plan *p)
                 ns[i][r] = (now_ns() - t0) / (double)iters[i];
             }
         bench_row rows[LINATTN_ISA_COUNT];
-        double flops = bc->c || !strcmp(bc->kernel, "gemv") ? 2.0 * (double)mn * (double)kk : NAN;
+        double flops = bc->c || !strncmp(bc->kernel, "gemv", 4) ? 2.0 * (double)mn * (double)kk : NAN;
         double worst_cv = 0;
         int noisy = 0;
         for (int i = 0; i < nt; i++) {

@@ -1,4 +1,4 @@
-/* model_bench.c: whole models from config files: prefill and decode tokens/s, decode against the weights' bandwidth floor, streams stepped together. */
+/* model_bench.c: whole models from config files (and F16 copies of the random ones): prefill and decode tokens/s, decode against the weights' bandwidth floor, streams stepped together. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "../engine/model.h" /* linattn_model_random_safetensors */
 
 /* Contexts each config is prefilled to (then decoded after). */
 static const long full_contexts[] = {1024, 4096, 16384};
@@ -17,7 +18,8 @@ typedef struct bench_model {
     char label[48]; /* "linear" for bench-linear.ini: the rows' names */
     linattn_config *cfg;
     linattn_model *m;
-    char note[32]; /* "built-in shape" when the default file is missing */
+    char note[48]; /* "built-in shape" when the default file is missing; F16 copies */
+    void *bytes;   /* an F16 copy's safetensors image (the model reads it in place) */
 } bench_model;
 
 static bench_model models[BENCH_MAX_CONFIGS];
@@ -87,7 +89,50 @@ static int load_models(const bench_plan *p)
         }
         n_models++;
     }
+    /* An F16 twin of every random-weights model ("linear-f16"): the same
+     * random model stored as F16 and used as stored (weights_dtype =
+     * stored), after the configs so their indices stay the configs'. */
+    for (int i = 0, n = n_models; i < n && n_models < BENCH_MAX_CONFIGS; i++) {
+        const bench_model *base = &models[i];
+        if (strncmp(base->cfg->weights, "random:", 7) != 0)
+            continue;
+        bench_model *bm = &models[n_models];
+        memset(bm, 0, sizeof *bm);
+        bm->path = base->path;
+        snprintf(bm->label, sizeof bm->label, "%.40s-f16", base->label);
+        snprintf(bm->note, sizeof bm->note, "F16 copy of the random weights%s%s",
+                 base->note[0] ? "; " : "", base->note[0] ? "built-in shape" : "");
+        size_t size;
+        if (!(bm->cfg = malloc(sizeof *bm->cfg)))
+            return -1;
+        *bm->cfg = *base->cfg;
+        bm->cfg->weights_dtype = LINATTN_WEIGHTS_STORED;
+        if (linattn_model_random_safetensors(base->cfg, LINATTN_DTYPE_F16, LINATTN_DTYPE_F16,
+                                             &bm->bytes, &size) != LINATTN_OK ||
+            linattn_model_from_config_mem(bm->cfg, bm->bytes, size, &bm->m) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s (F16): %s\n", bm->path, linattn_last_error());
+            free(bm->bytes);
+            free(bm->cfg);
+            return -1;
+        }
+        n_models++;
+    }
     return 0;
+}
+
+/* 1 if config i has random weights (it then gets an F16 twin). */
+static int config_random(const bench_plan *p, int i)
+{
+    if (n_models > i)
+        return !strncmp(models[i].cfg->weights, "random:", 7);
+    linattn_config *c = malloc(sizeof *c);
+    struct stat st;
+    int r = 1; /* the built-in shape of a missing default file is random */
+    if (c && !(p->configs_default && stat(p->configs[i], &st) != 0))
+        r = linattn_config_load(p->configs[i], c) == LINATTN_OK &&
+            !strncmp(c->weights, "random:", 7);
+    free(c);
+    return r;
 }
 
 static void free_models(void)
@@ -95,6 +140,7 @@ static void free_models(void)
     for (int i = 0; i < n_models; i++) {
         linattn_model_free(models[i].m);
         free(models[i].cfg);
+        free(models[i].bytes);
     }
     n_models = 0;
 }
@@ -154,14 +200,17 @@ size_t model_units(const bench_plan *p)
     size_t n = 0, nctx = p->quick ? 1 : 3;
     for (size_t c = 0; c < nctx; c++) {
         long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
-        for (int i = 0; i < p->n_configs; i++) {
-            char label[48], a[96], b[96];
-            label_of(p->configs[i], label, sizeof label);
-            row_name(a, sizeof a, label, "prefill", ctx);
-            row_name(b, sizeof b, label, "decode", ctx);
-            if (bench_wanted(p, a) || bench_wanted(p, b))
-                n += (size_t)p->n_isas * (size_t)nt;
-        }
+        for (int i = 0; i < p->n_configs; i++)
+            for (int f16 = 0; f16 <= config_random(p, i); f16++) {
+                char label[48], a[96], b[96];
+                label_of(p->configs[i], label, sizeof label);
+                if (f16)
+                    strncat(label, "-f16", sizeof label - strlen(label) - 1);
+                row_name(a, sizeof a, label, "prefill", ctx);
+                row_name(b, sizeof b, label, "decode", ctx);
+                if (bench_wanted(p, a) || bench_wanted(p, b))
+                    n += (size_t)p->n_isas * (size_t)nt;
+            }
     }
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name) && batch_config(p, batch_rows[i].linear) >= 0)
@@ -174,16 +223,21 @@ void model_list(const bench_plan *p)
     size_t nctx = p->quick ? 1 : 3;
     for (size_t c = 0; c < nctx; c++) {
         long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
-        for (int i = 0; i < p->n_configs; i++) {
-            char label[48], a[96];
-            label_of(p->configs[i], label, sizeof label);
-            row_name(a, sizeof a, label, "prefill", ctx);
-            if (bench_wanted(p, a))
-                printf("%-30s model    %s, prefill %ld tokens\n", a, p->configs[i], ctx);
-            row_name(a, sizeof a, label, "decode", ctx);
-            if (bench_wanted(p, a))
-                printf("%-30s model    %s, decode after %ld tokens\n", a, p->configs[i], ctx);
-        }
+        for (int i = 0; i < p->n_configs; i++)
+            for (int f16 = 0; f16 <= config_random(p, i); f16++) {
+                char label[48], a[96];
+                const char *w = f16 ? " (F16 weights)" : "";
+                label_of(p->configs[i], label, sizeof label);
+                if (f16)
+                    strncat(label, "-f16", sizeof label - strlen(label) - 1);
+                row_name(a, sizeof a, label, "prefill", ctx);
+                if (bench_wanted(p, a))
+                    printf("%-30s model    %s%s, prefill %ld tokens\n", a, p->configs[i], w, ctx);
+                row_name(a, sizeof a, label, "decode", ctx);
+                if (bench_wanted(p, a))
+                    printf("%-30s model    %s%s, decode after %ld tokens\n", a, p->configs[i], w,
+                           ctx);
+            }
     }
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name))
@@ -304,8 +358,8 @@ static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linat
         double weights = (double)linattn_model_weight_bytes(bm->m);
         r.bytes = weights + (double)linattn_session_state_bytes(s);
         r.context = (double)ctx;
-        snprintf(r.note, sizeof r.note, "weights %.0f MiB + %s %.1f MiB a token%s%s",
-                 weights / 1048576, what_state, (double)linattn_session_state_bytes(s) / 1048576,
+        snprintf(r.note, sizeof r.note, "weights %s %.0f MiB + %s %.1f MiB a token%s%s",
+                 linattn_model_weight_dtypes(bm->m), weights / 1048576, what_state, (double)linattn_session_state_bytes(s) / 1048576,
                  bm->note[0] ? "; " : "", bm->note);
         bench_row_ratios(&r, isa, r.bytes, r.seconds);
         bench_emit(&r);

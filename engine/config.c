@@ -58,7 +58,7 @@ enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
     K_DECAY, K_TOKENIZER,
-    K_THREADS, K_ISA, K_BATCH,
+    K_THREADS, K_ISA, K_BATCH, K_WEIGHTS_DTYPE,
     N_KEYS
 };
 
@@ -68,6 +68,7 @@ static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const norm_position_names[] = {"pre", "post", NULL};
 static const char *const ffn_names[] = {"relu", "gelu", NULL};
 static const char *const positions_names[] = {"none", "sincos", "learned", NULL};
+static const char *const weights_dtype_names[] = {"stored", "f32", NULL};
 
 struct key {
     enum section section;
@@ -102,6 +103,8 @@ static const struct key keys[N_KEYS] = {
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
+    [K_WEIGHTS_DTYPE] = {SEC_RUNTIME, "weights_dtype", T_ENUM, FIELD(weights_dtype),
+                         weights_dtype_names},
 };
 
 static const enum key_id required_model_keys[] = {K_WEIGHTS, K_D_MODEL, K_N_HEADS, K_N_LAYERS,
@@ -111,7 +114,8 @@ _Static_assert(sizeof(linattn_attention_kind) == sizeof(int) &&
                    sizeof(linattn_norm_kind) == sizeof(int) &&
                    sizeof(linattn_norm_position) == sizeof(int) &&
                    sizeof(linattn_ffn_kind) == sizeof(int) &&
-                   sizeof(linattn_positions) == sizeof(int),
+                   sizeof(linattn_positions) == sizeof(int) &&
+                   sizeof(linattn_weights_dtype) == sizeof(int),
                "enum fields are set as int");
 
 /* ------------------------------------------------------------------------ */
@@ -321,6 +325,8 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         return st;
     if ((unsigned)c->isa >= LINATTN_ISA_COUNT)
         return bad_value(o, K_ISA, "unknown ISA value %d", (int)c->isa);
+    if ((unsigned)c->weights_dtype > LINATTN_WEIGHTS_F32)
+        return bad_value(o, K_WEIGHTS_DTYPE, "unknown value %d", (int)c->weights_dtype);
     return LINATTN_OK;
 }
 

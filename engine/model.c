@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "f16.h"
 #include "model.h"
 
 #ifdef LINATTN_HAVE_OPENMP
@@ -14,13 +15,52 @@
 
 /* ---- loading ------------------------------------------------------------ */
 
+/* The tensors a random model makes, by name, for writing them to a file
+ * (linattn_model_random_safetensors). */
+typedef struct recorder {
+    linattn_tensor_out *t;
+    int n, cap;
+    linattn_dtype matrices, vectors; /* the dtypes to write them in */
+    int failed;
+} recorder;
+
 /* Where a tensor comes from: the safetensors file, or a seeded generator. */
 typedef struct source {
     linattn_weights *file;
     uint64_t rng;   /* random:SEED state */
     float *arena;   /* random weights, carved in order */
     size_t used;
+    int keep_stored; /* weights_dtype = stored: F16/BF16 matrices as the file has them */
+    size_t bytes;    /* of every tensor taken, as held */
+    recorder *rec;   /* random weights: NULL, or where to note each tensor */
 } source;
+
+static void record(recorder *r, const char *name, int rows, int cols, char kind, const float *p)
+{
+    if (r->failed)
+        return;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        linattn_tensor_out *t = mem_realloc(r->t, (size_t)cap * sizeof *t);
+        if (!t) {
+            r->failed = 1;
+            return;
+        }
+        r->t = t;
+        r->cap = cap;
+    }
+    linattn_tensor_out *t = &r->t[r->n];
+    if (!(t->name = mem_strdup(name))) {
+        r->failed = 1;
+        return;
+    }
+    r->n++;
+    t->ndim = cols ? 2 : 1;
+    t->shape[0] = rows;
+    t->shape[1] = cols;
+    t->data = p;
+    t->dtype = kind == 'w' ? r->matrices : r->vectors;
+}
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -40,18 +80,44 @@ static float uniform_pm1(uint64_t *s)
 static linattn_status take(source *src, const char *name, int rows, int cols, char kind,
                            const float **out)
 {
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    src->bytes += n * sizeof(float);
     if (src->file) {
         int64_t shape[2] = {rows, cols};
         return linattn_weights_get(src->file, name, cols ? 2 : 1, shape, out);
     }
-    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
     float *p = src->arena + src->used;
     src->used += n;
     float a = kind == 'w' ? sqrtf(3.0f / (float)(cols ? cols : 1)) : 0.02f;
     for (size_t i = 0; i < n; i++)
         p[i] = kind == 'n' ? 1.0f : a * uniform_pm1(&src->rng);
+    if (src->rec)
+        record(src->rec, name, rows, cols, kind, p);
     *out = p;
     return LINATTN_OK;
+}
+
+/* A weight matrix [rows, cols]: as the file stores it (weights_dtype =
+ * stored), else (f32, random weights) fp32. */
+static linattn_status take_matrix(source *src, const char *name, int rows, int cols,
+                                  linattn_matrix *out)
+{
+    if (src->file && src->keep_stored) {
+        int64_t shape[2] = {rows, cols};
+        linattn_dtype dt;
+        linattn_status st =
+            linattn_weights_get_stored(src->file, name, 2, shape, &out->data, &dt);
+        if (st == LINATTN_OK) {
+            out->dtype = dt;
+            src->bytes += (size_t)rows * (size_t)cols * (dt == LINATTN_DTYPE_F32 ? 4 : 2);
+        }
+        return st;
+    }
+    const float *f = NULL;
+    linattn_status st = take(src, name, rows, cols, 'w', &f);
+    out->data = f;
+    out->dtype = LINATTN_DTYPE_F32;
+    return st;
 }
 
 /* FNV-1a over n bytes, continuing from h (start: FNV_START). */
@@ -93,17 +159,22 @@ static linattn_status load_tensors(linattn_model *m, source *src)
         if ((st = take(src, nm, r, cl, kind, dst)) != LINATTN_OK)    \
             return st;                                               \
     } while (0)
-    TAKE("tok_emb.weight", V, d, 'w', &m->tok_emb);
+#define TAKE_M(nm, r, cl, dst)                                       \
+    do {                                                             \
+        if ((st = take_matrix(src, nm, r, cl, dst)) != LINATTN_OK)   \
+            return st;                                               \
+    } while (0)
+    TAKE_M("tok_emb.weight", V, d, &m->tok_emb);
     if (c->positions == LINATTN_POS_LEARNED)
         TAKE("pos_emb.weight", c->max_seq_len, d, 'b', &m->pos_emb);
     for (int i = 0; i < c->n_layers; i++) {
         linattn_layer *L = &m->layers[i];
         static const char *const proj[4] = {"q", "k", "v", "o"};
-        const float **w[4] = {&L->wq, &L->wk, &L->wv, &L->wo};
+        linattn_matrix *w[4] = {&L->wq, &L->wk, &L->wv, &L->wo};
         const float **b[4] = {&L->bq, &L->bk, &L->bv, &L->bo};
         for (int j = 0; j < 4; j++) {
             snprintf(name, sizeof name, "layers.%d.attn.%s.weight", i, proj[j]);
-            TAKE(name, d, d, 'w', w[j]);
+            TAKE_M(name, d, d, w[j]);
             snprintf(name, sizeof name, "layers.%d.attn.%s.bias", i, proj[j]);
             TAKE(name, d, 0, 'b', b[j]);
         }
@@ -116,11 +187,11 @@ static linattn_status load_tensors(linattn_model *m, source *src)
             }
         }
         snprintf(name, sizeof name, "layers.%d.ffn.up.weight", i);
-        TAKE(name, ff, d, 'w', &L->up_w);
+        TAKE_M(name, ff, d, &L->up_w);
         snprintf(name, sizeof name, "layers.%d.ffn.up.bias", i);
         TAKE(name, ff, 0, 'b', &L->up_b);
         snprintf(name, sizeof name, "layers.%d.ffn.down.weight", i);
-        TAKE(name, d, ff, 'w', &L->down_w);
+        TAKE_M(name, d, ff, &L->down_w);
         snprintf(name, sizeof name, "layers.%d.ffn.down.bias", i);
         TAKE(name, d, 0, 'b', &L->down_b);
     }
@@ -132,8 +203,9 @@ static linattn_status load_tensors(linattn_model *m, source *src)
     if (c->tie_embeddings)
         m->lm_head = m->tok_emb;
     else
-        TAKE("lm_head.weight", V, d, 'w', &m->lm_head);
+        TAKE_M("lm_head.weight", V, d, &m->lm_head);
 #undef TAKE
+#undef TAKE_M
     if (src->file && (st = linattn_weights_check_all_used(src->file)) != LINATTN_OK)
         return st;
     return src->file ? linattn_weights_check_unchanged(src->file) : LINATTN_OK;
@@ -152,7 +224,7 @@ static int parse_random_seed(const char *w, uint64_t *seed)
 }
 
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
-                            linattn_model **out);
+                            linattn_model **out, recorder *rec);
 
 /* The config's tokenizer; more tokens than the model's vocabulary is an
  * error (the byte tokenizer excepted: a model of fewer than 256 tokens
@@ -211,7 +283,31 @@ static linattn_status weights_error(const linattn_config *config, linattn_status
 
 linattn_status linattn_model_from_config(const linattn_config *config, linattn_model **out)
 {
-    return build(config, NULL, 0, out);
+    return build(config, NULL, 0, out, NULL);
+}
+
+linattn_status linattn_model_random_safetensors(const linattn_config *config,
+                                                linattn_dtype matrices, linattn_dtype vectors,
+                                                void **bytes, size_t *size)
+{
+    if (!config || !bytes || !size)
+        return linattn_err(LINATTN_ERR_INVALID, "model_random_safetensors: NULL argument");
+    if (strncmp(config->weights, "random:", 7) != 0)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "model_random_safetensors: weights '%.200s' are not random:SEED",
+                           config->weights);
+    recorder rec = {NULL, 0, 0, matrices, vectors, 0};
+    linattn_model *m = NULL;
+    linattn_status st = build(config, NULL, 0, &m, &rec);
+    if (st == LINATTN_OK && rec.failed)
+        st = linattn_err(LINATTN_ERR_NOMEM, "model_random_safetensors: out of memory");
+    if (st == LINATTN_OK)
+        st = linattn_weights_write_mem(rec.t, rec.n, bytes, size);
+    for (int i = 0; i < rec.n; i++)
+        mem_free((void *)rec.t[i].name);
+    mem_free(rec.t);
+    linattn_model_free(m);
+    return st;
 }
 
 linattn_status linattn_model_from_config_mem(const linattn_config *config, const void *weights,
@@ -219,13 +315,13 @@ linattn_status linattn_model_from_config_mem(const linattn_config *config, const
 {
     if (!weights || !out)
         return linattn_err(LINATTN_ERR_INVALID, "model_from_config_mem: NULL argument");
-    return build(config, weights, size, out);
+    return build(config, weights, size, out, NULL);
 }
 
 /* bytes NULL: the weights the config names (a file or random:SEED); else
  * safetensors bytes in memory. */
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
-                            linattn_model **out)
+                            linattn_model **out, recorder *rec)
 {
     *out = NULL;
     if (!config)
@@ -273,8 +369,8 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     }
 
     size_t n_floats = count_floats(config, &m->params);
-    m->weight_bytes = n_floats * sizeof(float);
     source src = {0};
+    src.keep_stored = config->weights_dtype == LINATTN_WEIGHTS_STORED;
     uint64_t seed;
     int rnd = bytes ? 0 : parse_random_seed(config->weights, &seed);
     if (rnd < 0) {
@@ -284,6 +380,7 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     }
     if (rnd) {
         src.rng = seed;
+        src.rec = rec;
         src.arena = m->owned = mem_alloc(n_floats * sizeof(float));
         if (!m->owned) {
             linattn_model_free(m);
@@ -304,6 +401,14 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if ((st = load_tensors(m, &src)) != LINATTN_OK) {
         linattn_model_free(m);
         return st;
+    }
+    m->weight_bytes = src.bytes;
+    if (m->file) {
+        m->weight_bytes_stored = linattn_weights_data_bytes(m->file);
+        linattn_weights_dtypes(m->file, m->weight_dtypes, sizeof m->weight_dtypes);
+    } else {
+        m->weight_bytes_stored = m->weight_bytes;
+        snprintf(m->weight_dtypes, sizeof m->weight_dtypes, "F32");
     }
     char shape[512];
     snprintf(shape, sizeof shape,
@@ -358,6 +463,8 @@ const linattn_config *linattn_model_config(const linattn_model *m) { return &m->
 const linattn_tokenizer *linattn_model_tokenizer(const linattn_model *m) { return m->tokenizer; }
 uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
 size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
+size_t linattn_model_weight_bytes_stored(const linattn_model *m) { return m->weight_bytes_stored; }
+const char *linattn_model_weight_dtypes(const linattn_model *m) { return m->weight_dtypes; }
 uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash; }
 
 static size_t state_bytes(const linattn_config *c, uint64_t tokens)
@@ -395,7 +502,36 @@ int linattn_model_default_threads(const linattn_model *m)
 
 /* ---- the forward pass ---------------------------------------------------- */
 
-void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
+/* &W[row, 0] of a matrix with cols columns. */
+static const void *matrix_row(linattn_matrix W, size_t row, size_t cols)
+{
+    size_t es = W.dtype == LINATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    return (const char *)W.data + row * cols * es;
+}
+
+/* y[rows] = W[rows, cols] x + b by the gemv of W's dtype. */
+static void gemv_any(const linattn_kernels *k, float *y, const void *W, linattn_dtype dt,
+                     size_t cols, const float *x, const float *b, size_t rows)
+{
+    switch (dt) {
+    case LINATTN_DTYPE_F16: k->gemv_f16(y, W, cols, x, b, rows, cols); break;
+    case LINATTN_DTYPE_BF16: k->gemv_bf16(y, W, cols, x, b, rows, cols); break;
+    default: k->gemv(y, W, cols, x, b, rows, cols); break;
+    }
+}
+
+/* C[M, N] (stride ldc) += A[M, K] B[N, K]^T by the gemm_nt of B's dtype. */
+static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const float *A,
+                        const void *B, linattn_dtype dt, size_t M, size_t N, size_t K)
+{
+    switch (dt) {
+    case LINATTN_DTYPE_F16: k->gemm_nt_f16(C, ldc, A, K, B, K, M, N, K); break;
+    case LINATTN_DTYPE_BF16: k->gemm_nt_bf16(C, ldc, A, K, B, K, M, N, K); break;
+    default: k->gemm_nt(C, ldc, A, K, B, K, M, N, K); break;
+    }
+}
+
+void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                      const float *b, int n, int out, int in, int threads)
 {
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
@@ -406,8 +542,8 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
         for (int j = 0; j < blocks; j++) {
             int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
-            k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
-                    (size_t)in);
+            gemv_any(k, y + j0, matrix_row(W, (size_t)j0, (size_t)in), W.dtype, (size_t)in, x,
+                     b ? b + j0 : NULL, (size_t)nj);
         }
         return;
     }
@@ -421,8 +557,8 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
             else
                 memset(row, 0, (size_t)nj * sizeof(float));
         }
-        k->gemm_nt(y + j0, (size_t)out, x, (size_t)in, W + (size_t)j0 * in, (size_t)in,
-                   (size_t)n, (size_t)nj, (size_t)in);
+        gemm_nt_any(k, y + j0, (size_t)out, x, matrix_row(W, (size_t)j0, (size_t)in), W.dtype,
+                    (size_t)n, (size_t)nj, (size_t)in);
     }
 }
 
@@ -439,6 +575,20 @@ static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y
     }
 }
 
+/* xr[d] = row `token` of the embedding, converted from its dtype (exact). */
+static void embed_row(float *xr, linattn_matrix E, int token, int d)
+{
+    const void *row = matrix_row(E, (size_t)token, (size_t)d);
+    if (E.dtype == LINATTN_DTYPE_F16)
+        for (int i = 0; i < d; i++)
+            xr[i] = linattn_f16_to_f32(((const uint16_t *)row)[i]);
+    else if (E.dtype == LINATTN_DTYPE_BF16)
+        for (int i = 0; i < d; i++)
+            xr[i] = linattn_bf16_to_f32(((const uint16_t *)row)[i]);
+    else
+        memcpy(xr, row, (size_t)d * sizeof(float));
+}
+
 /* Row t of x: token embedding + position term at pos[t]. */
 static void embed(const linattn_model *m, float *x, const int *tokens, int n,
                   linattn_session *const *streams, uint64_t pos0)
@@ -446,7 +596,7 @@ static void embed(const linattn_model *m, float *x, const int *tokens, int n,
     int d = m->d;
     for (int t = 0; t < n; t++) {
         float *xr = x + (size_t)t * d;
-        memcpy(xr, m->tok_emb + (size_t)tokens[t] * d, (size_t)d * sizeof(float));
+        embed_row(xr, m->tok_emb, tokens[t], d);
         uint64_t p = streams ? streams[t]->tokens : pos0 + (uint64_t)t;
         if (m->cfg.positions == LINATTN_POS_LEARNED) {
             const float *pe = m->pos_emb + (size_t)p * d;

@@ -14,11 +14,22 @@
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
 
+/* A weight matrix [rows, cols], row-major, as the model holds it: fp32, or
+ * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored);
+ * linattn_project picks the kernel by dtype. */
+typedef struct linattn_matrix {
+    const void *data;
+    linattn_dtype dtype;
+} linattn_matrix;
+
 typedef struct linattn_layer {
-    const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo; /* [d, d], [d] */
+    linattn_matrix wq, wk, wv, wo;                      /* [d, d] */
+    const float *bq, *bk, *bv, *bo;                     /* [d] */
     const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d]; biases NULL for rmsnorm */
-    const float *up_w, *up_b;                           /* [d_ff, d], [d_ff] */
-    const float *down_w, *down_b;                       /* [d, d_ff], [d] */
+    linattn_matrix up_w;                                /* [d_ff, d] */
+    const float *up_b;                                  /* [d_ff] */
+    linattn_matrix down_w;                              /* [d, d_ff] */
+    const float *down_b;                                /* [d] */
 } linattn_layer;
 
 struct linattn_model {
@@ -26,16 +37,18 @@ struct linattn_model {
     int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
     linattn_weights *file;    /* NULL for random weights */
     float *owned;             /* random weights */
-    const float *tok_emb;     /* [vocab, d] */
+    linattn_matrix tok_emb;   /* [vocab, d]; a row converted per token when not fp32 */
     const float *pos_emb;     /* [max_seq_len, d], learned positions only */
     const float *norm_f_w, *norm_f_b; /* [d], pre-norm only */
-    const float *lm_head;     /* [vocab, d]; tok_emb when tied */
+    linattn_matrix lm_head;   /* [vocab, d]; tok_emb when tied */
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
     linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
-    size_t weight_bytes;
+    size_t weight_bytes;      /* as held in memory (linattn_model_weight_bytes) */
+    size_t weight_bytes_stored; /* as the file stores them */
+    char weight_dtypes[24];   /* the file's dtypes, "F16" or "F16+F32" */
     uint64_t shape_hash;
 };
 
@@ -73,10 +86,18 @@ void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, floa
 /* logits[n, vocab] from n hidden state rows x[n, d] (one gemm). */
 void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
                                float *logits, int threads);
+/* The random model config describes (weights = random:SEED) as a
+ * safetensors image: weight matrices (and the embeddings) stored as
+ * `matrices`, norm weights and biases as `vectors`. *bytes is malloc'd
+ * (free()). For tests and the bench: F16/BF16 models of any shape. */
+linattn_status linattn_model_random_safetensors(const linattn_config *config,
+                                                linattn_dtype matrices, linattn_dtype vectors,
+                                                void **bytes, size_t *size);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
-/* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */
-void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
+/* y[n, out] = x[n, in] W^T + b, spread over threads by output columns;
+ * W [out, in] in any dtype a linattn_matrix holds. */
+void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                      const float *b, int n, int out, int in, int threads);
 
 #endif

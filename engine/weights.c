@@ -31,6 +31,7 @@ struct tensor {
     uint64_t begin, end;  /* bytes, relative to the data */
     const float *f32;     /* set by the first get: into the map, or `owned` */
     float *owned;
+    uint16_t *owned_raw;  /* get_stored's aligned copy of unaligned F16/BF16 data */
     int used;
 };
 
@@ -108,6 +109,7 @@ void linattn_weights_close(linattn_weights *w)
     for (int i = 0; i < w->n_tensors; i++) {
         mem_free(w->tensors[i].name);
         mem_free(w->tensors[i].owned);
+        mem_free(w->tensors[i].owned_raw);
     }
     for (int i = 0; i < 2 * w->n_meta; i++)
         mem_free(w->meta[i]);
@@ -506,13 +508,10 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
     return LINATTN_OK;
 }
 
-linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndim,
-                                   const int64_t *shape, const float **data)
+/* The tensor `name` after checking its shape; errors name the file. */
+static linattn_status find_shaped(linattn_weights *w, const char *name, int ndim,
+                                  const int64_t *shape, struct tensor **out)
 {
-    if (!w || !name || !data || ndim < 0 || ndim > LINATTN_WEIGHTS_MAX_DIMS ||
-        (ndim > 0 && !shape))
-        return linattn_err(LINATTN_ERR_INVALID, "weights_get: bad argument");
-    *data = NULL;
     struct tensor *t = find(w, name);
     if (!t)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': missing", w->path, name);
@@ -526,14 +525,89 @@ linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndi
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': expected shape %s, got %s",
                            w->path, name, want, got);
     }
+    *out = t;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndim,
+                                   const int64_t *shape, const float **data)
+{
+    if (!w || !name || !data || ndim < 0 || ndim > LINATTN_WEIGHTS_MAX_DIMS ||
+        (ndim > 0 && !shape))
+        return linattn_err(LINATTN_ERR_INVALID, "weights_get: bad argument");
+    *data = NULL;
+    struct tensor *t;
+    linattn_status st = find_shaped(w, name, ndim, shape, &t);
+    if (st != LINATTN_OK)
+        return st;
     if (!t->f32) {
-        linattn_status st = to_f32(w, t);
+        st = to_f32(w, t);
         if (st != LINATTN_OK)
             return st;
     }
     t->used = 1;
     *data = t->f32;
     return LINATTN_OK;
+}
+
+linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, int ndim,
+                                          const int64_t *shape, const void **data,
+                                          linattn_dtype *dtype)
+{
+    if (!w || !name || !data || !dtype || ndim < 0 || ndim > LINATTN_WEIGHTS_MAX_DIMS ||
+        (ndim > 0 && !shape))
+        return linattn_err(LINATTN_ERR_INVALID, "weights_get_stored: bad argument");
+    *data = NULL;
+    struct tensor *t;
+    linattn_status st = find_shaped(w, name, ndim, shape, &t);
+    if (st != LINATTN_OK)
+        return st;
+    size_t n = (size_t)t->n_elements;
+    if (t->dtype == LINATTN_DTYPE_F32 || !is_little_endian() || n == 0) {
+        const float *f;
+        if ((st = linattn_weights_get(w, name, ndim, shape, &f)) != LINATTN_OK)
+            return st;
+        *data = f;
+        *dtype = LINATTN_DTYPE_F32;
+        return LINATTN_OK;
+    }
+    const uint8_t *src = w->data + t->begin;
+    if ((uintptr_t)src % sizeof(uint16_t) == 0) {
+        *data = src;
+    } else {
+        if (!t->owned_raw) {
+            if (!(t->owned_raw = mem_alloc(n * sizeof(uint16_t))))
+                return linattn_err(LINATTN_ERR_NOMEM,
+                                   "%s: tensor '%.200s': out of memory (%zu halfs)", w->path,
+                                   t->name, n);
+            memcpy(t->owned_raw, src, n * sizeof(uint16_t));
+        }
+        *data = t->owned_raw;
+    }
+    t->used = 1;
+    *dtype = t->dtype;
+    return LINATTN_OK;
+}
+
+size_t linattn_weights_data_bytes(const linattn_weights *w)
+{
+    size_t n = 0;
+    for (int i = 0; w && i < w->n_tensors; i++)
+        n += (size_t)(w->tensors[i].end - w->tensors[i].begin);
+    return n;
+}
+
+void linattn_weights_dtypes(const linattn_weights *w, char *buf, size_t size)
+{
+    int seen[3] = {0, 0, 0};
+    for (int i = 0; w && i < w->n_tensors; i++)
+        seen[w->tensors[i].dtype] = 1;
+    size_t n = 0;
+    if (size)
+        buf[0] = '\0';
+    for (int d = 0; d < 3 && n < size; d++)
+        if (seen[d])
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "+" : "", dtype_names[d]);
 }
 
 linattn_status linattn_weights_check_all_used(const linattn_weights *w)
@@ -596,4 +670,78 @@ linattn_status linattn_weights_check_unchanged(const linattn_weights *w)
 const char *linattn_weights_path(const linattn_weights *w)
 {
     return w ? w->path : "";
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static size_t elements_of(const linattn_tensor_out *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
+linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, void **bytes,
+                                         size_t *size)
+{
+    if (!t || n < 0 || !bytes || !size)
+        return linattn_err(LINATTN_ERR_INVALID, "weights_write_mem: bad argument");
+    *bytes = NULL;
+    *size = 0;
+    /* the header: about 120 bytes a tensor plus its name */
+    size_t cap = 64, data = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].ndim < 1 || t[i].ndim > 2 || (unsigned)t[i].dtype > LINATTN_DTYPE_BF16)
+            return linattn_err(LINATTN_ERR_INVALID, "weights_write_mem: tensor '%.200s': bad "
+                               "ndim or dtype", t[i].name);
+        cap += strlen(t[i].name) + 128;
+        data += elements_of(&t[i]) * dtype_bytes[t[i].dtype];
+    }
+    char *head = mem_alloc(cap);
+    if (!head)
+        return linattn_err(LINATTN_ERR_NOMEM, "weights_write_mem: out of memory");
+    size_t h = 0, off = 0;
+    h += (size_t)snprintf(head + h, cap - h, "{");
+    for (int i = 0; i < n; i++) {
+        size_t nb = elements_of(&t[i]) * dtype_bytes[t[i].dtype];
+        char shape[64];
+        format_shape(shape, sizeof shape, t[i].ndim, t[i].shape);
+        h += (size_t)snprintf(head + h, cap - h,
+                              "%s\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                              i ? "," : "", t[i].name, dtype_names[t[i].dtype], shape, off,
+                              off + nb);
+        off += nb;
+    }
+    h += (size_t)snprintf(head + h, cap - h, "}");
+    size_t hlen = (h + 7) / 8 * 8;
+    uint8_t *out = malloc(8 + hlen + data + 1); /* the caller's: free() */
+    if (!out) {
+        mem_free(head);
+        return linattn_err(LINATTN_ERR_NOMEM, "weights_write_mem: out of memory (%zu bytes)",
+                           8 + hlen + data);
+    }
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    memcpy(out + 8, head, h);
+    memset(out + 8 + h, ' ', hlen - h);
+    mem_free(head);
+    uint8_t *p = out + 8 + hlen;
+    for (int i = 0; i < n; i++) {
+        size_t ne = elements_of(&t[i]);
+        for (size_t e = 0; e < ne; e++) {
+            float v = t[i].data[e];
+            uint32_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            if (t[i].dtype == LINATTN_DTYPE_F16)
+                bits = linattn_f32_to_f16(v);
+            else if (t[i].dtype == LINATTN_DTYPE_BF16)
+                bits = linattn_f32_to_bf16(v);
+            for (unsigned b = 0; b < dtype_bytes[t[i].dtype]; b++)
+                *p++ = (uint8_t)(bits >> (8 * b));
+        }
+    }
+    *bytes = out;
+    *size = 8 + hlen + data;
+    return LINATTN_OK;
 }

@@ -1,4 +1,4 @@
-/* weights.h: safetensors files, mmapped read-only, handing out fp32 tensors by name and shape. */
+/* weights.h: safetensors files, mmapped read-only, handing out tensors by name and shape: fp32, or as stored. */
 #ifndef LINATTN_ENGINE_WEIGHTS_H
 #define LINATTN_ENGINE_WEIGHTS_H
 
@@ -49,6 +49,37 @@ void linattn_weights_close(linattn_weights *w);
  * ("expected [32, 32], got [32, 16]"). Not thread-safe. */
 linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndim,
                                    const int64_t *shape, const float **data);
+
+/* The tensor `name` as the file stores it (shape checked as by get), for
+ * the kernels that read F16/BF16 weights: *dtype F16 or BF16 with *data
+ * into the map (an aligned copy owned by w when the file's offset is odd);
+ * F32 tensors (and every tensor on a big-endian host) come as get gives
+ * them, with *dtype F32. Valid until close. Marks the tensor used. */
+linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, int ndim,
+                                          const int64_t *shape, const void **data,
+                                          linattn_dtype *dtype);
+
+/* Bytes of all tensors' data as stored (the file less its header). */
+size_t linattn_weights_data_bytes(const linattn_weights *w);
+/* The dtypes the file's tensors have, "F16", or "F16+F32" when mixed (in
+ * the order F32, F16, BF16), into buf[size]. */
+void linattn_weights_dtypes(const linattn_weights *w, char *buf, size_t size);
+
+/* One tensor to write: fp32 values stored as dtype (rounded to nearest
+ * even for F16/BF16). */
+typedef struct linattn_tensor_out {
+    const char *name;
+    int ndim; /* 1 or 2 */
+    int64_t shape[2];
+    const float *data;
+    linattn_dtype dtype;
+} linattn_tensor_out;
+
+/* A safetensors image of t[n] in a malloc'd buffer (*bytes, *size; free
+ * with free()): header padded with spaces to a multiple of 8, tensors in
+ * order. For tests and the bench (F16/BF16 copies of random models). */
+linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, void **bytes,
+                                         size_t *size);
 
 /* LINATTN_ERR_FORMAT naming the first tensor (in file order) that no get
  * asked for: "unexpected tensor 'x'". */

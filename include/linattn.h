@@ -296,11 +296,21 @@ LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int head
 #define LINATTN_MAX_THREADS 4096
 #define LINATTN_MAX_BATCH 65536
 
+/* How a model holds its weight matrices (q/k/v/o, FFN, embedding, LM
+ * head): STORED keeps F16 and BF16 matrices as the file stores them (half
+ * the bytes; the kernels convert in registers, exactly), F32 converts them
+ * at load (the behaviour before F16 kernels). Same results either way: the
+ * conversion is exact. Norm weights and biases are always fp32. */
+typedef enum linattn_weights_dtype {
+    LINATTN_WEIGHTS_STORED = 0,
+    LINATTN_WEIGHTS_F32,
+} linattn_weights_dtype;
+
 /* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
  *               decay tokenizer
- *   [runtime]   threads isa batch
+ *   [runtime]   threads isa batch weights_dtype
  * The linattn program's sections, [generate] and [attention], are skipped
  * unread (the program reads them itself, through linattn_config_load_keys);
  * a host adds its own sections the same way; other sections are errors.
@@ -340,6 +350,7 @@ typedef struct linattn_config {
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */
     int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
     linattn_isa isa;      /* AUTO (default; also `isa = auto`): not set */
+    linattn_weights_dtype weights_dtype; /* stored (default) | f32 */
 
     /* where it came from: the path given to linattn_config_load, "" if built by hand */
     char path[4096];
@@ -434,8 +445,15 @@ LINATTN_API const linattn_config *linattn_model_config(const linattn_model *m);
 LINATTN_API const linattn_tokenizer *linattn_model_tokenizer(const linattn_model *m);
 /* Number of parameters (tied embeddings counted once). */
 LINATTN_API uint64_t linattn_model_params(const linattn_model *m);
-/* Bytes of fp32 weights the model computes with. */
+/* Bytes of weights the model computes with, as it holds them in memory:
+ * fp32 tensors 4 bytes an element, F16/BF16 matrices kept as stored
+ * (weights_dtype = stored) 2. */
 LINATTN_API size_t linattn_model_weight_bytes(const linattn_model *m);
+/* The weights as the file stores them: the bytes of its tensors, and its
+ * dtypes ("F16", "F32", "BF16", or a list such as "F16+F32" when mixed).
+ * Random weights: the bytes made (fp32) and "F32". */
+LINATTN_API size_t linattn_model_weight_bytes_stored(const linattn_model *m);
+LINATTN_API const char *linattn_model_weight_dtypes(const linattn_model *m);
 /* A hash of the shape and variant; session files carry it. */
 LINATTN_API uint64_t linattn_model_shape_hash(const linattn_model *m);
 /* Bytes of per-stream decode state: linear, fixed; softmax, KV cache
@@ -445,7 +463,7 @@ LINATTN_API size_t linattn_model_state_bytes(const linattn_model *m, uint64_t to
  * weights read or made): what `linattn info` prints for random weights. */
 typedef struct linattn_model_sizes {
     uint64_t params;     /* tied embeddings counted once */
-    size_t weight_bytes; /* fp32 weights computed with */
+    size_t weight_bytes; /* fp32 weights: the bytes weights_dtype = f32 computes with */
     size_t state_bytes;  /* linear: per stream, fixed; softmax: KV cache per token */
 } linattn_model_sizes;
 LINATTN_API linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out);

@@ -1,8 +1,11 @@
-/* cpu.c: detects AVX2+FMA and AVX-512 (x86-64) or NEON (aarch64) once; built with no ISA flags. */
+/* cpu.c: detects AVX2+FMA+F16C and AVX-512 (x86-64) or NEON (aarch64) once; built with no ISA flags. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "linattn.h"
 #include "cpu.h"
@@ -11,12 +14,22 @@ static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static unsigned detected;
 static atomic_uint keep_mask = ~0u;
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C (the AVX2 tier's half to fp32 loads): CPUID leaf 1, ECX bit 29;
+ * every AVX2 CPU made has it, but the tier now relies on it. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static void detect(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     /* __builtin_cpu_supports checks the OS saves YMM state too. */
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         detected |= LINATTN_CPU_AVX2;
     /* ... and ZMM and mask state for these. */
     if ((detected & LINATTN_CPU_AVX2) && __builtin_cpu_supports("avx512f") &&

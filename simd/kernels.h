@@ -3,6 +3,7 @@
 #define LINATTN_SIMD_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Rows a blocked linear-attention state keeps before folding them into its
  * sums (engine/attention_linear.c): the most linear_block_read takes. */
@@ -35,7 +36,14 @@
  *              den >= FLT_MIN, elementwise below it (1/den would overflow),
  *              out = 0 when den == 0.
  * gemv         y[r] = W[r,:] . x + (b ? b[r] : 0), W rows x cols, stride ldw.
+ * gemv_f16, gemv_bf16
+ *              gemv with W stored as IEEE half or bfloat16 (uint16_t, ldw in
+ *              elements), converted to fp32 in registers (exactly); x, b, y
+ *              fp32. A weight matrix used as the file stores it.
  * gemm_nt      C[M x N] += A[M x K] . B[N x K]^T (leading dimensions given).
+ * gemm_nt_f16, gemm_nt_bf16
+ *              gemm_nt with B stored as half or bfloat16 (converted while
+ *              packing or loading); A and C fp32.
  * gemm_nn      C[M x N] += A[M x K] . B[K x N]. Each C element's K-term sum
  *              is formed apart from C and added to it once (per 256 terms):
  *              a linear state folds a block of keys into a large S this way
@@ -65,6 +73,18 @@
        size_t cols))                                                                               \
     X(gemm_nt, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
+       size_t N, size_t K))                                                                        \
+    X(gemv_f16, void,                                                                              \
+      (float *y, const uint16_t *W, size_t ldw, const float *x, const float *b, size_t rows,      \
+       size_t cols))                                                                               \
+    X(gemv_bf16, void,                                                                             \
+      (float *y, const uint16_t *W, size_t ldw, const float *x, const float *b, size_t rows,      \
+       size_t cols))                                                                               \
+    X(gemm_nt_f16, void,                                                                           \
+      (float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B, size_t ldb, size_t M, \
+       size_t N, size_t K))                                                                        \
+    X(gemm_nt_bf16, void,                                                                          \
+      (float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B, size_t ldb, size_t M, \
        size_t N, size_t K))                                                                        \
     X(gemm_nn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \

@@ -11,6 +11,7 @@
 
 #include "linattn.h"
 #include "../engine/internal.h"
+#include "../simd/f16.h"
 
 /* Under ASan the guards are also poisoned, so a plain load or store into
  * them stops the run at once, whatever value it reads or writes. */
@@ -97,6 +98,15 @@ static const struct tolerance {
      "a cols-term dot product in any order, c for the bias add and the lane reduction"},
     [K_gemm_nt] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
      "a K-term dot product added to C, in any blocking or order"},
+    [K_gemv_f16] = {TOL_BOUND, 2, "(cols+c) u (sum|W x| + |b|) + cols tiny",
+     "gemv's bound: a half converts to fp32 exactly (subnormals too), so only the order of the "
+     "cols-term sum differs"},
+    [K_gemv_bf16] = {TOL_BOUND, 2, "(cols+c) u (sum|W x| + |b|) + cols tiny",
+     "gemv's bound: a bfloat16 is the top half of an fp32, exact, so only the order differs"},
+    [K_gemm_nt_f16] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
+     "gemm_nt's bound: B's halfs convert exactly (in registers or while packing)"},
+    [K_gemm_nt_bf16] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
+     "gemm_nt's bound: B's bfloat16s convert exactly"},
     [K_gemm_nn] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
      "a K-term sum of products added to C, in any blocking or order; and each sum formed "
      "apart and added to C once (checked exactly)"},
@@ -1050,6 +1060,189 @@ static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, repo
 }
 
 /* ------------------------------------------------------------------------ */
+/* gemv and gemm_nt with half or bfloat16 weights                            */
+/* ------------------------------------------------------------------------ */
+
+/* A rows x cols matrix of halfs (bfloat16s if bf), leading dimension ld,
+ * at a random half (2-byte) offset in a guarded buffer. Every half of the
+ * buffer that is no element (the gaps between rows, the slack at either
+ * end) is a NaN, so a kernel that reads one gives NaN. Values: uniform in
+ * [-1, 1) (times 2^-8..2^8 if wide), one in 16 a subnormal half (tiny for
+ * bfloat16); vals[i cols + j] gets each element as converted by the scalar
+ * reference (linattn_f16_to_f32 / linattn_bf16_to_f32, exact). */
+static uint16_t *half_matrix_new(buf *b, size_t rows, size_t cols, size_t ld, int bf, int wide,
+                                 double *vals)
+{
+    size_t n = rows ? (rows - 1) * ld + cols : 0, off = rnd_below(2);
+    size_t nf = (n + off + 1) / 2;
+    float *f = buf_make(b, nf, GUARD_IN);
+    uint16_t *all = (uint16_t *)(void *)f, *h = all + off;
+    for (size_t i = 0; i < 2 * nf; i++)
+        all[i] = bf ? 0x7fc1 : 0x7e01;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            float v = rnd_range(-1, 1);
+            if (wide)
+                v *= (float)ldexp(1, (int)rnd_below(17) - 8);
+            if (rnd_below(16) == 0) /* below 2^-14 (half) or 2^-126 (bfloat16) */
+                v = (float)ldexp(v, bf ? -128 : -16);
+            uint16_t q = bf ? linattn_f32_to_bf16(v) : linattn_f32_to_f16(v);
+            h[i * ld + j] = q;
+            vals[i * cols + j] = bf ? linattn_bf16_to_f32(q) : linattn_f16_to_f32(q);
+        }
+    return h;
+}
+
+typedef void (*gemv_half_fn)(float *y, const uint16_t *W, size_t ldw, const float *x,
+                             const float *b, size_t rows, size_t cols);
+
+/* Every one of the 65536 halfs (bfloat16s) converts exactly: row r of W
+ * holds r in column 0 (zeros elsewhere), x = e_0, so y[r] is W[r, 0]
+ * itself, compared with the reference conversion (NaN for NaN, any NaN;
+ * -0 may come out +0 from the sum). cols 1 takes the masked tail path;
+ * cols 2 VL + 1 the whole vectors too. */
+static void check_half_values(gemv_half_fn f, report *r, int bf)
+{
+    const size_t rows = 65536;
+    static const size_t colss[2] = {1, 33};
+    for (int ci = 0; ci < 2; ci++) {
+        size_t cols = colss[ci];
+        uint16_t *W = calloc(rows * cols, sizeof *W);
+        float *x = calloc(cols, sizeof *x), *y = malloc(rows * sizeof *y);
+        x[0] = 1.0f;
+        for (size_t i = 0; i < rows; i++)
+            W[i * cols] = (uint16_t)i;
+        f(y, W, cols, x, NULL, rows, cols);
+        for (size_t i = 0; i < rows; i++) {
+            float want = bf ? linattn_bf16_to_f32((uint16_t)i) : linattn_f16_to_f32((uint16_t)i);
+            if (isnan(want) ? !isnan(y[i]) : y[i] != want) {
+                fail(r, "%s value 0x%04zx (cols %zu): got %.9g, want %.9g", bf ? "bf16" : "f16",
+                     i, cols, (double)y[i], (double)want);
+                break;
+            }
+        }
+        free(W);
+        free(x);
+        free(y);
+    }
+}
+
+static void check_gemv_half(const linattn_kernels *k, const linattn_kernels *sc, report *r, int bf)
+{
+    const double c = tol_of(bf ? "gemv_bf16" : "gemv_f16")->c;
+    gemv_half_fn f = bf ? k->gemv_bf16 : k->gemv_f16, fs = bf ? sc->gemv_bf16 : sc->gemv_f16;
+    check_half_values(f, r, bf);
+    for (size_t a = 0; a < N_SIZES; a++) {
+        for (size_t bi = 0; bi < N_SIZES; bi++) {
+            size_t rows = sizes[a], cols = sizes[bi];
+            if (rows * cols > SHAPE_LIMIT)
+                continue;
+            for (int bias = 0; bias < 2; bias++) {
+                size_t ldw = cols + 1 + rnd_below(4);
+                buf bW, bx, bb, by, bs;
+                double *Wv = malloc((rows * cols + 1) * sizeof *Wv);
+                const uint16_t *W = half_matrix_new(&bW, rows, cols, ldw, bf, bias, Wv);
+                float *x = buf_new(&bx, cols), *bv = buf_new(&bb, rows);
+                float *y = buf_out(&by, rows), *ys = buf_out(&bs, rows);
+                fill(x, cols, FILL_RANDOM, -1, 1);
+                fill(bv, rows, FILL_RANDOM, -1, 1);
+                const float *bp = bias ? bv : NULL;
+                f(y, W, ldw, x, bp, rows, cols);
+                fs(ys, W, ldw, x, bp, rows, cols);
+                snprintf(shape, sizeof shape, "%s rows=%zu cols=%zu ldw=%zu bias=%d y",
+                         bf ? "bf16" : "f16", rows, cols, ldw, bias);
+                for (size_t i = 0; i < rows; i++) {
+                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
+                    for (size_t j = 0; j < cols; j++) {
+                        ref += Wv[i * cols + j] * x[j];
+                        abs += fabs(Wv[i * cols + j] * x[j]);
+                    }
+                    double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                free(Wv);
+                buf_free(&bW);
+                buf_free(&bx);
+                buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
+typedef void (*gemm_half_fn)(float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B,
+                             size_t ldb, size_t M, size_t N, size_t K);
+
+static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, int bf, double c, size_t M,
+                           size_t N, size_t K)
+{
+    int wide = rnd_below(3) == 0;
+    size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4), ldb = K + 1 + rnd_below(4);
+    buf bA, bB, bC, bS;
+    double *Bv = malloc((N * K + 1) * sizeof *Bv);
+    float *A = matrix_new(&bA, M, K, lda, wide, 0);
+    const uint16_t *B = half_matrix_new(&bB, N, K, ldb, bf, wide, Bv);
+    float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
+    memcpy(Cs, C, bC.n * sizeof *C);
+    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C0[i * N + j] = C[i * ldc + j];
+    f(C, ldc, A, lda, B, ldb, M, N, K);
+    fs(Cs, ldc, A, lda, B, ldb, M, N, K);
+    snprintf(shape, sizeof shape, "%s M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C",
+             bf ? "bf16" : "f16", M, N, K, lda, ldb, ldc);
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            double ref = C0[i * N + j], abs = fabs(ref);
+            for (size_t p = 0; p < K; p++) {
+                double t = (double)A[i * lda + p] * Bv[j * K + p];
+                ref += t;
+                abs += fabs(t);
+            }
+            double bound = ((double)K + c) * U * abs + (double)K * TINY;
+            size_t at = i * ldc + j;
+            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
+                 i * N + j, C[at], ref, Cs[at]);
+        }
+    }
+    check_guards(r, &bC, "C");
+    if (!gaps_ok(&bC, M, N, ldc))
+        fail(r, "%s: wrote into the gap between rows (columns N..ldc-1)", shape);
+    free(C0);
+    free(Bv);
+    buf_free(&bA);
+    buf_free(&bB);
+    buf_free(&bC);
+    buf_free(&bS);
+}
+
+/* gemm_nt's shapes (the dot tiles below 64 rows, the packed panels from
+ * 64, k blocks, both loop orders, every row remainder). */
+static void check_gemm_nt_half(const linattn_kernels *k, const linattn_kernels *sc, report *r,
+                               int bf)
+{
+    const double c = tol_of(bf ? "gemm_nt_bf16" : "gemm_nt_f16")->c;
+    gemm_half_fn f = bf ? k->gemm_nt_bf16 : k->gemm_nt_f16;
+    gemm_half_fn fs = bf ? sc->gemm_nt_bf16 : sc->gemm_nt_f16;
+    for (size_t a = 0; a < N_SIZES; a++)
+        for (size_t b = 0; b < N_SIZES; b++)
+            for (size_t d = 0; d < N_SIZES; d++)
+                if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
+                    gemm_half_case(r, f, fs, bf, c, sizes[a], sizes[b], sizes[d]);
+    static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {64, 64, 64},
+                                      {150, 33, 1000}, {133, 40, 1001}, {68, 40, 70},
+                                      {71, 31, 260}, {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        gemm_half_case(r, f, fs, bf, c, extra[i][0], extra[i][1], extra[i][2]);
+    for (size_t m = 64; m < 76; m++)
+        gemm_half_case(r, f, fs, bf, c, m, 24 + m % 9, 37);
+}
+
+/* ------------------------------------------------------------------------ */
 /* The ISAs this CPU runs                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -1108,6 +1301,26 @@ static void check_gelu(const linattn_kernels *k, const linattn_kernels *sc, repo
 static void check_gemm_nt(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     check_gemm(k, sc, r, 1);
+}
+
+static void check_gemv_f16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    check_gemv_half(k, sc, r, 0);
+}
+
+static void check_gemv_bf16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    check_gemv_half(k, sc, r, 1);
+}
+
+static void check_gemm_nt_f16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    check_gemm_nt_half(k, sc, r, 0);
+}
+
+static void check_gemm_nt_bf16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    check_gemm_nt_half(k, sc, r, 1);
 }
 
 static void check_gemm_nn(const linattn_kernels *k, const linattn_kernels *sc, report *r)
@@ -1179,6 +1392,8 @@ static const bench_case bench_cases[] = {
     {"gemm_nt", 256, 1024, 1024, 0, 0},
     {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
     {"gemm_nn", 1, 64, 1024, 0, 0},
+    {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
+    {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
 };
 
 typedef struct bench_data {
@@ -1219,6 +1434,12 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
+    /* half weights: S's floats read as pairs of 16-bit values (values do
+     * not matter for the time) */
+    case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemv_bf16: k->gemv_bf16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemm_nt_f16: k->gemm_nt_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
+    case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
     default: break;
     }
 }
@@ -1334,7 +1555,7 @@ static int run_bench(const char *only)
             printf(" %12.1f", t[i]);
         for (int i = 1; i < n_isas; i++)
             printf(" %7.2fx", t[0] / t[i]);
-        if (bc->c || !strcmp(bc->kernel, "gemv")) {
+        if (bc->c || !strncmp(bc->kernel, "gemv", 4)) {
             double flops = 2.0 * (double)mn * (double)kk;
             printf("  GFLOP/s:");
             for (int i = 0; i < n_isas; i++)

@@ -12,8 +12,9 @@ static const char usage[] =
     "\n"
     "Prints the version, compiler, detected CPU features, the ISA the kernels\n"
     "would use and why (auto, env LINATTN_ISA, config, flag), OpenMP threads and\n"
-    "SLEEF. With CONFIG, also a model summary: parameters, weight bytes, and the\n"
-    "per-stream state (linear) or KV-cache bytes (softmax).\n"
+    "SLEEF. With CONFIG, also a model summary: parameters, the weights file with\n"
+    "its dtypes and bytes as stored and as used (weights_dtype), weight bytes, and\n"
+    "the per-stream state (linear) or KV-cache bytes (softmax).\n"
     "\n"
     "  --isa ISA    auto|scalar|avx2|avx512|neon (overrides the config and LINATTN_ISA)\n"
     "  --threads N  threads (overrides the config)\n"
@@ -65,6 +66,7 @@ int cmd_info(int argc, char **argv)
     /* With a config: its sizes come from the shape; a weights file is
      * loaded too (its tensors checked), random weights are not made. */
     linattn_config *cfg = NULL;
+    linattn_model *model = NULL; /* a weights file's model (not random weights) */
     linattn_tokenizer *tokz = NULL;
     linattn_model_sizes sizes;
     if (optind < argc) {
@@ -77,17 +79,15 @@ int cmd_info(int argc, char **argv)
             cfg->threads = (int)threads;
         if (!failed && (cst = linattn_config_sizes(cfg, &sizes)) != LINATTN_OK)
             failed = cli_fail_status("info", cst);
-        if (!failed && strncmp(cfg->weights, "random:", 7) != 0) {
-            linattn_model *model = NULL;
-            if ((cst = linattn_model_from_config(cfg, &model)) != LINATTN_OK)
-                failed = cli_fail_status("info", cst);
-            linattn_model_free(model);
-        }
+        if (!failed && strncmp(cfg->weights, "random:", 7) != 0 &&
+            (cst = linattn_model_from_config(cfg, &model)) != LINATTN_OK)
+            failed = cli_fail_status("info", cst);
         /* the tokenizer alone (random weights build no model) */
         if (!failed && (cst = linattn_tokenizer_load(cfg->tokenizer, &tokz)) != LINATTN_OK)
             failed = cli_fail("info", "%s: [model] key 'tokenizer': %s", cfg->path,
                               linattn_last_error());
         if (failed) {
+            linattn_model_free(model);
             linattn_tokenizer_free(tokz);
             free(cfg);
             return 1;
@@ -100,6 +100,7 @@ int cmd_info(int argc, char **argv)
     linattn_isa_source source;
     linattn_status st = linattn_get_isa(&isa, &source);
     if (st != LINATTN_OK) {
+        linattn_model_free(model);
         linattn_tokenizer_free(tokz);
         free(cfg);
         return cli_fail_status("isa", st);
@@ -156,7 +157,16 @@ int cmd_info(int argc, char **argv)
         printf("\n");
         linattn_tokenizer_free(tokz);
         printf("  parameters: %llu\n", (unsigned long long)sizes.params);
-        printf("  weight bytes: %zu\n", sizes.weight_bytes);
+        const char *keep = c->weights_dtype == LINATTN_WEIGHTS_F32 ? "f32" : "stored";
+        if (model)
+            printf("  weights: %s, %s, %zu bytes as stored, %zu as used (weights_dtype %s)\n",
+                   c->weights, linattn_model_weight_dtypes(model),
+                   linattn_model_weight_bytes_stored(model), linattn_model_weight_bytes(model),
+                   keep);
+        else
+            printf("  weights: %s, F32, made at load\n", c->weights);
+        printf("  weight bytes: %zu\n", model ? linattn_model_weight_bytes(model)
+                                               : sizes.weight_bytes);
         if (linear && c->positions == LINATTN_POS_LEARNED)
             printf("  state bytes per stream: %zu (fixed); token limit %d (learned position "
                    "table)\n", sizes.state_bytes, c->max_seq_len);
@@ -171,6 +181,7 @@ int cmd_info(int argc, char **argv)
         else
             printf("  threads: auto (up to %d, fewer while other processes hold cores)\n",
                    linattn_max_threads());
+        linattn_model_free(model);
         free(cfg);
     }
     return 0;

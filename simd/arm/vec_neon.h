@@ -48,6 +48,32 @@ LINATTN_INLINE vf vload_m(const float *p, vmask m)
     default: return vld1q_f32(p);
     }
 }
+/* VL halfs (IEEE binary16) or bfloat16s at p as floats, exactly (fcvtl;
+ * bfloat16 is the top half of an fp32: a widening shift by 16). The _m
+ * forms read the first m only and give 0 past them. */
+LINATTN_INLINE vf vload_f16(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+LINATTN_INLINE vf vload_bf16(const uint16_t *p)
+{
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+LINATTN_INLINE uint16x4_t neon_load_halfs_m(const uint16_t *p, vmask m)
+{
+    uint16_t t[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < m && i < 4; i++)
+        t[i] = p[i];
+    return vld1_u16(t);
+}
+LINATTN_INLINE vf vload_f16_m(const uint16_t *p, vmask m)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(neon_load_halfs_m(p, m)));
+}
+LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
+{
+    return vreinterpretq_f32_u32(vshll_n_u16(neon_load_halfs_m(p, m), 16));
+}
 LINATTN_INLINE void vstore(float *p, vf v) { vst1q_f32(p, v); }
 /* The first m lanes of v to p; nothing past them is written. */
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m)

@@ -15,6 +15,8 @@
  *   vadd vsub vmul vdiv, vfma(a, b, c) = a b + c (fused), vmin/vmax (b
  *   where a is NaN), vkeep vblend vpos_sel (selects);
  *   vhsum vhmax, vhsum4_add (four sums at once); vexp vexpm1 (SLEEF u10);
+ *   vload_f16 vload_bf16 (VL halfs / bfloat16s as floats, exact) and their
+ *   _m forms (only the mask's lanes read, 0 past them);
  *   for gemm_body.h: GEMM_MR, vprefetch, and TB with vtranspose_block. */
 #if !defined(VL) || !defined(FN) || !defined(GEMM_MR)
 #error "include a vector vocabulary (vec_*.h) before kernels_body.h"

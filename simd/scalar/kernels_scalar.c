@@ -1,6 +1,7 @@
 /* kernels_scalar.c: the reference kernels; always built, the checker's oracle. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "../kernels.h"
 
@@ -139,6 +140,82 @@ void linattn_gemm_nt_scalar(float *C, size_t ldc, const float *A, size_t lda, co
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C[i * ldc + j] += linattn_dot_scalar(A + i * lda, B + j * ldb, K);
+}
+
+/* A half as fp32, exactly, inline (the hot loops below; f16.c's
+ * linattn_f16_to_f32 is the reference it is checked against by checkasm):
+ * rebias the exponent; infinities and NaNs get the top exponent; a
+ * subnormal is rebuilt as 2^-14 (1.m) - 2^-14 = 0.m 2^-14 by one exact
+ * float subtraction. */
+static inline float f16_value(uint16_t h)
+{
+    const uint32_t shifted_exp = 0x7c00u << 13;
+    uint32_t o = (uint32_t)(h & 0x7fffu) << 13, exp = o & shifted_exp;
+    o += (uint32_t)(127 - 15) << 23;
+    float f;
+    if (exp == shifted_exp) {
+        o += (uint32_t)(128 - 16) << 23;
+    } else if (exp == 0) {
+        o += 1u << 23;
+        memcpy(&f, &o, sizeof f);
+        f -= 0x1p-14f;
+        memcpy(&o, &f, sizeof o);
+    }
+    o |= (uint32_t)(h & 0x8000u) << 16;
+    memcpy(&f, &o, sizeof f);
+    return f;
+}
+
+static inline float bf16_value(uint16_t h)
+{
+    uint32_t o = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &o, sizeof f);
+    return f;
+}
+
+/* sum w[i]*x[i], w halfs (bf = 0) or bfloat16s (bf = 1), in the order of
+ * dot_scalar. */
+static inline float dot_half(const uint16_t *w, const float *x, size_t n, int bf)
+{
+    float s = 0.0f;
+    if (bf)
+        for (size_t i = 0; i < n; i++)
+            s += bf16_value(w[i]) * x[i];
+    else
+        for (size_t i = 0; i < n; i++)
+            s += f16_value(w[i]) * x[i];
+    return s;
+}
+
+void linattn_gemv_f16_scalar(float *y, const uint16_t *W, size_t ldw, const float *x,
+                            const float *b, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        y[r] = dot_half(W + r * ldw, x, cols, 0) + (b ? b[r] : 0.0f);
+}
+
+void linattn_gemv_bf16_scalar(float *y, const uint16_t *W, size_t ldw, const float *x,
+                             const float *b, size_t rows, size_t cols)
+{
+    for (size_t r = 0; r < rows; r++)
+        y[r] = dot_half(W + r * ldw, x, cols, 1) + (b ? b[r] : 0.0f);
+}
+
+void linattn_gemm_nt_f16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                               const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] += dot_half(B + j * ldb, A + i * lda, K, 0);
+}
+
+void linattn_gemm_nt_bf16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                                const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C[i * ldc + j] += dot_half(B + j * ldb, A + i * lda, K, 1);
 }
 
 /* Each row's sums are formed in t, then added to C once (see kernels.h). */

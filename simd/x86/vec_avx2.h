@@ -19,6 +19,31 @@ LINATTN_INLINE vf vset1(float a) { return _mm256_set1_ps(a); }
 LINATTN_INLINE vf vbcast(const float *p) { return _mm256_broadcast_ss(p); }
 LINATTN_INLINE vf vload(const float *p) { return _mm256_loadu_ps(p); }
 LINATTN_INLINE vf vload_m(const float *p, vmask m) { return _mm256_maskload_ps(p, m); }
+/* VL halfs (IEEE binary16) or bfloat16s at p as floats: exact (F16C
+ * vcvtph2ps; bfloat16 is the top half of an fp32). The _m forms read only
+ * the lanes of m and give 0 past them. */
+LINATTN_INLINE vf vload_f16(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+LINATTN_INLINE vf vload_bf16(const uint16_t *p)
+{
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+LINATTN_INLINE size_t avx2_mask_lanes(vmask m)
+{
+    return (size_t)__builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
+}
+LINATTN_INLINE vf vload_f16_m(const uint16_t *p, vmask m)
+{
+    return _mm256_cvtph_ps(x86_load_halfs_n(p, avx2_mask_lanes(m)));
+}
+LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
+{
+    __m256i w = _mm256_cvtepu16_epi32(x86_load_halfs_n(p, avx2_mask_lanes(m)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
 LINATTN_INLINE void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm256_maskstore_ps(p, m, v); }
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }

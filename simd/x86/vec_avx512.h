@@ -19,6 +19,26 @@ LINATTN_INLINE vf vset1(float a) { return _mm512_set1_ps(a); }
 LINATTN_INLINE vf vbcast(const float *p) { return _mm512_set1_ps(*p); }
 LINATTN_INLINE vf vload(const float *p) { return _mm512_loadu_ps(p); }
 LINATTN_INLINE vf vload_m(const float *p, vmask m) { return _mm512_maskz_loadu_ps(m, p); }
+/* VL halfs or bfloat16s at p as floats, exactly (see vec_avx2.h); the _m
+ * forms by masked 16-bit loads (AVX512BW), 0 past the mask. */
+LINATTN_INLINE vf vload_f16(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+}
+LINATTN_INLINE vf vload_bf16(const uint16_t *p)
+{
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+LINATTN_INLINE vf vload_f16_m(const uint16_t *p, vmask m)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
+{
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
 LINATTN_INLINE void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm512_mask_storeu_ps(p, m, v); }
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }

@@ -16,6 +16,16 @@ LINATTN_INLINE __m256i avx2_tail_mask(size_t r)
     return _mm256_loadu_si256((const __m256i *)(const void *)(bits + 8 - r));
 }
 
+/* The first n (0..8) halfs of p in the low lanes, 0 past them; nothing
+ * past p + n is read (for the tails of half and bfloat16 rows). */
+LINATTN_INLINE __m128i x86_load_halfs_n(const uint16_t *p, size_t n)
+{
+    uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        t[i] = p[i];
+    return _mm_loadu_si128((const __m128i *)(const void *)t);
+}
+
 LINATTN_INLINE float avx2_hsum(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -1,0 +1,86 @@
+/* test_convert_dtype.c: tools/convert_dtype.py (numpy) writes the same F16/BF16 bytes as the library; built where /usr/bin/python3 has numpy. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linattn.h"
+#include "../engine/model.h"
+#include "testutil.h"
+
+TestSuite(convert_dtype, .init = tu_make_dir, .fini = tu_remove_dir);
+
+static linattn_config model_config(void)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:11");
+    c.d_model = 48;
+    c.n_heads = 3;
+    c.n_layers = 2;
+    c.d_ff = 96;
+    return c;
+}
+
+/* The random model of c as safetensors in dtype, to tu_path(name). */
+static void write_model(const linattn_config *c, const char *name, linattn_dtype dtype)
+{
+    void *bytes;
+    size_t size;
+    cr_assert_eq(linattn_model_random_safetensors(c, dtype, dtype, &bytes, &size), LINATTN_OK,
+                 "%s", linattn_last_error());
+    tu_write_file(tu_path(name), bytes, size);
+    free(bytes);
+}
+
+/* The data of a safetensors file (past its header), malloc'd; size in *n. */
+static unsigned char *file_data(const char *path, size_t *n)
+{
+    size_t size;
+    char *b = tu_read_file(path, &size);
+    cr_assert_geq(size, 8);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | (unsigned char)b[i];
+    cr_assert_leq(hlen, size - 8);
+    *n = size - 8 - (size_t)hlen;
+    unsigned char *d = malloc(*n + 1);
+    memcpy(d, b + 8 + hlen, *n);
+    free(b);
+    return d;
+}
+
+/* tools/convert_dtype.py (numpy) turns the fp32 model into the same F16
+ * and BF16 bytes as the library's own rounding (nearest, ties to even),
+ * and its output loads and runs. */
+Test(convert_dtype, same_bytes_as_the_library)
+{
+    linattn_config c = model_config();
+    write_model(&c, "f32.safetensors", LINATTN_DTYPE_F32);
+    char tool[1024];
+    snprintf(tool, sizeof tool, "%s/../../tools/convert_dtype.py", tu_data_dir());
+    static const char *const kinds[2] = {"f16", "bf16"};
+    for (int k = 0; k < 2; k++) {
+        linattn_dtype dt = k ? LINATTN_DTYPE_BF16 : LINATTN_DTYPE_F16;
+        write_model(&c, "lib.safetensors", dt);
+        char *argv[] = {"/usr/bin/python3", tool, (char *)tu_path("f32.safetensors"),
+                        (char *)tu_path("tool.safetensors"), "--dtype", (char *)kinds[k], NULL};
+        tu_run_result r = tu_run_argv("/usr/bin/python3", argv);
+        cr_assert_eq(r.status, 0, "convert_dtype.py: %s", r.err);
+        tu_run_free(&r);
+        size_t na, nb;
+        unsigned char *a = file_data(tu_path("tool.safetensors"), &na);
+        unsigned char *b = file_data(tu_path("lib.safetensors"), &nb);
+        cr_assert_eq(na, nb);
+        cr_assert(memcmp(a, b, na) == 0, "%s: the tool's bytes differ from the library's",
+                  kinds[k]);
+        free(a);
+        free(b);
+        linattn_config f = c;
+        snprintf(f.weights, sizeof f.weights, "%s", tu_path("tool.safetensors"));
+        linattn_model *m = NULL;
+        cr_assert_eq(linattn_model_from_config(&f, &m), LINATTN_OK, "%s", linattn_last_error());
+        cr_assert_str_eq(linattn_model_weight_dtypes(m), k ? "BF16" : "F16");
+        linattn_model_free(m);
+    }
+}
