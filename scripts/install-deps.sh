@@ -1,6 +1,7 @@
 #!/bin/sh
 # install-deps.sh: installs the Debian 12 packages linattn needs, only those missing.
 #   scripts/install-deps.sh            build + test dependencies (native)
+#   scripts/install-deps.sh --tests    also numpy for tools/convert_dtype.py's test (scripts/test.sh)
 #   scripts/install-deps.sh --cross    also the aarch64 cross toolchain and qemu
 #   scripts/install-deps.sh --python   also PyTorch, numpy and the KJV text (tools/ only)
 #   scripts/install-deps.sh --check    also clang + libFuzzer and valgrind (.ci/run's fuzz and memcheck steps)
@@ -13,14 +14,16 @@ cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-d
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
 check="clang libclang-rt-14-dev valgrind"
+tests="python3 python3-numpy"
 
 want="$native"
 for arg in "$@"; do
     case "$arg" in
+    --tests) want="$want $tests" ;;
     --cross) want="$want $cross" ;;
     --python) want="$want $python" ;;
     --check) want="$want $check" ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
