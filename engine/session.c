@@ -71,6 +71,12 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->v = alloc_floats(cd, &failed);
     s->a = alloc_floats(cd, &failed);
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
+    if (m->cfg.ffn == LINATTN_FFN_SWIGLU)
+        s->u2 = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h) {
+        s->kx = alloc_floats(cd, &failed);
+        s->vx = alloc_floats(cd, &failed);
+    }
     s->logits = alloc_floats((size_t)m->vocab, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
@@ -80,7 +86,7 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
             st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, m->decay,
                                              &s->lin[l]);
     } else {
-        size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->d;
+        size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->kvd;
         s->kcache = alloc_floats(cache, &failed);
         s->vcache = alloc_floats(cache, &failed);
     }
@@ -114,6 +120,9 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->v);
     mem_free(s->a);
     mem_free(s->u);
+    mem_free(s->u2);
+    mem_free(s->kx);
+    mem_free(s->vx);
     mem_free(s);
 }
 
@@ -121,7 +130,7 @@ void linattn_session_free(linattn_session *s)
 static void copy_stream(linattn_session *dst, const linattn_session *src)
 {
     const linattn_model *m = src->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     size_t rows = (size_t)(src->tokens % LINATTN_LINEAR_BLOCK);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (src->lin) {
@@ -508,7 +517,7 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
     put_u64(head + 40, extra_bytes);
     put_u32(head + 48, (uint32_t)logits_count(s));
     put(w, head, sizeof head);
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (s->lin) {
             for (int h = 0; h < m->h; h++) {
@@ -601,7 +610,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
         return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
     /* Everything checked: only now touch the session. */
     const linattn_model *m = s->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     const unsigned char *p = data + head_bytes;
     for (int l = 0; l < c->n_layers; l++) {
         if (s->lin) {
