@@ -427,12 +427,21 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
 {
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
-    int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
+    int par = threads > 1 && (size_t)n * out * in >= (n == 1 ? LINATTN_PARALLEL_MIN_GEMV
+                                                               : LINATTN_PARALLEL_MIN_WORK);
     (void)par; /* used by the pragmas only */
     if (n == 1) {
+        /* one part of the rows per thread, each a multiple of 16 rows: the
+         * threads stream equal shares of W (blocks of 64 gave one thread
+         * twice the other's rows of a 288-row matrix), and every row is
+         * summed alike whatever the thread count (the kernel's groups of 4
+         * start at the same rows) */
+        int T = par ? threads : 1;
+        int per = ((out + T - 1) / T + 15) / 16 * 16;
+        int parts = (out + per - 1) / per;
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
-        for (int j = 0; j < blocks; j++) {
-            int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+        for (int j = 0; j < parts; j++) {
+            int j0 = j * per, nj = out - j0 < per ? out - j0 : per;
             k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
                     (size_t)in);
         }

@@ -10,6 +10,11 @@
  * waking a second thread takes microseconds, milliseconds on a busy
  * machine (measured: the tiny test models ran 20x slower with 2 threads). */
 #define LINATTN_PARALLEL_MIN_WORK (1u << 20)
+/* The same for one token's projection (a gemv), which streams its weights
+ * from memory: two cores read more of them a second than one, so a 512 KiB
+ * matrix (2^17 multiply-adds, about 25 us on one core here) is worth
+ * splitting. */
+#define LINATTN_PARALLEL_MIN_GEMV (1u << 17)
 
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128

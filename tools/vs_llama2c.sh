@@ -28,7 +28,7 @@ BENCH=$BUILD/bench/linattn-bench
 [ -x "$LINATTN" ] || { echo "vs_llama2c: $LINATTN not built" >&2; exit 1; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/vs-llama2c.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT INT TERM
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$TMP"' EXIT INT TERM
 
 # --- run.c ---------------------------------------------------------------
 MIRROR=/work/.mirror/karpathy+llama2.c/repo
@@ -83,7 +83,8 @@ for name in sizes:
         f.write(np.zeros(seq * hs, "<f4").tobytes())  # the old freq_cis_real and _imag
 # run.c's tokenizer.bin: max_token_length, then per token: score, length, bytes
 with open(f"{out}/tokenizer.bin", "wb") as f:
-    pieces = [b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % i for i in range(256)]
+    # byte fallbacks at 3..258 as in llama's; " " for the prompt's dummy prefix
+    pieces = [b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % i for i in range(256)] + [b" "]
     pieces += [b"t%d" % i for i in range(len(pieces), 32000)]
     f.write(struct.pack("i", max(len(p) for p in pieces)))
     for i, p in enumerate(pieces):
@@ -91,21 +92,18 @@ with open(f"{out}/tokenizer.bin", "wb") as f:
 EOF
 
 # --- timing ----------------------------------------------------------------
-best() { sort -g | tail -1; }
+# One figure of each program per round, rounds in turn (a passing load hits
+# them alike); the best round of each is kept.
 llama2c_tps() { # size threads
-    for _ in $(seq "$REPEAT"); do
-        OMP_NUM_THREADS=$2 "$TMP/run" "$TMP/$1.bin" -z "$TMP/tokenizer.bin" -t 0 -n 256 \
-            -i "a" 2>&1 >/dev/null | sed -n 's/^achieved tok\/s: \([0-9.]*\).*/\1/p'
-    done | best
+    OMP_NUM_THREADS=$2 "$TMP/run" "$TMP/$1.bin" -z "$TMP/tokenizer.bin" -t 0 -n 256 -i "a" \
+        2>&1 >/dev/null | sed -n 's/^achieved tok\/s: \([0-9.]*\).*/\1/p'
 }
 linattn_tps() { # size threads attention
-    printf '[model]\nweights = llama2c:%s.bin\nattention = %s\n' "$1" "$3" > "$TMP/$1-$3.ini"
-    for _ in $(seq "$REPEAT"); do
-        OMP_NUM_THREADS=$2 "$LINATTN" generate "$TMP/$1-$3.ini" --temperature 0 -n 255 \
-            -p "a" --stats --threads "$2" 2>&1 >/dev/null |
-            sed -n 's/.*decode [0-9]* tokens \([0-9.]*\) tokens\/s.*/\1/p'
-    done | best
+    OMP_NUM_THREADS=$2 "$LINATTN" generate "$TMP/$1-$3.ini" --temperature 0 -n 255 -p "a" \
+        --stats --threads "$2" 2>&1 >/dev/null |
+        sed -n 's/.*decode [0-9]* tokens \([0-9.]*\) tokens\/s.*/\1/p'
 }
+best() { sort -g | tail -1; }
 
 TRIAD1=; TRIAD2=
 if [ -x "$BENCH" ]; then
@@ -116,25 +114,35 @@ if [ -x "$BENCH" ]; then
     fi
 fi
 echo "memory bandwidth (triad): ${TRIAD1:-?} GB/s at 1 thread, ${TRIAD2:-?} GB/s at 2"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf '%-5s %-7s %-12s %-12s %-12s %-8s %-8s %-10s %s\n' model threads "llama2.c" \
-    "linattn-sm" "linattn-lin" "sm/l2c" "lin/l2c" "MB/token" "floor tok/s (triad)"
+printf '%-5s %-7s %-10s %-10s %-10s %-7s %-7s %-9s %s\n' model threads "llama2.c" \
+    "linattn-sm" "linattn-li" "sm/l2c" "li/l2c" "MB/token" "floor tok/s (triad), softmax at"
 for size in $SIZES; do
-    bytes=$("$LINATTN" info "$TMP/$size-softmax.ini" 2>/dev/null |
-            sed -n 's/.*weight bytes[^0-9]*\([0-9][0-9]*\).*/\1/p' | head -1) || true
+    for att in softmax linear; do
+        printf '[model]\nweights = llama2c:%s.bin\nattention = %s\n' "$size" "$att" \
+            > "$TMP/$size-$att.ini"
+    done
+    bytes=$("$LINATTN" info "$TMP/$size-softmax.ini" |
+            sed -n 's/.*weight bytes: *\([0-9][0-9]*\).*/\1/p' | head -1)
     for t in 1 2; do
-        a=$(llama2c_tps "$size" "$t")
-        b=$(linattn_tps "$size" "$t" softmax)
-        [ -n "$bytes" ] || bytes=$("$LINATTN" info "$TMP/$size-softmax.ini" 2>/dev/null |
-            sed -n 's/.*weight bytes[^0-9]*\([0-9][0-9]*\).*/\1/p' | head -1) || true
-        c=$(linattn_tps "$size" "$t" linear)
+        : > "$TMP/r"
+        for _ in $(seq "$REPEAT"); do
+            echo "a $(llama2c_tps "$size" "$t")" >> "$TMP/r"
+            echo "b $(linattn_tps "$size" "$t" softmax)" >> "$TMP/r"
+            echo "c $(linattn_tps "$size" "$t" linear)" >> "$TMP/r"
+        done
+        a=$(awk '$1 == "a" {print $2}' "$TMP/r" | best)
+        b=$(awk '$1 == "b" {print $2}' "$TMP/r" | best)
+        c=$(awk '$1 == "c" {print $2}' "$TMP/r" | best)
         tri=$([ "$t" = 1 ] && echo "${TRIAD1:-}" || echo "${TRIAD2:-}")
-        awk -v s="$size" -v t="$t" -v a="$a" -v b="$b" -v c="$c" -v by="${bytes:-0}" \
-            -v tri="${tri:-0}" 'BEGIN {
+        awk -v s="$size" -v t="$t" -v a="${a:-0}" -v b="${b:-0}" -v c="${c:-0}" \
+            -v by="${bytes:-0}" -v tri="${tri:-0}" 'BEGIN {
             floor = (by > 0 && tri > 0) ? tri * 1e9 / by : 0;
-            printf "%-5s %-7s %-12.1f %-12.1f %-12.1f %-8.2f %-8.2f %-10.1f %s\n", s, t, a, b, c,
+            printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-9.1f %s\n", s, t, a, b, c,
                    (a > 0 ? b / a : 0), (a > 0 ? c / a : 0), by / 1e6,
-                   floor > 0 ? sprintf("%.1f (softmax at %.0f%%)", floor, 100 * b / floor) : "?"
+                   floor > 0 ? sprintf("%.1f, %.0f%%", floor, 100 * b / floor) : "?"
         }'
     done
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
