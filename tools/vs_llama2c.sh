@@ -141,7 +141,7 @@ for size in $SIZES; do
             floor = (by > 0 && tri > 0) ? tri * 1e9 / by : 0;
             printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-9.1f %s\n", s, t, a, b, c,
                    (a > 0 ? b / a : 0), (a > 0 ? c / a : 0), by / 1e6,
-                   floor > 0 ? sprintf("%.1f, %.0f%%", floor, 100 * b / floor) : "?"
+                   (floor > 0 ? sprintf("%.1f, %.0f%%", floor, 100 * b / floor) : "?")
         }'
     done
 done
