@@ -440,3 +440,36 @@ Test(llama2c, bad_files)
     linattn_config_defaults(&c);
     cr_expect_neq(linattn_config_load(path, &c), LINATTN_OK);
 }
+
+/* The program: info names the checkpoint's sizes, generate runs it (greedy,
+ * so two runs print the same ids), a bad checkpoint is one line. */
+Test(llama2c, command_line)
+{
+    write_checkpoint(softmax_model, 1, "v1.bin");
+    const char *cfg = tu_path("m.ini");
+    tu_write_text(cfg, "[model]\nweights = llama2c:v1.bin\nattention = softmax\n");
+    tu_run_result r = tu_run("info", cfg, NULL);
+    tu_assert_ok(&r);
+    char want[64];
+    snprintf(want, sizeof want, "parameters: %d", V * D + L * (2 * D + 2 * D * D + 2 * KVD * D +
+                                                                3 * D * FF) + D + V * D);
+    cr_expect(strstr(r.out, want), "info lacks '%s':\n%s", want, r.out);
+    tu_run_free(&r);
+    tu_run_result a = tu_run("generate", cfg, "-p", "In the", "-n", "20", "--temperature", "0",
+                             "--print-ids", NULL);
+    tu_run_result b = tu_run("generate", cfg, "-p", "In the", "-n", "20", "--temperature", "0",
+                             "--print-ids", NULL);
+    tu_assert_ok(&a);
+    tu_assert_ok(&b);
+    cr_expect_gt(a.out_len, 20u);
+    cr_expect_eq(a.out_len, b.out_len);
+    cr_expect_eq(memcmp(a.out, b.out, a.out_len), 0);
+    tu_run_free(&a);
+    tu_run_free(&b);
+    tu_write_text(tu_path("v1.bin"), "ak42");
+    r = tu_run("generate", cfg, "-p", "x", NULL);
+    cr_expect_neq(r.status, 0);
+    cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+    cr_expect(strstr(r.err, "key 'weights'") && strstr(r.err, "v1.bin"), "%s", r.err);
+    tu_run_free(&r);
+}
