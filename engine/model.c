@@ -253,6 +253,7 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     m->dh = m->d / m->h;
     m->g = config->n_kv_heads ? config->n_kv_heads : m->h;
     m->kvd = m->g * m->dh;
+    m->lin_heads = linattn_config_state_heads(config);
     m->dff = config->d_ff;
     m->vocab = config->vocab_size;
     m->layers = mem_calloc((size_t)config->n_layers, sizeof *m->layers);
@@ -377,9 +378,23 @@ uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
 size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
 uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash; }
 
+int linattn_config_state_heads(const linattn_config *c)
+{
+    int G = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    if (c->attention != LINATTN_ATTN_LINEAR || G == c->n_heads ||
+        c->decay.kind == LINATTN_DECAY_RETNET)
+        return c->n_heads;
+    if (c->decay.kind == LINATTN_DECAY_LIST) /* a decayed head cannot share */
+        for (int i = 0; i < c->decay.n; i++)
+            if (c->decay.values[i] != 1.0f)
+                return c->n_heads;
+    return G;
+}
+
 static size_t state_bytes(const linattn_config *c, uint64_t tokens)
 {
-    size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, dh = (size_t)(c->d_model / c->n_heads);
+    size_t L = (size_t)c->n_layers, H = (size_t)linattn_config_state_heads(c);
+    size_t dh = (size_t)(c->d_model / c->n_heads);
     if (c->attention == LINATTN_ATTN_LINEAR) /* S, z and the waiting rows */
         return L * H * (dh * dh + dh + LINATTN_LINEAR_BLOCK * 2 * dh) * sizeof(float);
     size_t kvd = dh * (size_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads);
@@ -507,11 +522,14 @@ static linattn_status attend_rows(linattn_session *s, int layer, const float *q,
     const linattn_model *m = s->m;
     int d = m->d;
     linattn_layout views = {0, (size_t)m->dh, (size_t)d}; /* head h: columns h*dh.. */
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR) { /* k, v [n, d]: one head per query head */
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
+        /* k, v: [n, kvd], one row of each state head, or [n, d] repeated per
+         * query head (s->kx: a decayed grouped model) */
         linattn_linear_state *st = s->lin[layer];
         if (n == 1)
             return linattn_linear_step(st, q, k, v, a);
-        linattn_layout lay[4] = {views, views, views, views};
+        linattn_layout kvl = {0, (size_t)m->dh, s->kx ? (size_t)d : (size_t)m->kvd};
+        linattn_layout lay[4] = {views, kvl, kvl, views};
         return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
     }
     /* softmax: append k, v [n, kvd] to this layer's cache, attend over all of it */
@@ -563,8 +581,10 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
     const linattn_model *m = w->m;
     const int d = m->d, dh = m->dh, H = m->h, T = w->threads, kvd = m->kvd;
     const int group = m->h / m->g;
-    /* k, v rows: kvd wide (softmax), d wide (linear: repeated per query head) */
-    const size_t kvrow = m->cfg.attention == LINATTN_ATTN_LINEAR ? (size_t)d : (size_t)kvd;
+    /* k, v rows: kvd wide, or d wide when repeated per query head (w->kx) */
+    const size_t kvrow = w->kx ? (size_t)d : (size_t)kvd;
+    /* pairs: (stream, head) for softmax, (stream, state head) for linear */
+    const int HP = m->cfg.attention == LINATTN_ATTN_LINEAR ? m->lin_heads : H;
     const int linear = m->cfg.attention == LINATTN_ATTN_LINEAR;
     const size_t per = head_step_bytes(w, layer);
     if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
@@ -589,18 +609,19 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
         work += 4.0 * H * dh * (linear ? dh : (double)s->tokens + 1);
     }
     int failed = 0;
-    int par = T > 1 && n * H > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
+    int par = T > 1 && n * HP > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
     (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(T) schedule(static) if (par) reduction(|| : failed)
-    for (int it = 0; it < n * H; it++) {
-        const int i = it / H, h = it % H;
+    for (int it = 0; it < n * HP; it++) {
+        const int i = it / HP, h = it % HP;
         const size_t row = (size_t)i * d;
         char *scratch = (char *)w->batch_ws + (size_t)attn_thread_id() * per;
         linattn_session *s = streams[i];
         linattn_status st;
         if (linear) {
-            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row, kin + row,
-                                           vin + row, w->a + row, scratch);
+            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row,
+                                           kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
+                                           w->a + row, scratch);
         } else {
             size_t off = (size_t)layer * (size_t)m->cfg.max_seq_len * kvd +
                          (size_t)(h / group) * dh;

@@ -33,6 +33,8 @@ struct linattn_model {
     linattn_config cfg;
     int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
     int g, kvd;               /* k/v heads (n_kv_heads or n_heads), their width g * dh */
+    int lin_heads;            /* linear: heads of each layer's state: g when the query heads
+                               * of a group share their k/v head's state (no decay), else h */
     linattn_weights *file;    /* NULL for random weights */
     float *owned;             /* random weights */
     const float *tok_emb;     /* [vocab, d] */
@@ -85,6 +87,8 @@ void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, floa
 /* logits[n, vocab] from n hidden state rows x[n, d] (one gemm). */
 void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
                                float *logits, int threads);
+/* Heads of a linear model's state per layer (linattn_model::lin_heads). */
+int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
 /* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "attention.h"
 #include "file.h"
 #include "model.h"
 
@@ -73,7 +74,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
     if (m->cfg.ffn == LINATTN_FFN_SWIGLU)
         s->u2 = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h) {
+    /* a decayed grouped linear model: k, v repeated per query head */
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h && m->lin_heads == m->h) {
         s->kx = alloc_floats(cd, &failed);
         s->vx = alloc_floats(cd, &failed);
     }
@@ -82,9 +84,12 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
         failed |= !s->lin;
-        for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
-            st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, m->decay,
+        for (int l = 0; !failed && st == LINATTN_OK && l < L; l++) {
+            st = linattn_linear_state_create(m->lin_heads, m->dh, m->dh, m->cfg.eps, m->decay,
                                              &s->lin[l]);
+            if (st == LINATTN_OK && m->lin_heads != m->h) /* grouped: one state per k/v head */
+                st = linattn_linear_state_set_group(s->lin[l], m->h / m->lin_heads);
+        }
     } else {
         size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->kvd;
         s->kcache = alloc_floats(cache, &failed);
@@ -134,7 +139,7 @@ static void copy_stream(linattn_session *dst, const linattn_session *src)
     size_t rows = (size_t)(src->tokens % LINATTN_LINEAR_BLOCK);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (src->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 memcpy(linattn_linear_state_S(dst->lin[l], h), linattn_linear_state_S(src->lin[l], h),
                        dh * dh * sizeof(float));
                 memcpy(linattn_linear_state_z(dst->lin[l], h), linattn_linear_state_z(src->lin[l], h),
@@ -428,7 +433,7 @@ static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
         return linattn_model_state_bytes(m, tokens);
     /* per layer and head: S, z, and the waiting rows of phi(k) and v */
     size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
-    return (size_t)m->cfg.n_layers * (size_t)m->h * (dh * dh + dh + rows * 2 * dh) *
+    return (size_t)m->cfg.n_layers * (size_t)m->lin_heads * (dh * dh + dh + rows * 2 * dh) *
            sizeof(float);
 }
 
@@ -520,7 +525,7 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
     size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (s->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 size_t rows = (size_t)(s->tokens % LINATTN_LINEAR_BLOCK);
                 put(w, linattn_linear_state_S(s->lin[l], h), dh * dh * sizeof(float));
                 put(w, linattn_linear_state_z(s->lin[l], h), dh * sizeof(float));
@@ -614,7 +619,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     const unsigned char *p = data + head_bytes;
     for (int l = 0; l < c->n_layers; l++) {
         if (s->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 size_t rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK) * dh * sizeof(float);
                 memcpy(linattn_linear_state_S(s->lin[l], h), p, dh * dh * sizeof(float));
                 p += dh * dh * sizeof(float);

@@ -353,8 +353,9 @@ typedef struct linattn_config {
     float rope_theta;     /* positions = rope: base of the rotation frequencies, > 0, default 10000 */
     linattn_rope_pairing rope_pairing; /* positions = rope: default INTERLEAVED */
     int bias;             /* 0: no bias tensors at all (attention, FFN, layernorm); default 1 */
-    int n_kv_heads;       /* heads of k and v, dividing n_heads (grouped-query attention);
-                           * 0 (default): n_heads */
+    int n_kv_heads;       /* heads of k and v, dividing n_heads (grouped-query attention):
+                           * the KV cache, and a linear state without decay, hold only
+                           * those; 0 (default): n_heads */
 
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */

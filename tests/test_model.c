@@ -115,6 +115,7 @@ static const char *const golden_models[] = {
     "tiny-linear-llama-gqa-tied",
     "tiny-softmax-rope-half-ln-bias-mqa",
     "tiny-linear-rope-half-ln-nobias-swiglu",
+    "tiny-linear-rope-gqa-retnet",
 };
 
 /* PyTorch (float64) logits after every token; 1e-4 max abs error, as the
@@ -171,6 +172,7 @@ Test(golden, linear_streams_past_the_training_context)
     /* rope has no table: a linear rope model streams on too */
     check_golden("tiny-linear-llama-gqa-tied", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-rope-half-ln-nobias-swiglu", "stream_tokens", "stream_logits");
+    check_golden("tiny-linear-rope-gqa-retnet", "stream_tokens", "stream_logits");
 }
 
 Test(golden, shipped_demo_models_match_pytorch)
@@ -1096,6 +1098,23 @@ Test(llama, sizes_and_hash)
                      (unsigned long long)linattn_model_params(m), (unsigned long long)want);
         /* the KV cache holds the k/v heads only */
         cr_expect_eq(linattn_model_state_bytes(m, 10), 2u * 2 * G * 8 * 10 * sizeof(float));
+        linattn_model_free(m);
+    }
+    /* linear: the query heads of a group share their k/v head's state (S, z
+     * and 16 waiting rows of 8 + 8 floats per head), unless decayed */
+    size_t per_head = (8 * 8 + 8 + 16 * 2 * 8) * sizeof(float);
+    for (int G = 1; G <= 8; G *= 2) {
+        linattn_model *m = random_llama(LINATTN_ATTN_LINEAR, G, LINATTN_ROPE_INTERLEAVED, 16);
+        cr_expect_eq(linattn_model_state_bytes(m, 1000), 2 * (size_t)G * per_head, "G=%d", G);
+        linattn_session *s = new_session(m);
+        int t[20] = {0};
+        cr_assert_eq(linattn_session_feed(s, t, 20, NULL), LINATTN_OK);
+        cr_expect_eq(linattn_session_state_bytes(s), 2 * (size_t)G * per_head);
+        /* the file: a header, S and z per state head, 20 % 16 waiting rows, logits, CRC */
+        cr_expect_eq(linattn_session_save_size(s, 0),
+                     56 + 2 * (size_t)G * (8 * 8 + 8 + 4 * 2 * 8) * sizeof(float) +
+                         256 * sizeof(float) + 4);
+        linattn_session_free(s);
         linattn_model_free(m);
     }
     /* each new key changes the hash */

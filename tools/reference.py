@@ -127,6 +127,11 @@ TINY_MODELS = [
     ("tiny-linear-rope-half-ln-nobias-swiglu",
      dict(attention="linear", norm="layernorm", norm_position="pre", ffn="swiglu",
           positions="rope", rope_pairing="half", bias=False), "F32", 15),
+    # grouped k/v heads with decays: the engine repeats each k/v head per query head
+    # (a state per query head), where the undecayed ones share one state per k/v head
+    ("tiny-linear-rope-gqa-retnet",
+     dict(attention="linear", norm="rmsnorm", norm_position="pre", ffn="swiglu",
+          positions="rope", bias=False, n_kv_heads=2, decay="retnet"), "F32", 16),
 ]
 
 
