@@ -437,31 +437,58 @@ int linattn_model_default_threads(const linattn_model *m)
 
 /* ---- the forward pass ---------------------------------------------------- */
 
+/* r rounded up to a multiple of 16, at most out. */
+static size_t cut16(size_t r, size_t out)
+{
+    r = (r + 15) / 16 * 16;
+    return r < out ? r : out;
+}
+
+void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int count,
+                         const float *x, int in, int threads)
+{
+    size_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += (size_t)p[i].out;
+    int par = threads > 1 && total * (size_t)in >= LINATTN_PARALLEL_MIN_GEMV;
+    (void)par; /* used by the pragma only */
+    /* The rows of all the matrices, one after the other, cut into one equal
+     * share per thread (each cut at a multiple of 16 rows of its matrix):
+     * the threads stream equal parts of the weights in one parallel region,
+     * and every row is summed alike whatever the thread count (the kernel's
+     * groups of 4 rows start at the same rows). */
+#pragma omp parallel num_threads(threads) if (par)
+    {
+        size_t t = 0, T = 1;
+#ifdef LINATTN_HAVE_OPENMP
+        t = (size_t)omp_get_thread_num();
+        T = (size_t)omp_get_num_threads();
+#endif
+        size_t v0 = total * t / T, v1 = total * (t + 1) / T, base = 0;
+        for (int i = 0; i < count; i++) {
+            size_t out = (size_t)p[i].out;
+            size_t lo = v0 > base ? cut16(v0 - base, out) : 0;
+            size_t hi = v1 > base ? cut16(v1 - base, out) : 0;
+            if (hi > lo)
+                k->gemv(p[i].y + lo, p[i].W + lo * (size_t)in, (size_t)in, x,
+                        p[i].b ? p[i].b + lo : NULL, hi - lo, (size_t)in);
+            base += out;
+        }
+    }
+}
+
 void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
                      const float *b, int n, int out, int in, int threads)
 {
-    /* Column blocks of 64 outputs: each thread reads its own rows of W. */
-    int blocks = (out + 63) / 64;
-    int par = threads > 1 && (size_t)n * out * in >= (n == 1 ? LINATTN_PARALLEL_MIN_GEMV
-                                                               : LINATTN_PARALLEL_MIN_WORK);
-    (void)par; /* used by the pragmas only */
     if (n == 1) {
-        /* one part of the rows per thread, each a multiple of 16 rows: the
-         * threads stream equal shares of W (blocks of 64 gave one thread
-         * twice the other's rows of a 288-row matrix), and every row is
-         * summed alike whatever the thread count (the kernel's groups of 4
-         * start at the same rows) */
-        int T = par ? threads : 1;
-        int per = ((out + T - 1) / T + 15) / 16 * 16;
-        int parts = (out + per - 1) / per;
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-        for (int j = 0; j < parts; j++) {
-            int j0 = j * per, nj = out - j0 < per ? out - j0 : per;
-            k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
-                    (size_t)in);
-        }
+        linattn_proj p = {y, W, b, out};
+        linattn_project_one(k, &p, 1, x, in, threads);
         return;
     }
+    /* Column blocks of 64 outputs: each thread reads its own rows of W. */
+    int blocks = (out + 63) / 64;
+    int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
+    (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int j = 0; j < blocks; j++) {
         int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
@@ -730,9 +757,15 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             norm_rows(m, k, s->hbuf, s->x, L->norm1_w, L->norm1_b, n);
             in = s->hbuf;
         }
-        linattn_project(k, s->q, in, L->wq, L->bq, n, d, d, T);
-        linattn_project(k, s->k, in, L->wk, L->bk, n, m->kvd, d, T);
-        linattn_project(k, s->v, in, L->wv, L->bv, n, m->kvd, d, T);
+        if (n == 1) { /* one token: the three in one parallel region */
+            linattn_proj p[3] = {{s->q, L->wq, L->bq, d}, {s->k, L->wk, L->bk, m->kvd},
+                                 {s->v, L->wv, L->bv, m->kvd}};
+            linattn_project_one(k, p, 3, in, d, T);
+        } else {
+            linattn_project(k, s->q, in, L->wq, L->bq, n, d, d, T);
+            linattn_project(k, s->k, in, L->wk, L->bk, n, m->kvd, d, T);
+            linattn_project(k, s->v, in, L->wv, L->bv, n, m->kvd, d, T);
+        }
         if (m->cfg.positions == LINATTN_POS_ROPE)
             rope_rows(m, s->q, s->k, n, streams, s->tokens);
         const float *kk = s->k, *vv = s->v;
@@ -755,7 +788,12 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             norm_rows(m, k, s->hbuf, s->x, L->norm2_w, L->norm2_b, n);
             in = s->hbuf;
         }
-        if (m->cfg.ffn == LINATTN_FFN_SWIGLU) {
+        if (m->cfg.ffn == LINATTN_FFN_SWIGLU && n == 1) {
+            linattn_proj p[2] = {{s->u, L->gate_w, L->gate_b, m->dff},
+                                 {s->u2, L->up_w, L->up_b, m->dff}};
+            linattn_project_one(k, p, 2, in, d, T);
+            k->silu_mul(s->u, s->u, s->u2, (size_t)m->dff);
+        } else if (m->cfg.ffn == LINATTN_FFN_SWIGLU) {
             linattn_project(k, s->u, in, L->gate_w, L->gate_b, n, m->dff, d, T);
             linattn_project(k, s->u2, in, L->up_w, L->up_b, n, m->dff, d, T);
             k->silu_mul(s->u, s->u, s->u2, (size_t)n * m->dff);

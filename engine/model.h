@@ -91,6 +91,17 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
+/* One row's projection: y[out] = W x + b (b may be NULL). */
+typedef struct linattn_proj {
+    float *y;
+    const float *W, *b;
+    int out;
+} linattn_proj;
+/* count projections of the same row x[in] in one parallel region, the
+ * rows of all of them shared evenly by the threads (from
+ * LINATTN_PARALLEL_MIN_GEMV multiply-adds in all). */
+void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int count,
+                         const float *x, int in, int threads);
 /* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */
 void linattn_project(const linattn_kernels *k, float *y, const float *x, const float *W,
                      const float *b, int n, int out, int in, int threads);
