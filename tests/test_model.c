@@ -1163,3 +1163,39 @@ Test(llama, older_models_hash_as_before)
         linattn_model_free(m);
     }
 }
+
+/* A token's projections are cut among the threads by rows (each row's sum
+ * made by one kernel call): decoding gives the same bits on 1 and 2
+ * threads (softmax attention is cut by shape only). The classifier's 300
+ * rows are cut at 150 (at 160 when rounded to 16). */
+Test(llama, decode_bits_do_not_depend_on_threads)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:9");
+    /* big enough for the projections to run on both threads: q, k, v
+     * 144 + 2 x 72 rows of 288 (2^17 multiply-adds and more) */
+    c.vocab_size = 300, c.d_model = 288, c.n_heads = 6, c.n_kv_heads = 3, c.n_layers = 2;
+    c.d_ff = 200, c.max_seq_len = 64;
+    c.attention = LINATTN_ATTN_SOFTMAX;
+    c.norm = LINATTN_NORM_RMSNORM, c.ffn = LINATTN_FFN_SWIGLU, c.positions = LINATTN_POS_ROPE;
+    c.bias = 0;
+    linattn_model *m;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    linattn_session *one, *two;
+    cr_assert_eq(linattn_session_new(m, &one), LINATTN_OK);
+    cr_assert_eq(linattn_session_new(m, &two), LINATTN_OK);
+    linattn_session_set_threads(one, 1);
+    linattn_session_set_threads(two, 2);
+    static float a[300], b[300];
+    int t[40];
+    make_tokens(t, 40, 5);
+    for (int i = 0; i < 40; i++) {
+        cr_assert_eq(linattn_session_feed(one, &t[i], 1, a), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(two, &t[i], 1, b), LINATTN_OK);
+        cr_assert_eq(memcmp(a, b, sizeof a), 0, "token %d differs", i);
+    }
+    linattn_session_free(one);
+    linattn_session_free(two);
+    linattn_model_free(m);
+}
