@@ -10,6 +10,11 @@
  * waking a second thread takes microseconds, milliseconds on a busy
  * machine (measured: the tiny test models ran 20x slower with 2 threads). */
 #define LINATTN_PARALLEL_MIN_WORK (1u << 20)
+/* The same for one token's projection (a gemv), which streams its weights
+ * from memory: two cores read more of them a second than one, so a 512 KiB
+ * matrix (2^17 multiply-adds, about 25 us on one core here) is worth
+ * splitting. */
+#define LINATTN_PARALLEL_MIN_GEMV (1u << 17)
 
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
@@ -22,10 +27,15 @@ typedef struct linattn_matrix {
     linattn_dtype dtype;
 } linattn_matrix;
 
+/* Biases are NULL when the config has bias = false. */
 typedef struct linattn_layer {
-    linattn_matrix wq, wk, wv, wo;                      /* [d, d] */
-    const float *bq, *bk, *bv, *bo;                     /* [d] */
+    linattn_matrix wq, wo;                              /* [d, d] */
+    const float *bq, *bo;                               /* [d] */
+    linattn_matrix wk, wv;                              /* [kv_dim, d] */
+    const float *bk, *bv;                               /* [kv_dim] */
     const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d]; biases NULL for rmsnorm */
+    linattn_matrix gate_w;                              /* swiglu only: [d_ff, d] */
+    const float *gate_b;                                /* [d_ff] */
     linattn_matrix up_w;                                /* [d_ff, d] */
     const float *up_b;                                  /* [d_ff] */
     linattn_matrix down_w;                              /* [d, d_ff] */
@@ -35,6 +45,9 @@ typedef struct linattn_layer {
 struct linattn_model {
     linattn_config cfg;
     int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
+    int g, kvd;               /* k/v heads (n_kv_heads or n_heads), their width g * dh */
+    int lin_heads;            /* linear: heads of each layer's state: g when the query heads
+                               * of a group share their k/v head's state (no decay), else h */
     linattn_weights *file;    /* NULL for random weights */
     float *owned;             /* random weights */
     linattn_matrix tok_emb;   /* [vocab, d]; a row converted per token when not fp32 */
@@ -43,6 +56,7 @@ struct linattn_model {
     linattn_matrix lm_head;   /* [vocab, d]; tok_emb when tied */
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
+    double *rope_freq;        /* [dh/2] rope_theta^(-2i/dh), rope positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
     linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
@@ -57,7 +71,8 @@ struct linattn_session {
     int threads_asked; /* 0: follow the free cores (up to the OpenMP default) */
     int threads;       /* in force for the current call, >= 1 */
     uint64_t tokens;  /* position of the next token */
-    /* linear: one state per layer; softmax: K and V caches [layers][max_seq_len][d] */
+    /* linear: one state per layer (of n_heads heads: grouped k/v are repeated
+     * per query head); softmax: K and V caches [layers][max_seq_len][kv_dim] */
     linattn_linear_state **lin;
     float *kcache, *vcache;
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
@@ -70,8 +85,10 @@ struct linattn_session {
     linattn_progress_fn progress; /* NULL: none */
     void *progress_user;
     /* activations of up to LINATTN_CHUNK tokens */
-    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
-    float *u;                        /* [CHUNK, d_ff] */
+    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] (k, v: [CHUNK, kv_dim] used) */
+    float *kx, *vx;                  /* linear with n_kv_heads < n_heads: k, v repeated
+                                      * per query head [CHUNK, d]; else NULL */
+    float *u, *u2;                   /* [CHUNK, d_ff]; u2 swiglu only (else NULL) */
 };
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and
@@ -93,8 +110,22 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 linattn_status linattn_model_random_safetensors(const linattn_config *config,
                                                 linattn_dtype matrices, linattn_dtype vectors,
                                                 void **bytes, size_t *size);
+/* Heads of a linear model's state per layer (linattn_model::lin_heads). */
+int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
+/* One row's projection: y[out] = W x + b (b may be NULL). */
+typedef struct linattn_proj {
+    float *y;
+    linattn_matrix W;
+    const float *b;
+    int out;
+} linattn_proj;
+/* count projections of the same row x[in] in one parallel region, the
+ * rows of all of them shared evenly by the threads (from
+ * LINATTN_PARALLEL_MIN_GEMV multiply-adds in all). */
+void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int count,
+                         const float *x, int in, int threads);
 /* y[n, out] = x[n, in] W^T + b, spread over threads by output columns;
  * W [out, in] in any dtype a linattn_matrix holds. */
 void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
