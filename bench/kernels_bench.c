@@ -40,6 +40,7 @@ static const bench_case cases[] = {
     {"elu1", 64, 0, 0, 0, 0},         {"elu1", 1024, 0, 0, 0, 0},
     {"relu", 64, 0, 0, 0, 0},         {"relu", 1024, 0, 0, 0, 0},
     {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
+    {"silu_mul", 64, 0, 0, 0, 0},     {"silu_mul", 1376, 0, 0, 0, 0},
     {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
     {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
     {"linear_block_read", 64, 64, 0, 1, 0},
@@ -88,6 +89,7 @@ static void call_once(const linattn_kernels *k, const bench_case *bc, case_data 
     case K_elu1: k->elu1(d->y, d->x, n); break;
     case K_relu: k->relu(d->y, d->x, n); break;
     case K_gelu: k->gelu(d->y, d->x, n); break;
+    case K_silu_mul: k->silu_mul(d->y, d->x, d->w, n); break;
     case K_layernorm: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
     case K_rmsnorm: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
     case K_linear_block_read: /* a half-full block (8 rows, shared by the heads) */

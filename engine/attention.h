@@ -94,4 +94,14 @@ linattn_status linattn_linear_step_heads(linattn_linear_state *s, int h0, int h1
                                          void *scratch);
 void linattn_linear_step_done(linattn_linear_state *s);
 
+/* Grouped-query attention on a state (set right after create, before any
+ * token): each of its heads holds the sums of one k/v head, read by
+ * `group` query heads. Steps and prefills then take q and out with
+ * heads * group heads (query head h reading state head h / group) and k, v
+ * with heads heads; step_heads' [h0, h1) count state heads. Equals a state
+ * of heads * group heads fed each k/v head repeated, bit for bit, in 1/group
+ * of its memory. No decay (every query head of a group would need its
+ * own). */
+linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group);
+
 #endif

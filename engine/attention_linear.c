@@ -714,6 +714,8 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
 
 struct linattn_linear_state {
     int heads, dk, dv;
+    int group;      /* query heads reading each head (grouped-query), 1: none */
+    float *start;   /* group > 1: [heads][stride] the sums before a prefill */
     float eps;
     float *decay;   /* [heads], 1 for a head without decay */
     lin_pow *pows;  /* [heads] their powers */
@@ -725,7 +727,7 @@ struct linattn_linear_state {
     linattn_linear_mode mode; /* prefill algorithm (linattn_linear_state_set_mode) */
     size_t stride; /* floats from one head to the next */
     float *sums;   /* [heads][stride] */
-    float *phi;    /* [2][heads][dk] step scratch: phi(q), phi(k) */
+    float *phi;    /* step scratch: phi(q) [heads * group][dk], then phi(k) [heads][dk] */
     /* Prefill workspace: ws_threads blocks of lin_thread_floats, sized at
      * creation for the OpenMP default so that feeding tokens allocates
      * nothing (the step folds in block 0); a call asking for more threads
@@ -796,6 +798,7 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     if (!s)
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
     s->heads = heads;
+    s->group = 1;
     s->dk = d_k;
     s->dv = d_v;
     s->eps = eps;
@@ -825,6 +828,7 @@ void linattn_linear_state_free(linattn_linear_state *s)
     if (!s)
         return;
     mem_free(s->sums);
+    mem_free(s->start);
     mem_free(s->phi);
     mem_free(s->decay);
     mem_free(s->pows);
@@ -838,6 +842,30 @@ linattn_status linattn_linear_state_set_mode(linattn_linear_state *s, linattn_li
         return linattn_err(LINATTN_ERR_INVALID, "linear state: %s",
                            !s ? "state is NULL" : "mode is not AUTO, RECURRENT or CHUNKED");
     s->mode = mode;
+    return LINATTN_OK;
+}
+
+linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group)
+{
+    if (!s || group < 1 || s->tokens != 0 || s->group != 1)
+        return linattn_err(LINATTN_ERR_INVALID, "linear state: bad group %d (or not new)", group);
+    if (group == 1)
+        return LINATTN_OK;
+    for (int h = 0; h < s->heads; h++)
+        if (s->decay[h] != 1.0f)
+            return linattn_err(LINATTN_ERR_INVALID,
+                               "linear state: grouped query heads cannot share a decayed state");
+    float *phi = lin_calloc((size_t)(group + 1) * (size_t)s->heads * (size_t)s->dk);
+    float *start = lin_calloc(attn_mul((size_t)s->heads, s->stride));
+    if (!phi || !start) {
+        mem_free(phi);
+        mem_free(start);
+        return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
+    }
+    mem_free(s->phi);
+    s->phi = phi;
+    s->start = start;
+    s->group = group;
     return LINATTN_OK;
 }
 
@@ -932,8 +960,8 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
     for (int i = 0; i < 3; i++)
         if ((st = attn_check_input_layout(&l[i], len, (int)width[i], op, names[i])) != LINATTN_OK)
             return st;
-    if ((st = attn_check_output_layout(&l[3], 1, s->heads, len, s->dv, op, names[3])) !=
-        LINATTN_OK)
+    if ((st = attn_check_output_layout(&l[3], 1, s->heads * s->group, len, s->dv, op,
+                                       names[3])) != LINATTN_OK)
         return st;
 
     const int nt = attn_threads_for_work(attn_threads(threads),
@@ -958,35 +986,52 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
     proto.mode = s->mode;
     lin_seq_ranges(&proto, 0);
 
-    const int H = s->heads;
+    /* Grouped: each query head of a group runs the head's sequence from the
+     * sums before the call (kept in s->start), the last one leaving the
+     * sums after it: what a state per query head would compute. */
+    const int H = s->heads, G = s->group;
+    const size_t stride_bytes = s->stride * sizeof(float);
+    if (G > 1)
+        memcpy(s->start, s->sums, (size_t)H * stride_bytes);
     if (H >= nt) {
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
 #endif
         for (int h = 0; h < H; h++) {
             lin_buffers b = lin_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            lin_seq sq = proto;
-            sq.q = q + (size_t)h * l[0].head;
-            sq.k = k + (size_t)h * l[1].head;
-            sq.v = v + (size_t)h * l[2].head;
-            sq.out = out + (size_t)h * l[3].head;
-            sq.decay = s->decay[h];
-            sq.pow = &s->pows[h];
-            lin_sums sums = state_sums(s, h);
-            lin_head_seq(&sq, &b, &sums);
+            for (int r = 0; r < G; r++) {
+                const size_t qh = (size_t)h * G + (size_t)r;
+                lin_seq sq = proto;
+                sq.q = q + qh * l[0].head;
+                sq.k = k + (size_t)h * l[1].head;
+                sq.v = v + (size_t)h * l[2].head;
+                sq.out = out + qh * l[3].head;
+                sq.decay = s->decay[h];
+                sq.pow = &s->pows[h];
+                if (r > 0)
+                    memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
+                           stride_bytes);
+                lin_sums sums = state_sums(s, h);
+                lin_head_seq(&sq, &b, &sums);
+            }
         }
     } else {
-        for (int h = 0; h < H; h++) {
-            lin_seq sq = proto;
-            sq.q = q + (size_t)h * l[0].head;
-            sq.k = k + (size_t)h * l[1].head;
-            sq.v = v + (size_t)h * l[2].head;
-            sq.out = out + (size_t)h * l[3].head;
-            sq.decay = s->decay[h];
-            sq.pow = &s->pows[h];
-            lin_sums sums = state_sums(s, h);
-            lin_head_split(&sq, ws, per_thread, &sums, nt);
-        }
+        for (int h = 0; h < H; h++)
+            for (int r = 0; r < G; r++) {
+                const size_t qh = (size_t)h * G + (size_t)r;
+                lin_seq sq = proto;
+                sq.q = q + qh * l[0].head;
+                sq.k = k + (size_t)h * l[1].head;
+                sq.v = v + (size_t)h * l[2].head;
+                sq.out = out + qh * l[3].head;
+                sq.decay = s->decay[h];
+                sq.pow = &s->pows[h];
+                if (r > 0)
+                    memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
+                           stride_bytes);
+                lin_sums sums = state_sums(s, h);
+                lin_head_split(&sq, ws, per_thread, &sums, nt);
+            }
     }
     s->tokens += (uint64_t)len;
     return LINATTN_OK;
@@ -1009,10 +1054,10 @@ size_t linattn_linear_step_scratch_bytes(const linattn_linear_state *s)
 static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float *ws, int h0,
                        int h1, const float *q, const float *k, const float *v, float *out)
 {
-    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
-    const size_t n = (size_t)s->heads * dk;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv, G = (size_t)s->group;
+    const size_t n = (size_t)s->heads * G * dk;
     float *pq = s->phi, *pk = s->phi + n;
-    kt->elu1(pq + (size_t)h0 * dk, q + (size_t)h0 * dk, (size_t)(h1 - h0) * dk);
+    kt->elu1(pq + (size_t)h0 * G * dk, q + (size_t)h0 * G * dk, (size_t)(h1 - h0) * G * dk);
     kt->elu1(pk + (size_t)h0 * dk, k + (size_t)h0 * dk, (size_t)(h1 - h0) * dk);
     lin_buffers b = lin_carve(ws, dk, dv);
     lin_seq sq;
@@ -1035,7 +1080,8 @@ static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float
         memcpy(sums.K + (size_t)sums.rows * dk, pk + (size_t)h * dk, dk * sizeof(float));
         memcpy(sums.V + (size_t)sums.rows * dv, v + (size_t)h * dv, dv * sizeof(float));
         sums.rows++;
-        lin_read_row(&sq, &sums, pq + (size_t)h * dk, out + (size_t)h * dv);
+        for (size_t r = 0; r < G; r++) /* the query heads reading this head */
+            lin_read_row(&sq, &sums, pq + ((size_t)h * G + r) * dk, out + ((size_t)h * G + r) * dv);
         if (sums.rows == LIN_B)
             lin_fold(&sq, &b, &sums);
     }

@@ -15,6 +15,7 @@
 
 #include "file.h"
 #include "internal.h"
+#include "llama2c.h"
 
 /* Debian's inih (r55) calls the handler without a line number and splits
  * lines longer than its 200-byte buffer. So inih reads through our own
@@ -57,7 +58,7 @@ enum key_type {
 enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
-    K_DECAY, K_TOKENIZER,
+    K_DECAY, K_TOKENIZER, K_ROPE_THETA, K_ROPE_PAIRING, K_BIAS, K_N_KV_HEADS,
     K_THREADS, K_ISA, K_BATCH,
     N_KEYS
 };
@@ -66,8 +67,9 @@ enum key_id {
 static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const norm_position_names[] = {"pre", "post", NULL};
-static const char *const ffn_names[] = {"relu", "gelu", NULL};
-static const char *const positions_names[] = {"none", "sincos", "learned", NULL};
+static const char *const ffn_names[] = {"relu", "gelu", "swiglu", NULL};
+static const char *const positions_names[] = {"none", "sincos", "learned", "rope", NULL};
+static const char *const rope_pairing_names[] = {"interleaved", "half", NULL};
 
 struct key {
     enum section section;
@@ -99,6 +101,11 @@ static const struct key keys[N_KEYS] = {
     [K_TIE_EMBEDDINGS] = {SEC_MODEL, "tie_embeddings", T_BOOL, FIELD(tie_embeddings), NULL},
     [K_DECAY] = {SEC_MODEL, "decay", T_DECAY, FIELD(decay), NULL},
     [K_TOKENIZER] = {SEC_MODEL, "tokenizer", T_TOKENIZER, FIELD(tokenizer), NULL},
+    [K_ROPE_THETA] = {SEC_MODEL, "rope_theta", T_FLOAT, FIELD(rope_theta), NULL},
+    [K_ROPE_PAIRING] = {SEC_MODEL, "rope_pairing", T_ENUM, FIELD(rope_pairing),
+                        rope_pairing_names},
+    [K_BIAS] = {SEC_MODEL, "bias", T_BOOL, FIELD(bias), NULL},
+    [K_N_KV_HEADS] = {SEC_MODEL, "n_kv_heads", T_INT, FIELD(n_kv_heads), NULL},
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
@@ -111,7 +118,8 @@ _Static_assert(sizeof(linattn_attention_kind) == sizeof(int) &&
                    sizeof(linattn_norm_kind) == sizeof(int) &&
                    sizeof(linattn_norm_position) == sizeof(int) &&
                    sizeof(linattn_ffn_kind) == sizeof(int) &&
-                   sizeof(linattn_positions) == sizeof(int),
+                   sizeof(linattn_positions) == sizeof(int) &&
+                   sizeof(linattn_rope_pairing) == sizeof(int),
                "enum fields are set as int");
 
 /* ------------------------------------------------------------------------ */
@@ -160,6 +168,9 @@ void linattn_config_defaults(linattn_config *c)
     c->max_seq_len = 1024;
     c->eps = 1e-6f;
     c->norm_eps = 1e-5f;
+    c->rope_theta = 10000.0f;
+    c->rope_pairing = LINATTN_ROPE_INTERLEAVED;
+    c->bias = 1;
     c->batch = 1;
     c->isa = LINATTN_ISA_AUTO;
     c->struct_size = (uint32_t)sizeof *c;
@@ -270,18 +281,42 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         if (!check_string(o, K_WEIGHTS, c->weights, sizeof c->weights, &st))
             return st;
         if (!c->weights[0])
-            return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path or random:SEED)");
+            return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path, random:SEED "
+                                           "or llama2c:PATH)");
         uint64_t seed;
         if (strncmp(c->weights, "random:", 7) == 0 && !parse_u64(c->weights + 7, &seed))
             return bad_value(o, K_WEIGHTS, "expected random:SEED with an unsigned integer SEED, "
                                            "got '%s'", c->weights);
+        int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
+        if (l2c && !c->weights[LINATTN_LLAMA2C_PREFIX_LEN])
+            return bad_value(o, K_WEIGHTS, "expected llama2c:PATH, got no PATH");
+        /* a llama2c: checkpoint not yet read (a config built by hand): 0
+         * stands for the file's value, checked once it is read */
+        if (l2c && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers || !c->d_ff ||
+                    !c->max_seq_len))
+            return check_int(o, K_VOCAB_SIZE, c->vocab_size, 0, LINATTN_MAX_VOCAB, &st) &&
+                           check_int(o, K_D_MODEL, c->d_model, 0, LINATTN_MAX_D_MODEL, &st) &&
+                           check_int(o, K_N_HEADS, c->n_heads, 0, LINATTN_MAX_D_MODEL, &st) &&
+                           check_int(o, K_N_LAYERS, c->n_layers, 0, LINATTN_MAX_LAYERS, &st) &&
+                           check_int(o, K_D_FF, c->d_ff, 0, LINATTN_MAX_D_FF, &st) &&
+                           check_int(o, K_MAX_SEQ_LEN, c->max_seq_len, 0, LINATTN_MAX_SEQ_LEN,
+                                     &st) &&
+                           check_int(o, K_N_KV_HEADS, c->n_kv_heads, 0, LINATTN_MAX_D_MODEL,
+                                     &st)
+                       ? LINATTN_OK
+                       : st;
         if (!check_int(o, K_VOCAB_SIZE, c->vocab_size, 1, LINATTN_MAX_VOCAB, &st) ||
             !check_int(o, K_D_MODEL, c->d_model, 1, LINATTN_MAX_D_MODEL, &st) ||
             !check_int(o, K_N_HEADS, c->n_heads, 1, LINATTN_MAX_D_MODEL, &st) ||
             !check_int(o, K_N_LAYERS, c->n_layers, 1, LINATTN_MAX_LAYERS, &st) ||
             !check_int(o, K_D_FF, c->d_ff, 1, LINATTN_MAX_D_FF, &st) ||
-            !check_int(o, K_MAX_SEQ_LEN, c->max_seq_len, 1, LINATTN_MAX_SEQ_LEN, &st))
+            !check_int(o, K_MAX_SEQ_LEN, c->max_seq_len, 1, LINATTN_MAX_SEQ_LEN, &st) ||
+            !check_int(o, K_N_KV_HEADS, c->n_kv_heads, 0, c->n_heads, &st))
             return st;
+        if (c->n_kv_heads > 0 && c->n_heads % c->n_kv_heads != 0)
+            return bad_value(o, K_N_KV_HEADS,
+                             "n_kv_heads (%d) must divide n_heads (%d): each k/v head serves "
+                             "a group of query heads", c->n_kv_heads, c->n_heads);
         if (c->d_model % c->n_heads != 0)
             return bad_value(o, K_N_HEADS,
                              "d_model (%d) must be divisible by n_heads (%d)", c->d_model,
@@ -292,10 +327,28 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return bad_value(o, K_NORM, "unknown value %d", (int)c->norm);
         if ((unsigned)c->norm_position > LINATTN_NORM_POST)
             return bad_value(o, K_NORM_POSITION, "unknown value %d", (int)c->norm_position);
-        if ((unsigned)c->ffn > LINATTN_FFN_GELU)
+        if ((unsigned)c->ffn > LINATTN_FFN_SWIGLU)
             return bad_value(o, K_FFN, "unknown value %d", (int)c->ffn);
-        if ((unsigned)c->positions > LINATTN_POS_LEARNED)
+        if ((unsigned)c->positions > LINATTN_POS_ROPE)
             return bad_value(o, K_POSITIONS, "unknown value %d", (int)c->positions);
+        if (c->positions == LINATTN_POS_ROPE && (c->d_model / c->n_heads) % 2 != 0)
+            return bad_value(o, K_POSITIONS,
+                             "positions = rope needs an even head size (d_model %d / n_heads %d "
+                             "= %d): it turns pairs of dimensions", c->d_model, c->n_heads,
+                             c->d_model / c->n_heads);
+        if (!(isfinite(c->rope_theta) && c->rope_theta > 0.0f))
+            return bad_value(o, K_ROPE_THETA, "expected a finite number > 0, got %g",
+                             (double)c->rope_theta);
+        if ((unsigned)c->rope_pairing > LINATTN_ROPE_HALF)
+            return bad_value(o, K_ROPE_PAIRING, "unknown value %d", (int)c->rope_pairing);
+        if (c->positions != LINATTN_POS_ROPE && o->key_line) {
+            if (o->key_line[K_ROPE_THETA])
+                return bad_value(o, K_ROPE_THETA, "needs positions = rope");
+            if (o->key_line[K_ROPE_PAIRING])
+                return bad_value(o, K_ROPE_PAIRING, "needs positions = rope");
+        }
+        if (c->bias != 0 && c->bias != 1)
+            return bad_value(o, K_BIAS, "expected 0 or 1, got %d", c->bias);
         if (c->positions == LINATTN_POS_SINCOS && c->d_model % 2 != 0)
             return bad_value(o, K_D_MODEL, "d_model (%d) must be even with positions = sincos",
                              c->d_model);
@@ -363,6 +416,73 @@ linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *ou
             *any = 1;
     }
     return LINATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* llama2.c checkpoints                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Fills c from the header of its llama2c: checkpoint. From a file (o has
+ * key lines): a shape key the file gives must agree with it; the others are
+ * set from it, and the architecture keys left out become llama's. By hand
+ * (no key lines): a shape field 0 is set from the file, any other must
+ * agree, tie_embeddings is the file's; the architecture is left as it is.
+ * max_seq_len may differ from the file's seq_len (a KV-cache size: rope has
+ * no table). */
+static linattn_status complete_llama2c(linattn_config *c, const struct origin *o)
+{
+    const char *path = c->weights + LINATTN_LLAMA2C_PREFIX_LEN;
+    linattn_llama2c_info in;
+    linattn_status st = linattn_llama2c_read_info(path, &in);
+    if (st != LINATTN_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", linattn_last_error());
+        return report(st, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0, "model", "weights",
+                      "%s", why);
+    }
+    const int file = o->key_line != NULL;
+    struct { enum key_id k; int *field; int value; } shape[] = {
+        {K_VOCAB_SIZE, &c->vocab_size, in.vocab_size}, {K_D_MODEL, &c->d_model, in.dim},
+        {K_N_HEADS, &c->n_heads, in.n_heads},          {K_N_LAYERS, &c->n_layers, in.n_layers},
+        {K_D_FF, &c->d_ff, in.hidden_dim},             {K_TIE_EMBEDDINGS, &c->tie_embeddings, in.shared},
+    };
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+        int given = file ? o->key_line[shape[i].k] != 0
+                         : *shape[i].field != 0 && shape[i].k != K_TIE_EMBEDDINGS;
+        if (!given)
+            *shape[i].field = shape[i].value;
+        else if (*shape[i].field != shape[i].value)
+            return bad_value(o, shape[i].k, "%d here, but the llama2.c checkpoint %s has %d",
+                             *shape[i].field, path, shape[i].value);
+    }
+    /* n_kv_heads: 0 and n_heads mean the same */
+    int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    if ((file ? o->key_line[K_N_KV_HEADS] != 0 : c->n_kv_heads != 0) && kv != in.n_kv_heads)
+        return bad_value(o, K_N_KV_HEADS, "%d here, but the llama2.c checkpoint %s has %d",
+                         c->n_kv_heads, path, in.n_kv_heads);
+    c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
+    if (file ? !o->key_line[K_MAX_SEQ_LEN] : !c->max_seq_len)
+        c->max_seq_len = in.seq_len;
+    if (file) {
+        if (!o->key_line[K_NORM])
+            c->norm = LINATTN_NORM_RMSNORM;
+        if (!o->key_line[K_FFN])
+            c->ffn = LINATTN_FFN_SWIGLU;
+        if (!o->key_line[K_POSITIONS])
+            c->positions = LINATTN_POS_ROPE;
+        if (!o->key_line[K_BIAS])
+            c->bias = 0;
+    }
+    return LINATTN_OK;
+}
+
+linattn_status linattn_config_complete(linattn_config *c)
+{
+    if (strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) != 0)
+        return LINATTN_OK;
+    struct origin o = {c->path, NULL};
+    linattn_status st = complete_llama2c(c, &o);
+    return st != LINATTN_OK ? st : validate(c, &o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -774,6 +894,12 @@ static int set_value(struct parse *p, const struct slot *key, const char *value)
             strcpy(field, value);
             return 1;
         }
+        if (strncmp(value, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0) {
+            memcpy(field, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN);
+            return set_path(p, k, value + LINATTN_LLAMA2C_PREFIX_LEN,
+                            field + LINATTN_LLAMA2C_PREFIX_LEN,
+                            key->size - LINATTN_LLAMA2C_PREFIX_LEN);
+        }
         return set_path(p, k, value, field, key->size);
     case T_PATH:
         return set_path(p, k, value, field, key->size);
@@ -912,14 +1038,20 @@ static linattn_status load(struct parse *p)
         return report(LINATTN_ERR_FORMAT, p->path, r, NULL, NULL, "syntax error");
 
     linattn_config *c = p->c;
+    int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
     if (p->section_line[SEC_MODEL])
         for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
             enum key_id k = required_model_keys[i];
-            if (!p->key_line[k])
+            if (!p->key_line[k] && !(l2c && k != K_WEIGHTS))
                 return report(LINATTN_ERR_FORMAT, p->path, p->section_line[SEC_MODEL], "model",
                               keys[k].name, "required key missing");
         }
     struct origin o = {p->path, p->key_line};
+    if (l2c) {
+        linattn_status st = complete_llama2c(c, &o);
+        if (st != LINATTN_OK)
+            return st;
+    }
     return validate(c, &o);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attention.h"
+#include "llama2c.h"
 #include "model.h"
 
 #ifdef LINATTN_HAVE_OPENMP
@@ -68,8 +69,11 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 static size_t count_floats(const linattn_config *c, uint64_t *params)
 {
     size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff, V = (size_t)c->vocab_size;
-    size_t norm = c->norm == LINATTN_NORM_LAYERNORM ? 2 * d : d;
-    size_t layer = 4 * d * d + 4 * d + 2 * norm + 2 * d * ff + ff + d;
+    size_t kvd = d / (size_t)c->n_heads * (size_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads);
+    size_t bias = c->bias ? 1 : 0, swiglu = c->ffn == LINATTN_FFN_SWIGLU;
+    size_t norm = c->norm == LINATTN_NORM_LAYERNORM && bias ? 2 * d : d;
+    size_t layer = 2 * d * d + 2 * kvd * d + bias * (2 * d + 2 * kvd) + 2 * norm +
+                   (2 + swiglu) * d * ff + bias * ((1 + swiglu) * ff + d);
     size_t n = V * d + (size_t)c->n_layers * layer;
     if (c->positions == LINATTN_POS_LEARNED)
         n += (size_t)c->max_seq_len * d;
@@ -84,8 +88,9 @@ static size_t count_floats(const linattn_config *c, uint64_t *params)
 static linattn_status load_tensors(linattn_model *m, source *src)
 {
     const linattn_config *c = &m->cfg;
-    int d = m->d, ff = m->dff, V = m->vocab;
-    int ln = c->norm == LINATTN_NORM_LAYERNORM;
+    int d = m->d, ff = m->dff, V = m->vocab, kvd = m->kvd;
+    int bias = c->bias != 0;
+    int ln = c->norm == LINATTN_NORM_LAYERNORM && bias;
     char name[128];
     linattn_status st;
 #define TAKE(nm, r, cl, kind, dst)                                   \
@@ -102,10 +107,13 @@ static linattn_status load_tensors(linattn_model *m, source *src)
         const float **w[4] = {&L->wq, &L->wk, &L->wv, &L->wo};
         const float **b[4] = {&L->bq, &L->bk, &L->bv, &L->bo};
         for (int j = 0; j < 4; j++) {
+            int rows = j == 1 || j == 2 ? kvd : d; /* k, v: the k/v heads */
             snprintf(name, sizeof name, "layers.%d.attn.%s.weight", i, proj[j]);
-            TAKE(name, d, d, 'w', w[j]);
-            snprintf(name, sizeof name, "layers.%d.attn.%s.bias", i, proj[j]);
-            TAKE(name, d, 0, 'b', b[j]);
+            TAKE(name, rows, d, 'w', w[j]);
+            if (bias) {
+                snprintf(name, sizeof name, "layers.%d.attn.%s.bias", i, proj[j]);
+                TAKE(name, rows, 0, 'b', b[j]);
+            }
         }
         for (int j = 1; j <= 2; j++) {
             snprintf(name, sizeof name, "layers.%d.norm%d.weight", i, j);
@@ -115,14 +123,26 @@ static linattn_status load_tensors(linattn_model *m, source *src)
                 TAKE(name, d, 0, 'b', j == 1 ? &L->norm1_b : &L->norm2_b);
             }
         }
+        if (c->ffn == LINATTN_FFN_SWIGLU) {
+            snprintf(name, sizeof name, "layers.%d.ffn.gate.weight", i);
+            TAKE(name, ff, d, 'w', &L->gate_w);
+            if (bias) {
+                snprintf(name, sizeof name, "layers.%d.ffn.gate.bias", i);
+                TAKE(name, ff, 0, 'b', &L->gate_b);
+            }
+        }
         snprintf(name, sizeof name, "layers.%d.ffn.up.weight", i);
         TAKE(name, ff, d, 'w', &L->up_w);
-        snprintf(name, sizeof name, "layers.%d.ffn.up.bias", i);
-        TAKE(name, ff, 0, 'b', &L->up_b);
+        if (bias) {
+            snprintf(name, sizeof name, "layers.%d.ffn.up.bias", i);
+            TAKE(name, ff, 0, 'b', &L->up_b);
+        }
         snprintf(name, sizeof name, "layers.%d.ffn.down.weight", i);
         TAKE(name, d, ff, 'w', &L->down_w);
-        snprintf(name, sizeof name, "layers.%d.ffn.down.bias", i);
-        TAKE(name, d, 0, 'b', &L->down_b);
+        if (bias) {
+            snprintf(name, sizeof name, "layers.%d.ffn.down.bias", i);
+            TAKE(name, d, 0, 'b', &L->down_b);
+        }
     }
     if (c->norm_position == LINATTN_NORM_PRE) {
         TAKE("norm_f.weight", d, 0, 'n', &m->norm_f_w);
@@ -243,19 +263,33 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if (!m)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     m->cfg = *config;
+    /* a llama2c: config built by hand: its shape from the checkpoint */
+    const int l2c = !bytes && strncmp(config->weights, LINATTN_LLAMA2C_PREFIX,
+                                      LINATTN_LLAMA2C_PREFIX_LEN) == 0;
+    if (l2c && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
+        linattn_model_free(m);
+        return st;
+    }
+    config = &m->cfg;
     m->d = config->d_model;
     m->h = config->n_heads;
     m->dh = m->d / m->h;
+    m->g = config->n_kv_heads ? config->n_kv_heads : m->h;
+    m->kvd = m->g * m->dh;
+    m->lin_heads = linattn_config_state_heads(config);
     m->dff = config->d_ff;
     m->vocab = config->vocab_size;
     m->layers = mem_calloc((size_t)config->n_layers, sizeof *m->layers);
     m->inv_freq = mem_alloc((size_t)(m->d / 2 + 1) * sizeof *m->inv_freq);
-    if (!m->layers || !m->inv_freq) {
+    m->rope_freq = mem_alloc((size_t)(m->dh / 2 + 1) * sizeof *m->rope_freq);
+    if (!m->layers || !m->inv_freq || !m->rope_freq) {
         linattn_model_free(m);
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     }
     for (int i = 0; i < m->d / 2; i++)
         m->inv_freq[i] = pow(10000.0, -2.0 * i / m->d);
+    for (int i = 0; i < m->dh / 2; i++)
+        m->rope_freq[i] = pow((double)config->rope_theta, -2.0 * i / m->dh);
     if (config->decay.kind != LINATTN_DECAY_NONE) {
         int any;
         if (!(m->decay = mem_alloc((size_t)m->h * sizeof *m->decay))) {
@@ -292,8 +326,10 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
         }
     } else {
         st = bytes ? linattn_weights_open_mem(bytes, size, config->weights, &m->file)
+             : l2c ? linattn_weights_open_llama2c(config->weights + LINATTN_LLAMA2C_PREFIX_LEN,
+                                                  &m->file)
                    : linattn_weights_open(config->weights, &m->file);
-        if (st != LINATTN_OK && !bytes && st == LINATTN_ERR_IO)
+        if (st != LINATTN_OK && !bytes && !l2c && st == LINATTN_ERR_IO)
             st = weights_error(config, st);
         if (st != LINATTN_OK) {
             linattn_model_free(m);
@@ -313,6 +349,16 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
              (int)config->norm, (int)config->positions, (int)config->ffn,
              (int)config->norm_position, config->max_seq_len, (double)config->eps,
              (double)config->norm_eps, config->tie_embeddings);
+    /* The keys that came later join the string only when they are not the
+     * defaults, so a model without them hashes as it did before them. */
+    size_t len = strlen(shape);
+    if (m->g != m->h)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, " kv_heads=%d", m->g);
+    if (!config->bias)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, " bias=0");
+    if (config->positions == LINATTN_POS_ROPE)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, " rope_theta=%a pairing=%d",
+                                (double)config->rope_theta, (int)config->rope_pairing);
     /* A decayed model also hashes its decays (as stored, bit for bit), so a
      * state saved under one decay set is refused by a model with another;
      * an undecayed model hashes as it did before decays existed. */
@@ -349,6 +395,7 @@ void linattn_model_free(linattn_model *m)
     mem_free(m->owned);
     mem_free(m->layers);
     mem_free(m->inv_freq);
+    mem_free(m->rope_freq);
     mem_free(m->decay);
     linattn_tokenizer_free(m->tokenizer);
     mem_free(m);
@@ -360,12 +407,27 @@ uint64_t linattn_model_params(const linattn_model *m) { return m->params; }
 size_t linattn_model_weight_bytes(const linattn_model *m) { return m->weight_bytes; }
 uint64_t linattn_model_shape_hash(const linattn_model *m) { return m->shape_hash; }
 
+int linattn_config_state_heads(const linattn_config *c)
+{
+    int G = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    if (c->attention != LINATTN_ATTN_LINEAR || G == c->n_heads ||
+        c->decay.kind == LINATTN_DECAY_RETNET)
+        return c->n_heads;
+    if (c->decay.kind == LINATTN_DECAY_LIST) /* a decayed head cannot share */
+        for (int i = 0; i < c->decay.n; i++)
+            if (c->decay.values[i] != 1.0f)
+                return c->n_heads;
+    return G;
+}
+
 static size_t state_bytes(const linattn_config *c, uint64_t tokens)
 {
-    size_t L = (size_t)c->n_layers, H = (size_t)c->n_heads, dh = (size_t)(c->d_model / c->n_heads);
+    size_t L = (size_t)c->n_layers, H = (size_t)linattn_config_state_heads(c);
+    size_t dh = (size_t)(c->d_model / c->n_heads);
     if (c->attention == LINATTN_ATTN_LINEAR) /* S, z and the waiting rows */
         return L * H * (dh * dh + dh + LINATTN_LINEAR_BLOCK * 2 * dh) * sizeof(float);
-    return L * 2 * (size_t)c->d_model * (size_t)tokens * sizeof(float);
+    size_t kvd = dh * (size_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads);
+    return L * 2 * kvd * (size_t)tokens * sizeof(float);
 }
 
 linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out)
@@ -378,8 +440,17 @@ linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes
     if (!linattn_config_has_model(c))
         return linattn_err(LINATTN_ERR_INVALID, "%s: no [model] section",
                            c->path[0] ? c->path : "config");
-    out->weight_bytes = count_floats(c, &out->params) * sizeof(float);
-    out->state_bytes = state_bytes(c, 1);
+    linattn_config *full = mem_alloc(sizeof *full); /* a llama2c: one completed */
+    if (!full)
+        return linattn_err(LINATTN_ERR_NOMEM, "config_sizes: out of memory");
+    *full = *c;
+    if ((st = linattn_config_complete(full)) != LINATTN_OK) {
+        mem_free(full);
+        return st;
+    }
+    out->weight_bytes = count_floats(full, &out->params) * sizeof(float);
+    out->state_bytes = state_bytes(full, 1);
+    mem_free(full);
     return LINATTN_OK;
 }
 
@@ -400,12 +471,21 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, const f
 {
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
-    int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
+    int par = threads > 1 && (size_t)n * out * in >= (n == 1 ? LINATTN_PARALLEL_MIN_GEMV
+                                                               : LINATTN_PARALLEL_MIN_WORK);
     (void)par; /* used by the pragmas only */
     if (n == 1) {
+        /* one part of the rows per thread, each a multiple of 16 rows: the
+         * threads stream equal shares of W (blocks of 64 gave one thread
+         * twice the other's rows of a 288-row matrix), and every row is
+         * summed alike whatever the thread count (the kernel's groups of 4
+         * start at the same rows) */
+        int T = par ? threads : 1;
+        int per = ((out + T - 1) / T + 15) / 16 * 16;
+        int parts = (out + per - 1) / per;
 #pragma omp parallel for num_threads(threads) schedule(static) if (par)
-        for (int j = 0; j < blocks; j++) {
-            int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+        for (int j = 0; j < parts; j++) {
+            int j0 = j * per, nj = out - j0 < per ? out - j0 : per;
             k->gemv(y + j0, W + (size_t)j0 * in, (size_t)in, x, b ? b + j0 : NULL, (size_t)nj,
                     (size_t)in);
         }
@@ -472,27 +552,33 @@ static linattn_status attend_rows(linattn_session *s, int layer, const float *q,
     int d = m->d;
     linattn_layout views = {0, (size_t)m->dh, (size_t)d}; /* head h: columns h*dh.. */
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
+        /* k, v: [n, kvd], one row of each state head, or [n, d] repeated per
+         * query head (s->kx: a decayed grouped model) */
         linattn_linear_state *st = s->lin[layer];
         if (n == 1)
             return linattn_linear_step(st, q, k, v, a);
-        linattn_layout lay[4] = {views, views, views, views};
+        linattn_layout kvl = {0, (size_t)m->dh, s->kx ? (size_t)d : (size_t)m->kvd};
+        linattn_layout lay[4] = {views, kvl, kvl, views};
         return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
     }
-    /* softmax: append to this layer's cache, attend over all of it */
-    size_t layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * d;
+    /* softmax: append k, v [n, kvd] to this layer's cache, attend over all of it */
+    size_t kvd = (size_t)m->kvd, layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * kvd;
     float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
-    memcpy(kc + (size_t)s->tokens * d, k, (size_t)n * d * sizeof(float));
-    memcpy(vc + (size_t)s->tokens * d, v, (size_t)n * d * sizeof(float));
+    memcpy(kc + (size_t)s->tokens * kvd, k, (size_t)n * kvd * sizeof(float));
+    memcpy(vc + (size_t)s->tokens * kvd, v, (size_t)n * kvd * sizeof(float));
+    linattn_layout kv_views = {0, (size_t)m->dh, kvd};
     linattn_attention_desc desc;
     linattn_attention_desc_init(&desc);
     desc.batch = 1;
     desc.heads = m->h;
+    desc.kv_heads = m->g;
     desc.len_q = n;
     desc.len_k = (int)s->tokens + n;
     desc.d_k = desc.d_v = m->dh;
     desc.causal = 1;
     desc.threads = threads;
-    desc.q = desc.k = desc.v = desc.out = views;
+    desc.q = desc.out = views;
+    desc.k = desc.v = kv_views;
     desc.workspace = s->attn_ws;
     desc.workspace_bytes = s->attn_ws_bytes;
     return linattn_attention_softmax(&desc, q, kc, vc, a);
@@ -519,10 +605,15 @@ static size_t head_step_bytes(const linattn_session *w, int layer)
  * the stream's own step does for that head (linear: the same arithmetic as
  * linattn_linear_step; softmax: one head of the same call). */
 static linattn_status attend_batch(linattn_session *w, linattn_session *const *streams, int layer,
-                                   int n)
+                                   const float *kin, const float *vin, int n)
 {
     const linattn_model *m = w->m;
-    const int d = m->d, dh = m->dh, H = m->h, T = w->threads;
+    const int d = m->d, dh = m->dh, H = m->h, T = w->threads, kvd = m->kvd;
+    const int group = m->h / m->g;
+    /* k, v rows: kvd wide, or d wide when repeated per query head (w->kx) */
+    const size_t kvrow = w->kx ? (size_t)d : (size_t)kvd;
+    /* pairs: (stream, head) for softmax, (stream, state head) for linear */
+    const int HP = m->cfg.attention == LINATTN_ATTN_LINEAR ? m->lin_heads : H;
     const int linear = m->cfg.attention == LINATTN_ATTN_LINEAR;
     const size_t per = head_step_bytes(w, layer);
     if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
@@ -540,35 +631,39 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
         if (!linear) { /* append this token's k, v to the stream's cache */
-            size_t at = ((size_t)layer * (size_t)m->cfg.max_seq_len + s->tokens) * (size_t)d;
-            memcpy(s->kcache + at, w->k + (size_t)i * d, (size_t)d * sizeof(float));
-            memcpy(s->vcache + at, w->v + (size_t)i * d, (size_t)d * sizeof(float));
+            size_t at = ((size_t)layer * (size_t)m->cfg.max_seq_len + s->tokens) * (size_t)kvd;
+            memcpy(s->kcache + at, kin + (size_t)i * kvrow, (size_t)kvd * sizeof(float));
+            memcpy(s->vcache + at, vin + (size_t)i * kvrow, (size_t)kvd * sizeof(float));
         }
         work += 4.0 * H * dh * (linear ? dh : (double)s->tokens + 1);
     }
     int failed = 0;
-    int par = T > 1 && n * H > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
+    int par = T > 1 && n * HP > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
     (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(T) schedule(static) if (par) reduction(|| : failed)
-    for (int it = 0; it < n * H; it++) {
-        const int i = it / H, h = it % H;
+    for (int it = 0; it < n * HP; it++) {
+        const int i = it / HP, h = it % HP;
         const size_t row = (size_t)i * d;
         char *scratch = (char *)w->batch_ws + (size_t)attn_thread_id() * per;
         linattn_session *s = streams[i];
         linattn_status st;
         if (linear) {
-            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row, w->k + row,
-                                           w->v + row, w->a + row, scratch);
+            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row,
+                                           kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
+                                           w->a + row, scratch);
         } else {
-            size_t off = (size_t)layer * (size_t)m->cfg.max_seq_len * d + (size_t)h * dh;
-            linattn_layout one = {0, 0, (size_t)d}; /* one head, rows d apart */
+            size_t off = (size_t)layer * (size_t)m->cfg.max_seq_len * kvd +
+                         (size_t)(h / group) * dh;
+            linattn_layout one = {0, 0, (size_t)d};   /* one head, rows d apart */
+            linattn_layout kv = {0, 0, (size_t)kvd}; /* its k/v head, rows kvd apart */
             linattn_attention_desc desc;
             linattn_attention_desc_init(&desc);
             desc.batch = desc.heads = desc.len_q = desc.threads = 1;
             desc.len_k = (int)s->tokens + 1;
             desc.d_k = desc.d_v = dh;
             desc.causal = 1;
-            desc.q = desc.k = desc.v = desc.out = one;
+            desc.q = desc.out = one;
+            desc.k = desc.v = kv;
             desc.workspace = scratch;
             desc.workspace_bytes = per;
             st = linattn_attention_softmax(&desc, w->q + row + (size_t)h * dh, s->kcache + off,
@@ -591,6 +686,51 @@ static void activate(const linattn_model *m, const linattn_kernels *k, float *u,
         k->gelu(u, u, n);
     else
         k->relu(u, u, n);
+}
+
+/* Rotates pairs of dimensions of every head of q [n, d] and k [n, kvd]:
+ * row t is at position pos[t] (streams) or pos0 + t. The angle is formed
+ * in double: positions reach the millions in a long stream. */
+static void rope_rows(const linattn_model *m, float *q, float *k, int n,
+                      linattn_session *const *streams, uint64_t pos0)
+{
+    const int dh = m->dh, half = dh / 2, d = m->d, kvd = m->kvd;
+    const int interleaved = m->cfg.rope_pairing == LINATTN_ROPE_INTERLEAVED;
+    const int a_step = interleaved ? 2 : 1, b_off = interleaved ? 1 : half;
+    for (int t = 0; t < n; t++) {
+        uint64_t p = streams ? streams[t]->tokens : pos0 + (uint64_t)t;
+        float *qr = q + (size_t)t * d, *kr = k + (size_t)t * kvd;
+        for (int i = 0; i < half; i++) {
+            double ang = (double)p * m->rope_freq[i];
+            float c = (float)cos(ang), sn = (float)sin(ang);
+            int a = i * a_step, b = a + b_off;
+            for (int j = 0; j < d; j += dh) {
+                float x0 = qr[j + a], x1 = qr[j + b];
+                qr[j + a] = x0 * c - x1 * sn;
+                qr[j + b] = x0 * sn + x1 * c;
+            }
+            for (int j = 0; j < kvd; j += dh) {
+                float x0 = kr[j + a], x1 = kr[j + b];
+                kr[j + a] = x0 * c - x1 * sn;
+                kr[j + b] = x0 * sn + x1 * c;
+            }
+        }
+    }
+}
+
+/* k, v [n, kvd] repeated per query head into kx, vx [n, d]: query head h
+ * reads k/v head h / (n_heads / n_kv_heads). */
+static void repeat_kv(const linattn_model *m, float *kx, float *vx, const float *k,
+                      const float *v, int n)
+{
+    const int dh = m->dh, group = m->h / m->g;
+    const size_t d = (size_t)m->d, kvd = (size_t)m->kvd;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < m->h; h++) {
+            size_t src = (size_t)t * kvd + (size_t)(h / group) * dh, dst = (size_t)t * d + (size_t)h * dh;
+            memcpy(kx + dst, k + src, (size_t)dh * sizeof(float));
+            memcpy(vx + dst, v + src, (size_t)dh * sizeof(float));
+        }
 }
 
 static void add_rows(float *x, const float *y, size_t n)
@@ -620,10 +760,18 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             in = s->hbuf;
         }
         linattn_project(k, s->q, in, L->wq, L->bq, n, d, d, T);
-        linattn_project(k, s->k, in, L->wk, L->bk, n, d, d, T);
-        linattn_project(k, s->v, in, L->wv, L->bv, n, d, d, T);
-        st = streams ? attend_batch(s, streams, l, n)
-                     : attend_rows(s, l, s->q, s->k, s->v, s->a, n, s->threads);
+        linattn_project(k, s->k, in, L->wk, L->bk, n, m->kvd, d, T);
+        linattn_project(k, s->v, in, L->wv, L->bv, n, m->kvd, d, T);
+        if (m->cfg.positions == LINATTN_POS_ROPE)
+            rope_rows(m, s->q, s->k, n, streams, s->tokens);
+        const float *kk = s->k, *vv = s->v;
+        if (s->kx) { /* linear, grouped k/v: one per query head */
+            repeat_kv(m, s->kx, s->vx, s->k, s->v, n);
+            kk = s->kx;
+            vv = s->vx;
+        }
+        st = streams ? attend_batch(s, streams, l, kk, vv, n)
+                     : attend_rows(s, l, s->q, kk, vv, s->a, n, s->threads);
         if (st != LINATTN_OK)
             return st;
         linattn_project(k, s->hbuf, s->a, L->wo, L->bo, n, d, d, T);
@@ -636,8 +784,14 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             norm_rows(m, k, s->hbuf, s->x, L->norm2_w, L->norm2_b, n);
             in = s->hbuf;
         }
-        linattn_project(k, s->u, in, L->up_w, L->up_b, n, m->dff, d, T);
-        activate(m, k, s->u, (size_t)n * m->dff);
+        if (m->cfg.ffn == LINATTN_FFN_SWIGLU) {
+            linattn_project(k, s->u, in, L->gate_w, L->gate_b, n, m->dff, d, T);
+            linattn_project(k, s->u2, in, L->up_w, L->up_b, n, m->dff, d, T);
+            k->silu_mul(s->u, s->u, s->u2, (size_t)n * m->dff);
+        } else {
+            linattn_project(k, s->u, in, L->up_w, L->up_b, n, m->dff, d, T);
+            activate(m, k, s->u, (size_t)n * m->dff);
+        }
         linattn_project(k, s->hbuf, s->u, L->down_w, L->down_b, n, d, m->dff, T);
         add_rows(s->x, s->hbuf, nd);
         if (!pre)

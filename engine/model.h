@@ -10,13 +10,21 @@
  * waking a second thread takes microseconds, milliseconds on a busy
  * machine (measured: the tiny test models ran 20x slower with 2 threads). */
 #define LINATTN_PARALLEL_MIN_WORK (1u << 20)
+/* The same for one token's projection (a gemv), which streams its weights
+ * from memory: two cores read more of them a second than one, so a 512 KiB
+ * matrix (2^17 multiply-adds, about 25 us on one core here) is worth
+ * splitting. */
+#define LINATTN_PARALLEL_MIN_GEMV (1u << 17)
 
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
 
+/* Biases are NULL when the config has bias = false. */
 typedef struct linattn_layer {
-    const float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo; /* [d, d], [d] */
+    const float *wq, *bq, *wo, *bo;                     /* [d, d], [d] */
+    const float *wk, *bk, *wv, *bv;                     /* [kv_dim, d], [kv_dim] */
     const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [d]; biases NULL for rmsnorm */
+    const float *gate_w, *gate_b;                       /* swiglu only: [d_ff, d], [d_ff] */
     const float *up_w, *up_b;                           /* [d_ff, d], [d_ff] */
     const float *down_w, *down_b;                       /* [d, d_ff], [d] */
 } linattn_layer;
@@ -24,6 +32,9 @@ typedef struct linattn_layer {
 struct linattn_model {
     linattn_config cfg;
     int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
+    int g, kvd;               /* k/v heads (n_kv_heads or n_heads), their width g * dh */
+    int lin_heads;            /* linear: heads of each layer's state: g when the query heads
+                               * of a group share their k/v head's state (no decay), else h */
     linattn_weights *file;    /* NULL for random weights */
     float *owned;             /* random weights */
     const float *tok_emb;     /* [vocab, d] */
@@ -32,6 +43,7 @@ struct linattn_model {
     const float *lm_head;     /* [vocab, d]; tok_emb when tied */
     linattn_layer *layers;    /* [n_layers] */
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
+    double *rope_freq;        /* [dh/2] rope_theta^(-2i/dh), rope positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
     linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
@@ -44,7 +56,8 @@ struct linattn_session {
     int threads_asked; /* 0: follow the free cores (up to the OpenMP default) */
     int threads;       /* in force for the current call, >= 1 */
     uint64_t tokens;  /* position of the next token */
-    /* linear: one state per layer; softmax: K and V caches [layers][max_seq_len][d] */
+    /* linear: one state per layer (of n_heads heads: grouped k/v are repeated
+     * per query head); softmax: K and V caches [layers][max_seq_len][kv_dim] */
     linattn_linear_state **lin;
     float *kcache, *vcache;
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
@@ -57,8 +70,10 @@ struct linattn_session {
     linattn_progress_fn progress; /* NULL: none */
     void *progress_user;
     /* activations of up to LINATTN_CHUNK tokens */
-    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] */
-    float *u;                        /* [CHUNK, d_ff] */
+    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] (k, v: [CHUNK, kv_dim] used) */
+    float *kx, *vx;                  /* linear with n_kv_heads < n_heads: k, v repeated
+                                      * per query head [CHUNK, d]; else NULL */
+    float *u, *u2;                   /* [CHUNK, d_ff]; u2 swiglu only (else NULL) */
 };
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and
@@ -73,6 +88,8 @@ void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, floa
 /* logits[n, vocab] from n hidden state rows x[n, d] (one gemm). */
 void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
                                float *logits, int threads);
+/* Heads of a linear model's state per layer (linattn_model::lin_heads). */
+int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */
 int linattn_model_default_threads(const linattn_model *m);
 /* y[n, out] = x[n, in] W^T + b, spread over threads by output columns. */

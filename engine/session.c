@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "attention.h"
 #include "file.h"
 #include "model.h"
 
@@ -71,16 +72,26 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->v = alloc_floats(cd, &failed);
     s->a = alloc_floats(cd, &failed);
     s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
+    if (m->cfg.ffn == LINATTN_FFN_SWIGLU)
+        s->u2 = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
+    /* a decayed grouped linear model: k, v repeated per query head */
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h && m->lin_heads == m->h) {
+        s->kx = alloc_floats(cd, &failed);
+        s->vx = alloc_floats(cd, &failed);
+    }
     s->logits = alloc_floats((size_t)m->vocab, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
         failed |= !s->lin;
-        for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
-            st = linattn_linear_state_create(m->h, m->dh, m->dh, m->cfg.eps, m->decay,
+        for (int l = 0; !failed && st == LINATTN_OK && l < L; l++) {
+            st = linattn_linear_state_create(m->lin_heads, m->dh, m->dh, m->cfg.eps, m->decay,
                                              &s->lin[l]);
+            if (st == LINATTN_OK && m->lin_heads != m->h) /* grouped: one state per k/v head */
+                st = linattn_linear_state_set_group(s->lin[l], m->h / m->lin_heads);
+        }
     } else {
-        size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->d;
+        size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->kvd;
         s->kcache = alloc_floats(cache, &failed);
         s->vcache = alloc_floats(cache, &failed);
     }
@@ -114,6 +125,9 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->v);
     mem_free(s->a);
     mem_free(s->u);
+    mem_free(s->u2);
+    mem_free(s->kx);
+    mem_free(s->vx);
     mem_free(s);
 }
 
@@ -121,11 +135,11 @@ void linattn_session_free(linattn_session *s)
 static void copy_stream(linattn_session *dst, const linattn_session *src)
 {
     const linattn_model *m = src->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     size_t rows = (size_t)(src->tokens % LINATTN_LINEAR_BLOCK);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (src->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 memcpy(linattn_linear_state_S(dst->lin[l], h), linattn_linear_state_S(src->lin[l], h),
                        dh * dh * sizeof(float));
                 memcpy(linattn_linear_state_z(dst->lin[l], h), linattn_linear_state_z(src->lin[l], h),
@@ -419,7 +433,7 @@ static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
         return linattn_model_state_bytes(m, tokens);
     /* per layer and head: S, z, and the waiting rows of phi(k) and v */
     size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
-    return (size_t)m->cfg.n_layers * (size_t)m->h * (dh * dh + dh + rows * 2 * dh) *
+    return (size_t)m->cfg.n_layers * (size_t)m->lin_heads * (dh * dh + dh + rows * 2 * dh) *
            sizeof(float);
 }
 
@@ -508,10 +522,10 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
     put_u64(head + 40, extra_bytes);
     put_u32(head + 48, (uint32_t)logits_count(s));
     put(w, head, sizeof head);
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (s->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 size_t rows = (size_t)(s->tokens % LINATTN_LINEAR_BLOCK);
                 put(w, linattn_linear_state_S(s->lin[l], h), dh * dh * sizeof(float));
                 put(w, linattn_linear_state_z(s->lin[l], h), dh * sizeof(float));
@@ -601,11 +615,11 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
         return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
     /* Everything checked: only now touch the session. */
     const linattn_model *m = s->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->d;
+    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     const unsigned char *p = data + head_bytes;
     for (int l = 0; l < c->n_layers; l++) {
         if (s->lin) {
-            for (int h = 0; h < m->h; h++) {
+            for (int h = 0; h < m->lin_heads; h++) {
                 size_t rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK) * dh * sizeof(float);
                 memcpy(linattn_linear_state_S(s->lin[l], h), p, dh * dh * sizeof(float));
                 p += dh * dh * sizeof(float);

@@ -14,6 +14,7 @@
 #include "f16.h"
 #include "file.h"
 #include "internal.h"
+#include "llama2c.h"
 #include "weights.h"
 
 /* File layout: u64 little-endian N, N bytes of JSON header (may be padded
@@ -596,4 +597,146 @@ linattn_status linattn_weights_check_unchanged(const linattn_weights *w)
 const char *linattn_weights_path(const linattn_weights *w)
 {
     return w ? w->path : "";
+}
+
+/* ------------------------------------------------------------------------ */
+/* llama2.c checkpoints                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Adds tensor `name` of shape rows x cols (cols 0: a vector) at byte *at of
+ * the file, and moves *at past it. */
+static linattn_status l2c_add(linattn_weights *w, const char *name, int64_t rows, int64_t cols,
+                              uint64_t *at)
+{
+    struct tensor *t = &w->tensors[w->n_tensors];
+    if (!(t->name = mem_strdup(name)))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    w->n_tensors++;
+    t->dtype = LINATTN_DTYPE_F32;
+    t->ndim = cols ? 2 : 1;
+    t->shape[0] = rows;
+    t->shape[1] = cols;
+    t->n_elements = (uint64_t)rows * (uint64_t)(cols ? cols : 1);
+    t->begin = *at;
+    t->end = *at + 4 * t->n_elements;
+    *at = t->end;
+    return LINATTN_OK;
+}
+
+/* The tensor table over a mapped checkpoint of the shape in info (whose
+ * file_bytes the map has: every offset below is inside it). */
+static linattn_status l2c_tensors(linattn_weights *w, const linattn_llama2c_info *in)
+{
+    const int64_t d = in->dim, L = in->n_layers, ff = in->hidden_dim, V = in->vocab_size;
+    const int64_t hs = d / in->n_heads, kvd = hs * in->n_kv_heads;
+    w->tensors = mem_calloc((size_t)(11 * L + 3), sizeof *w->tensors);
+    if (!w->tensors)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    uint64_t at = in->header_bytes;
+    char name[64];
+    linattn_status st = LINATTN_OK;
+#define ADD(r, c) (st = l2c_add(w, name, r, c, &at)) != LINATTN_OK
+#define LAYERS(fmt, r, c)                                                                        \
+    for (int64_t l = 0; l < L; l++) {                                                            \
+        snprintf(name, sizeof name, fmt, (int)l);                                                \
+        if (ADD(r, c))                                                                           \
+            return st;                                                                           \
+    }
+#define ONE(nm, r, c)                                                                            \
+    do {                                                                                         \
+        snprintf(name, sizeof name, "%s", nm);                                                   \
+        if (ADD(r, c))                                                                           \
+            return st;                                                                           \
+    } while (0)
+    if (in->version == 0) { /* export.py legacy_export, run.c memory_map_weights */
+        ONE("tok_emb.weight", V, d);
+        LAYERS("layers.%d.norm1.weight", d, 0);
+        LAYERS("layers.%d.attn.q.weight", d, d);
+        LAYERS("layers.%d.attn.k.weight", kvd, d);
+        LAYERS("layers.%d.attn.v.weight", kvd, d);
+        LAYERS("layers.%d.attn.o.weight", d, d);
+        LAYERS("layers.%d.norm2.weight", d, 0);
+        LAYERS("layers.%d.ffn.gate.weight", ff, d); /* w1 */
+        LAYERS("layers.%d.ffn.down.weight", d, ff); /* w2 */
+        LAYERS("layers.%d.ffn.up.weight", ff, d);   /* w3 */
+        ONE("norm_f.weight", d, 0);
+        at += 2 * 4 * ((uint64_t)in->seq_len * (uint64_t)hs / 2); /* freq_cis_real, _imag */
+    } else { /* export.py version1_export */
+        LAYERS("layers.%d.norm1.weight", d, 0);
+        LAYERS("layers.%d.norm2.weight", d, 0);
+        ONE("norm_f.weight", d, 0);
+        ONE("tok_emb.weight", V, d);
+        LAYERS("layers.%d.attn.q.weight", d, d);
+        LAYERS("layers.%d.attn.k.weight", kvd, d);
+        LAYERS("layers.%d.attn.v.weight", kvd, d);
+        LAYERS("layers.%d.attn.o.weight", d, d);
+        LAYERS("layers.%d.ffn.gate.weight", ff, d);
+        LAYERS("layers.%d.ffn.down.weight", d, ff);
+        LAYERS("layers.%d.ffn.up.weight", ff, d);
+    }
+    if (!in->shared)
+        ONE("lm_head.weight", V, d);
+#undef ADD
+#undef LAYERS
+#undef ONE
+    if (at != w->data_size)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensors end at byte %llu of %llu", w->path,
+                           (unsigned long long)at, (unsigned long long)w->data_size);
+    return check_layout(w);
+}
+
+linattn_status linattn_weights_open_llama2c(const char *path, linattn_weights **out)
+{
+    if (!path || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
+    *out = NULL;
+    linattn_weights *w = mem_calloc(1, sizeof *w);
+    if (!w || !(w->path = mem_strdup(path))) {
+        mem_free(w);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    }
+    int fd;
+    size_t fsize;
+    struct stat sb;
+    linattn_llama2c_info info;
+    linattn_status st = safe_open_read(path, "llama2.c checkpoint", SIZE_MAX, &fd, &fsize);
+    if (st != LINATTN_OK)
+        goto fail;
+    if (fstat(fd, &sb) != 0) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        goto fail;
+    }
+    w->size = sb.st_size;
+    w->mtime = sb.st_mtim;
+    if (sb.st_size <= 0) {
+        close(fd);
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: empty file, not a llama2.c checkpoint", path);
+        goto fail;
+    }
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int map_errno = errno;
+    close(fd);
+    if (map == MAP_FAILED) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot map: %s", path, strerror(map_errno));
+        goto fail;
+    }
+    w->map = map;
+    w->map_size = (size_t)sb.st_size;
+    /* the header and the file's size checked before any tensor byte is read */
+    size_t avail = w->map_size < LINATTN_LLAMA2C_HEADER_MAX ? w->map_size
+                                                            : LINATTN_LLAMA2C_HEADER_MAX;
+    if ((st = linattn_llama2c_parse(w->map, avail, (uint64_t)w->map_size, path, &info)) !=
+        LINATTN_OK)
+        goto fail;
+    w->head = w->map;
+    w->data = w->map; /* offsets from the start of the file */
+    w->data_size = (uint64_t)w->map_size;
+    if ((st = l2c_tensors(w, &info)) != LINATTN_OK)
+        goto fail;
+    *out = w;
+    return LINATTN_OK;
+fail:
+    linattn_weights_close(w);
+    return st;
 }

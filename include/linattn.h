@@ -251,12 +251,22 @@ LINATTN_API linattn_status linattn_linear_step(linattn_linear_state *s, const fl
 typedef enum linattn_attention_kind { LINATTN_ATTN_SOFTMAX, LINATTN_ATTN_LINEAR } linattn_attention_kind;
 typedef enum linattn_norm_kind { LINATTN_NORM_LAYERNORM, LINATTN_NORM_RMSNORM } linattn_norm_kind;
 typedef enum linattn_norm_position { LINATTN_NORM_PRE, LINATTN_NORM_POST } linattn_norm_position;
-typedef enum linattn_ffn_kind { LINATTN_FFN_RELU, LINATTN_FFN_GELU } linattn_ffn_kind;
+/* SWIGLU: down(silu(gate x) * up x), llama's feed-forward. */
+typedef enum linattn_ffn_kind { LINATTN_FFN_RELU, LINATTN_FFN_GELU, LINATTN_FFN_SWIGLU } linattn_ffn_kind;
 typedef enum linattn_positions {
     LINATTN_POS_NONE,
     LINATTN_POS_SINCOS,
     LINATTN_POS_LEARNED,
+    LINATTN_POS_ROPE, /* rotary: q and k of each head rotated after the projections */
 } linattn_positions;
+/* Which dimensions of a head RoPE rotates together, pair i turning at
+ * rope_theta^(-2i/head_size) radians a position: INTERLEAVED (2i, 2i+1), as
+ * llama2.c and Meta's llama; HALF (i, i + head_size/2), Hugging Face's
+ * rotate_half. */
+typedef enum linattn_rope_pairing {
+    LINATTN_ROPE_INTERLEAVED,
+    LINATTN_ROPE_HALF,
+} linattn_rope_pairing;
 
 /* Per-head decay of linear attention (config key `decay`):
  *   none            no decay (the default)
@@ -299,7 +309,7 @@ LINATTN_API linattn_status linattn_decay_values(const linattn_decay *d, int head
 /* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
- *               decay tokenizer
+ *               decay tokenizer rope_theta rope_pairing bias n_kv_heads
  *   [runtime]   threads isa batch
  * The linattn program's sections, [generate] and [attention], are skipped
  * unread (the program reads them itself, through linattn_config_load_keys);
@@ -314,9 +324,16 @@ typedef struct linattn_config {
     uint32_t struct_size; /* sizeof(linattn_config), set by linattn_config_defaults: a
                            * config built against another linattn.h is refused */
     /* [model]. A [model] section must give weights, d_model, n_heads, n_layers
-     * and d_ff; a config without one leaves them ""/0 (see
-     * linattn_config_has_model). */
-    char weights[4096];   /* .safetensors path resolved from the config's folder, or "random:SEED" */
+     * and d_ff (all but weights may be left out for a llama2c: checkpoint);
+     * a config without one leaves them ""/0 (see linattn_config_has_model). */
+    char weights[4096];   /* .safetensors path resolved from the config's folder, "random:SEED",
+                           * or "llama2c:PATH" (a llama2.c checkpoint, PATH resolved likewise):
+                           * the shape comes from its header. linattn_config_load fills every
+                           * shape field from it (a key the file repeats must agree) and makes
+                           * the architecture llama's (rmsnorm, rope, swiglu, no biases) unless
+                           * keys say otherwise; in a config built by hand, a shape field left
+                           * 0 (vocab_size and max_seq_len included) is taken from the file
+                           * and the architecture fields are the host's. */
     int vocab_size;       /* 1..LINATTN_MAX_VOCAB, default 256 (byte-level tokenizer) */
     int d_model;          /* 1..LINATTN_MAX_D_MODEL, divisible by n_heads, even for sincos */
     int n_heads;          /* >= 1; head size d_model / n_heads */
@@ -335,6 +352,12 @@ typedef struct linattn_config {
     linattn_decay decay;  /* linear attention only: per-head decay, default none */
     char tokenizer[4096]; /* "bytes" (default; "" too), "llama2c:PATH" or "hf:PATH", paths
                            * resolved from the config's folder (linattn_tokenizer_load) */
+    float rope_theta;     /* positions = rope: base of the rotation frequencies, > 0, default 10000 */
+    linattn_rope_pairing rope_pairing; /* positions = rope: default INTERLEAVED */
+    int bias;             /* 0: no bias tensors at all (attention, FFN, layernorm); default 1 */
+    int n_kv_heads;       /* heads of k and v, dividing n_heads (grouped-query attention):
+                           * the KV cache, and a linear state without decay, hold only
+                           * those; 0 (default): n_heads */
 
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */

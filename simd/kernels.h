@@ -21,6 +21,8 @@
  * elu1         y = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise. Aliases.
  * relu         y = max(x, 0). Aliases.
  * gelu         y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Aliases.
+ * silu_mul     y = g / (1 + exp(-g)) * u: SwiGLU's silu(gate) times up. y may
+ *              alias g. Below g = -88.7 exp(-g) overflows and y is 0.
  * layernorm    y = (x - mean) / sqrt(var + eps) * w + b (biased variance;
  *              b may be NULL). Aliases.
  * rmsnorm      y = x / sqrt(mean(x^2) + eps) * w. Aliases.
@@ -54,6 +56,7 @@
     X(elu1, void, (float *y, const float *x, size_t n))                                            \
     X(relu, void, (float *y, const float *x, size_t n))                                            \
     X(gelu, void, (float *y, const float *x, size_t n))                                            \
+    X(silu_mul, void, (float *y, const float *g, const float *u, size_t n))                        \
     X(layernorm, void,                                                                             \
       (float *y, const float *x, const float *w, const float *b, size_t n, float eps))            \
     X(rmsnorm, void, (float *y, const float *x, const float *w, size_t n, float eps))              \

@@ -80,6 +80,11 @@ static const struct tolerance {
      "c ulps for the final products; for x < -3, 1+tanh cancels, so tanh's absolute error "
      "(a few 2^-24: libm, SLEEF, or expm1(2u)/(expm1(2u)+2)) and the rounded argument are "
      "scaled by 0.5|x|"},
+    [K_silu_mul] = {TOL_BOUND, 6, "c u |y| + 4 tiny, and |y| where g < -87",
+     "exp within 1 ulp (2u) moves 1 + exp(-g) by at most 2u relatively, then the rounded add, "
+     "divide and multiply: 5u, c = 6 with the second-order terms; roundings into the "
+     "subnormal range lose up to tiny each; below g = -88.7 exp(-g) overflows fp32 and y is "
+     "0 where the truth is below 2e-36"},
     [K_layernorm] = {TOL_BOUND, 8,
      "u [2n mean|x| inv |w| + (n+c)|x-mean| inv |w| + 2|y| + 2|b|] + tiny (1 + (n+2) inv |w|)",
      "mean is off by <= n u mean|x| (shifts every output by that times inv w), variance and "
@@ -1105,6 +1110,44 @@ static void check_gelu(const linattn_kernels *k, const linattn_kernels *sc, repo
     check_map(k, sc, r, 2);
 }
 
+static void check_silu_mul(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("silu_mul")->c;
+    for (size_t si = 0; si <= N_SIZES; si++) {
+        size_t n = si ? sizes[si - 1] : 0;
+        for (int how = 0; how < N_MAP_CASES; how++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                buf bg, bu, by, bs;
+                float *g = buf_new(&bg, n), *u = buf_new(&bu, n), *y = buf_out(&by, n);
+                float *ys = buf_out(&bs, n);
+                map_case(g, n, how);
+                fill(u, n, FILL_RANDOM, -4, 4);
+                sc->silu_mul(ys, g, u, n);
+                if (inplace) {
+                    memcpy(y, g, n * sizeof *g);
+                    k->silu_mul(y, y, u, n);
+                } else {
+                    k->silu_mul(y, g, u, n);
+                }
+                snprintf(shape, sizeof shape, "n=%zu case=%d inplace=%d y", n, how, inplace);
+                for (size_t i = 0; i < n; i++) {
+                    double gd = g[i], ref = gd / (1.0 + exp(-gd)) * (double)u[i];
+                    double bound = c * U * fabs(ref) + 4 * TINY + (gd < -87 ? fabs(ref) : 0.0);
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                check_guards(r, &bg, "g");
+                check_guards(r, &bu, "u");
+                buf_free(&bg);
+                buf_free(&bu);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+        }
+    }
+}
+
 static void check_gemm_nt(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     check_gemm(k, sc, r, 1);
@@ -1168,6 +1211,7 @@ static const bench_case bench_cases[] = {
     {"elu1", 64, 0, 0, 0, 0},         {"elu1", 1024, 0, 0, 0, 0},
     {"relu", 64, 0, 0, 0, 0},         {"relu", 1024, 0, 0, 0, 0},
     {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
+    {"silu_mul", 64, 0, 0, 0, 0},     {"silu_mul", 1376, 0, 0, 0, 0},
     {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
     {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
     {"linear_block_read", 64, 64, 0, 1, 0},
@@ -1207,6 +1251,7 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_elu1: k->elu1(d->y, d->x, n); break;
     case K_relu: k->relu(d->y, d->x, n); break;
     case K_gelu: k->gelu(d->y, d->x, n); break;
+    case K_silu_mul: k->silu_mul(d->y, d->x, d->w, n); break;
     case K_layernorm: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
     case K_rmsnorm: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
     case K_linear_block_read: /* a half-full block (8 rows, shared by the heads) */

@@ -318,8 +318,9 @@ Test(config, bad_numbers)
     EXPECT_ERROR(with_model("eps = 1e-3x\n"), LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'eps'");
     EXPECT_ERROR(with_model("tie_embeddings = maybe\n"), LINATTN_ERR_INVALID,
                  "cfg.ini:7: [model] key 'tie_embeddings'", "true or false");
-    EXPECT_ERROR(with_model("positions = rope\n"), LINATTN_ERR_INVALID,
-                 "cfg.ini:7: [model] key 'positions'", "none, sincos or learned", "'rope'");
+    EXPECT_ERROR(with_model("positions = alibi\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'positions'", "none, sincos, learned or rope",
+                 "'alibi'");
     EXPECT_ERROR("[runtime]\nisa = sse9\n", LINATTN_ERR_INVALID, "cfg.ini:2: [runtime] key 'isa'");
     EXPECT_ERROR("[attention]\nlengths = 3,,4\n", LINATTN_ERR_INVALID,
                  "cfg.ini:2: [attention] key 'lengths'");
@@ -690,4 +691,104 @@ Test(config, host_keys)
                                        "big"),
                  LINATTN_ERR_INVALID);
     cr_assert_str_eq(linattn_last_error(), "a.ini:7: [host] key 'i': too big");
+}
+
+Test(config, llama_family_keys)
+{
+    /* defaults: no rope, theta 10000, interleaved, biases, one k/v head a head */
+    cr_assert_eq(load_text(model_head), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.rope_theta, 10000.0f);
+    cr_assert_eq(cfg.rope_pairing, LINATTN_ROPE_INTERLEAVED);
+    cr_assert_eq(cfg.bias, 1);
+    cr_assert_eq(cfg.n_kv_heads, 0);
+    cr_assert_eq(load_text(with_model("positions = RoPE\nrope_theta = 500000\nrope_pairing = half\n"
+                                      "ffn = SwiGLU\nbias = false\nn_kv_heads = 2\n")),
+                 LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(cfg.positions, LINATTN_POS_ROPE);
+    cr_assert_eq(cfg.rope_theta, 500000.0f);
+    cr_assert_eq(cfg.rope_pairing, LINATTN_ROPE_HALF);
+    cr_assert_eq(cfg.ffn, LINATTN_FFN_SWIGLU);
+    cr_assert_eq(cfg.bias, 0);
+    cr_assert_eq(cfg.n_kv_heads, 2);
+    cr_assert_eq(load_text(with_model("n_kv_heads = 4\n")), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(load_text(with_model("n_kv_heads = 1\n")), LINATTN_OK, "%s", linattn_last_error());
+
+    EXPECT_ERROR(with_model("positions = rotary\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'positions'", "rope");
+    EXPECT_ERROR(with_model("ffn = geglu\n"), LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'ffn'",
+                 "swiglu");
+    EXPECT_ERROR(with_model("positions = rope\nrope_theta = 0\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [model] key 'rope_theta'", "> 0");
+    EXPECT_ERROR(with_model("positions = rope\nrope_theta = -10000\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [model] key 'rope_theta'", "> 0");
+    EXPECT_ERROR(with_model("positions = rope\nrope_theta = abc\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [model] key 'rope_theta'");
+    EXPECT_ERROR(with_model("rope_theta = 10000\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'rope_theta'", "positions = rope");
+    EXPECT_ERROR(with_model("positions = rope\nrope_pairing = pairs\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:8: [model] key 'rope_pairing'", "interleaved or half");
+    EXPECT_ERROR(with_model("rope_pairing = half\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'rope_pairing'", "positions = rope");
+    EXPECT_ERROR(with_model("bias = maybe\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'bias'", "true or false");
+    EXPECT_ERROR(with_model("n_kv_heads = 3\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'n_kv_heads'", "must divide n_heads (4)");
+    EXPECT_ERROR(with_model("n_kv_heads = 8\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'n_kv_heads'", "out of range (0..4)");
+    EXPECT_ERROR(with_model("n_kv_heads = -1\n"), LINATTN_ERR_INVALID,
+                 "cfg.ini:7: [model] key 'n_kv_heads'");
+    /* rope turns pairs: an odd head size (30 / 5 = 6 is even, 15 / 5 = 3 is not) */
+    EXPECT_ERROR("[model]\nweights = random:1\nd_model = 15\nn_heads = 5\nn_layers = 1\nd_ff = 4\n"
+                 "positions = rope\n",
+                 LINATTN_ERR_INVALID, "cfg.ini:7: [model] key 'positions'", "even head size");
+    cr_assert_eq(load_text("[model]\nweights = random:1\nd_model = 30\nn_heads = 5\nn_layers = 1\n"
+                           "d_ff = 4\npositions = rope\n"),
+                 LINATTN_OK, "%s", linattn_last_error());
+
+    /* hand-built: the same checks */
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:1");
+    c.d_model = 8, c.n_heads = 4, c.n_layers = 1, c.d_ff = 4;
+    c.positions = LINATTN_POS_ROPE;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    c.n_kv_heads = 3;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'n_kv_heads'"), "%s", linattn_last_error());
+    c.n_kv_heads = 2;
+    c.rope_theta = NAN;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'rope_theta'"), "%s", linattn_last_error());
+    c.rope_theta = 10000.0f;
+    c.rope_pairing = (linattn_rope_pairing)2;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'rope_pairing'"), "%s", linattn_last_error());
+    c.rope_pairing = LINATTN_ROPE_HALF;
+    c.bias = 2;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "key 'bias'"), "%s", linattn_last_error());
+    c.bias = 0;
+    c.ffn = (linattn_ffn_kind)3;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    c.ffn = LINATTN_FFN_SWIGLU;
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_OK, "%s", linattn_last_error());
+    c.d_model = 12; /* head size 3 */
+    cr_expect_eq(linattn_config_validate(&c), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "even head size"), "%s", linattn_last_error());
+}
+
+Test(config, llama2c_weights_key)
+{
+    /* a path relative to the config's folder; no shape keys needed, but the
+     * file must exist and be a llama2.c checkpoint (read at load) */
+    EXPECT_ERROR("[model]\nweights = llama2c:missing.bin\n", LINATTN_ERR_IO,
+                 "cfg.ini:2: [model] key 'weights'", "missing.bin");
+    EXPECT_ERROR("[model]\nweights = llama2c:\n", LINATTN_ERR_INVALID,
+                 "cfg.ini:2: [model] key 'weights'", "empty path");
+    tu_write_text(tu_path("short.bin"), "not a checkpoint");
+    EXPECT_ERROR("[model]\nweights = llama2c:short.bin\n", LINATTN_ERR_FORMAT,
+                 "cfg.ini:2: [model] key 'weights'", "short.bin", "too short");
+    /* still required without llama2c: */
+    EXPECT_ERROR("[model]\nweights = random:1\n", LINATTN_ERR_FORMAT, "[model] key 'd_model'",
+                 "required");
 }

@@ -109,6 +109,13 @@ static const char *const golden_models[] = {
     "tiny-softmax-pre-rms-relu-none-tied-bf16",
     "tiny-linear-pre-rms-gelu-none-decay",
     "tiny-linear-post-ln-relu-sincos-retnet-f16",
+    /* the llama family: rope (interleaved, half), grouped- and multi-query
+     * attention, swiglu, no biases, with both attention variants */
+    "tiny-softmax-llama-gqa",
+    "tiny-linear-llama-gqa-tied",
+    "tiny-softmax-rope-half-ln-bias-mqa",
+    "tiny-linear-rope-half-ln-nobias-swiglu",
+    "tiny-linear-rope-gqa-retnet",
 };
 
 /* PyTorch (float64) logits after every token; 1e-4 max abs error, as the
@@ -162,6 +169,10 @@ Test(golden, linear_streams_past_the_training_context)
     check_golden("tiny-linear-pre-rms-gelu-none-tied-f16", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-pre-rms-gelu-none-decay", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-post-ln-relu-sincos-retnet-f16", "stream_tokens", "stream_logits");
+    /* rope has no table: a linear rope model streams on too */
+    check_golden("tiny-linear-llama-gqa-tied", "stream_tokens", "stream_logits");
+    check_golden("tiny-linear-rope-half-ln-nobias-swiglu", "stream_tokens", "stream_logits");
+    check_golden("tiny-linear-rope-gqa-retnet", "stream_tokens", "stream_logits");
 }
 
 Test(golden, shipped_demo_models_match_pytorch)
@@ -179,6 +190,7 @@ Test(golden, shipped_demo_models_match_pytorch)
 TestSuite(session, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(model, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(host, .init = tu_make_dir, .fini = tu_remove_dir);
+TestSuite(llama, .init = tu_make_dir, .fini = tu_remove_dir);
 
 static linattn_model *random_model_decay(linattn_attention_kind kind, int max_seq_len,
                                         int positions, const linattn_decay *decay)
@@ -985,4 +997,169 @@ Test(host, model_from_config_mem)
     cr_assert_eq(linattn_model_from_config_mem(&c, NULL, n, &bad), LINATTN_ERR_INVALID);
     free(bytes);
     linattn_model_free(file);
+}
+
+/* ---- the llama family on random weights ---------------------------------- */
+
+/* d_model 64, 8 heads of 8, G k/v heads, rope, swiglu, no bias, rmsnorm. */
+static linattn_model *random_llama(linattn_attention_kind kind, int G, linattn_rope_pairing pairing,
+                                   int max_seq_len)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:5");
+    c.vocab_size = 256, c.d_model = 64, c.n_heads = 8, c.n_layers = 2, c.d_ff = 96;
+    c.max_seq_len = max_seq_len;
+    c.attention = kind;
+    c.norm = LINATTN_NORM_RMSNORM;
+    c.ffn = LINATTN_FFN_SWIGLU;
+    c.positions = LINATTN_POS_ROPE;
+    c.rope_pairing = pairing;
+    c.bias = 0;
+    c.n_kv_heads = G;
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    return m;
+}
+
+/* Prefill (crossing the 128-token chunks) = steps; save, load, continue =
+ * one stream bit for bit; many streams stepped together = each alone. */
+static void llama_sessions(linattn_attention_kind kind, int G, linattn_rope_pairing pairing)
+{
+    enum { N = 300, S = 6 };
+    linattn_model *m = random_llama(kind, G, pairing, 512);
+    int tokens[N];
+    make_tokens(tokens, N, 21);
+    float a[256], b[256];
+    linattn_session *s1 = new_session(m), *s2 = new_session(m);
+    cr_assert_eq(linattn_session_feed(s1, tokens, 200, NULL), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_feed(s1, tokens + 200, N - 200, a), LINATTN_OK);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(linattn_session_feed(s2, &tokens[i], 1, b), LINATTN_OK);
+    double err = rel_diff(a, b, 256);
+    cr_assert_leq(err, 1e-5, "G=%d: prefill vs steps: relative error %g", G, err);
+
+    const char *path = tu_path("state.bin");
+    cr_assert_eq(linattn_session_save(s1, path, NULL, 0), LINATTN_OK, "%s", linattn_last_error());
+    linattn_session *s3 = new_session(m);
+    cr_assert_eq(linattn_session_load(s3, path, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(linattn_session_feed(s1, &tokens[i], 1, a), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(s3, &tokens[i], 1, b), LINATTN_OK);
+        cr_assert_eq(memcmp(a, b, sizeof a), 0, "G=%d: bit-identical after load, token %d", G, i);
+    }
+
+    linattn_session *batch[S], *alone[S];
+    float lb[S][256], *out[S];
+    for (int i = 0; i < S; i++) {
+        batch[i] = new_session(m);
+        alone[i] = new_session(m);
+        cr_assert_eq(linattn_session_feed(batch[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(alone[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        out[i] = lb[i];
+    }
+    for (int step = 0; step < 3; step++) {
+        int next[S];
+        for (int i = 0; i < S; i++)
+            next[i] = tokens[(i * 13 + step) % N];
+        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
+                     linattn_last_error());
+        for (int i = 0; i < S; i++) {
+            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
+            double e = rel_diff(lb[i], a, 256);
+            cr_assert_leq(e, 1e-5, "G=%d stream %d step %d: %g", G, i, step, e);
+        }
+    }
+    for (int i = 0; i < S; i++) {
+        linattn_session_free(batch[i]);
+        linattn_session_free(alone[i]);
+    }
+    linattn_session_free(s1);
+    linattn_session_free(s2);
+    linattn_session_free(s3);
+    linattn_model_free(m);
+}
+
+Test(llama, sessions_softmax_gqa_interleaved) { llama_sessions(LINATTN_ATTN_SOFTMAX, 2, LINATTN_ROPE_INTERLEAVED); }
+Test(llama, sessions_softmax_mqa_half) { llama_sessions(LINATTN_ATTN_SOFTMAX, 1, LINATTN_ROPE_HALF); }
+Test(llama, sessions_linear_gqa_interleaved) { llama_sessions(LINATTN_ATTN_LINEAR, 2, LINATTN_ROPE_INTERLEAVED); }
+Test(llama, sessions_linear_mha_half) { llama_sessions(LINATTN_ATTN_LINEAR, 0, LINATTN_ROPE_HALF); }
+
+Test(llama, sizes_and_hash)
+{
+    /* params: per layer q, o [64 x 64], k, v [G*8 x 64], gate, up [96 x 64],
+     * down [64 x 96], two rmsnorm weights; embeddings, untied head, final norm */
+    for (int G = 1; G <= 8; G *= 2) {
+        linattn_model *m = random_llama(LINATTN_ATTN_SOFTMAX, G, LINATTN_ROPE_INTERLEAVED, 16);
+        uint64_t layer = 2 * 64 * 64 + 2 * (uint64_t)G * 8 * 64 + 3 * 64 * 96 + 2 * 64;
+        uint64_t want = 2 * layer + 2 * 256 * 64 + 64;
+        cr_expect_eq(linattn_model_params(m), want, "G=%d: %llu params, want %llu", G,
+                     (unsigned long long)linattn_model_params(m), (unsigned long long)want);
+        /* the KV cache holds the k/v heads only */
+        cr_expect_eq(linattn_model_state_bytes(m, 10), 2u * 2 * G * 8 * 10 * sizeof(float));
+        linattn_model_free(m);
+    }
+    /* linear: the query heads of a group share their k/v head's state (S, z
+     * and 16 waiting rows of 8 + 8 floats per head), unless decayed */
+    size_t per_head = (8 * 8 + 8 + 16 * 2 * 8) * sizeof(float);
+    for (int G = 1; G <= 8; G *= 2) {
+        linattn_model *m = random_llama(LINATTN_ATTN_LINEAR, G, LINATTN_ROPE_INTERLEAVED, 16);
+        cr_expect_eq(linattn_model_state_bytes(m, 1000), 2 * (size_t)G * per_head, "G=%d", G);
+        linattn_session *s = new_session(m);
+        int t[20] = {0};
+        cr_assert_eq(linattn_session_feed(s, t, 20, NULL), LINATTN_OK);
+        cr_expect_eq(linattn_session_state_bytes(s), 2 * (size_t)G * per_head);
+        /* the file: a header, S and z per state head, 20 % 16 waiting rows, logits, CRC */
+        cr_expect_eq(linattn_session_save_size(s, 0),
+                     56 + 2 * (size_t)G * (8 * 8 + 8 + 4 * 2 * 8) * sizeof(float) +
+                         256 * sizeof(float) + 4);
+        linattn_session_free(s);
+        linattn_model_free(m);
+    }
+    /* each new key changes the hash */
+    linattn_model *a = random_llama(LINATTN_ATTN_LINEAR, 2, LINATTN_ROPE_INTERLEAVED, 16);
+    linattn_model *b = random_llama(LINATTN_ATTN_LINEAR, 4, LINATTN_ROPE_INTERLEAVED, 16);
+    linattn_model *c = random_llama(LINATTN_ATTN_LINEAR, 2, LINATTN_ROPE_HALF, 16);
+    linattn_model *e = random_llama(LINATTN_ATTN_LINEAR, 8, LINATTN_ROPE_INTERLEAVED, 16);
+    linattn_model *f = random_llama(LINATTN_ATTN_LINEAR, 0, LINATTN_ROPE_INTERLEAVED, 16);
+    cr_expect_neq(linattn_model_shape_hash(a), linattn_model_shape_hash(b));
+    cr_expect_neq(linattn_model_shape_hash(a), linattn_model_shape_hash(c));
+    /* n_kv_heads = n_heads is the default (0) */
+    cr_expect_eq(linattn_model_shape_hash(e), linattn_model_shape_hash(f));
+    /* a state saved under one rope pairing is refused by the other */
+    linattn_session *sa = new_session(a), *sc = new_session(c);
+    int t = 3;
+    cr_assert_eq(linattn_session_feed(sa, &t, 1, NULL), LINATTN_OK);
+    const char *path = tu_path("s.bin");
+    cr_assert_eq(linattn_session_save(sa, path, NULL, 0), LINATTN_OK);
+    cr_expect_eq(linattn_session_load(sc, path, NULL, 0, NULL), LINATTN_ERR_FORMAT);
+    linattn_session_free(sa);
+    linattn_session_free(sc);
+    linattn_model_free(a);
+    linattn_model_free(b);
+    linattn_model_free(c);
+    linattn_model_free(e);
+    linattn_model_free(f);
+}
+
+/* The keys of the llama family join the shape hash only when set, so the
+ * models that existed before them hash as they did and their state files
+ * still load: values recorded from the build before the keys existed. */
+Test(llama, older_models_hash_as_before)
+{
+    static const struct { const char *name; uint64_t hash; } before[] = {
+        {"tiny-linear-pre-ln-gelu-sincos", 0x0046cae3d50df10aull},
+        {"tiny-softmax-post-rms-relu-learned", 0x3e03f546226580b7ull},
+        {"tiny-linear-post-ln-relu-sincos-retnet-f16", 0x134c5519bd3b1e3bull},
+        {"kjv-linear", 0xc2306c647af649fbull},
+        {"kjv-softmax", 0xd8ee59ccf0b5b0dcull},
+    };
+    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++) {
+        linattn_model *m = load(before[i].name);
+        cr_expect_eq(linattn_model_shape_hash(m), before[i].hash, "%s: hash %016llx, was %016llx",
+                     before[i].name, (unsigned long long)linattn_model_shape_hash(m),
+                     (unsigned long long)before[i].hash);
+        linattn_model_free(m);
+    }
 }

@@ -57,20 +57,29 @@ class Config:
     attention: str = "linear"        # softmax | linear
     norm: str = "layernorm"          # layernorm | rmsnorm
     norm_position: str = "pre"       # pre | post
-    ffn: str = "gelu"                # relu | gelu (tanh approximation)
-    positions: str = "sincos"        # none | sincos | learned
+    ffn: str = "gelu"                # relu | gelu (tanh approximation) | swiglu
+    positions: str = "sincos"        # none | sincos | learned | rope
     max_seq_len: int = 64
     eps: float = 1e-6                # linear-attention denominator epsilon
     tie_embeddings: bool = False
     decay: str = "none"              # linear only: none | retnet | g0,g1,... (one per head)
     weights: str = ""                # path of the .safetensors (relative to the .ini)
+    rope_theta: float = 10000.0      # rope: frequencies rope_theta^(-2i/head_dim)
+    rope_pairing: str = "interleaved"  # rope: interleaved (2i, 2i+1) | half (i, i + hd/2)
+    bias: bool = True                # False: no bias tensors (attention, ffn, layernorm)
+    n_kv_heads: int = 0              # k/v heads (grouped-query attention); 0 = n_heads
 
     def validate(self) -> None:
         assert self.attention in ("softmax", "linear"), self.attention
         assert self.norm in ("layernorm", "rmsnorm"), self.norm
         assert self.norm_position in ("pre", "post"), self.norm_position
-        assert self.ffn in ("relu", "gelu"), self.ffn
-        assert self.positions in ("none", "sincos", "learned"), self.positions
+        assert self.ffn in ("relu", "gelu", "swiglu"), self.ffn
+        assert self.positions in ("none", "sincos", "learned", "rope"), self.positions
+        assert self.rope_pairing in ("interleaved", "half"), self.rope_pairing
+        assert self.rope_theta > 0
+        if self.positions == "rope":
+            assert self.head_dim % 2 == 0, "rope needs an even head size"
+        assert 0 <= self.n_kv_heads <= self.n_heads and self.n_heads % self.kv_heads == 0
         assert self.d_model % self.n_heads == 0, "d_model must be divisible by n_heads"
         if self.positions == "sincos":
             assert self.d_model % 2 == 0, "sincos positions need an even d_model"
@@ -99,6 +108,15 @@ class Config:
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    # the keys added with the llama family: written (and stored in metadata)
+    # only when not their defaults, so older files stay byte for byte
+    _LATER_DEFAULTS = {"rope_theta": 10000.0, "rope_pairing": "interleaved", "bias": True,
+                       "n_kv_heads": 0}
 
     # ---- INI -------------------------------------------------------------
     @classmethod
@@ -161,6 +179,13 @@ class Config:
         ]
         if self.decays() is not None:
             lines.append(f"decay = {self.decay}")
+        if self.positions == "rope":
+            lines.append(f"rope_theta = {self.rope_theta!r}")
+            lines.append(f"rope_pairing = {self.rope_pairing}")
+        if not self.bias:
+            lines.append("bias = false")
+        if self.n_kv_heads:
+            lines.append(f"n_kv_heads = {self.n_kv_heads}")
         text = "\n".join(lines) + "\n"
         if extra_sections:
             text += "\n" + extra_sections.strip("\n") + "\n"
@@ -172,6 +197,9 @@ class Config:
         d.pop("weights")
         if self.decays() is None:
             d.pop("decay")   # files of undecayed models stay as they were
+        for k, v in self._LATER_DEFAULTS.items():
+            if d[k] == v and not (k.startswith("rope") and self.positions == "rope"):
+                d.pop(k)
         out = {k: (("true" if v else "false") if isinstance(v, bool) else str(v))
                for k, v in d.items()}
         out["format"] = "linattn"
@@ -193,10 +221,47 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + NORM_EPS) * self.weight
 
 
+class LayerNormNoBias(nn.Module):
+    """(x - mean) / sqrt(var + 1e-5) * w   (biased variance, no bias: bias = false)."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mu = x.mean(-1, keepdim=True)
+        var = (x - mu).pow(2).mean(-1, keepdim=True)
+        return (x - mu) * torch.rsqrt(var + NORM_EPS) * self.weight
+
+
 def make_norm(cfg: Config) -> nn.Module:
     if cfg.norm == "layernorm":
+        if not cfg.bias:
+            return LayerNormNoBias(cfg.d_model)
         return nn.LayerNorm(cfg.d_model, eps=NORM_EPS)  # biased variance, weight+bias
     return RMSNorm(cfg.d_model)
+
+
+def rope(x: torch.Tensor, pos_offset: int, theta: float, pairing: str) -> torch.Tensor:
+    """Rotary positions on x [B, H, T, hd]: pair i of each head (dims 2i, 2i+1
+    when interleaved, i, i + hd/2 when half) turns by p * theta^(-2i/hd) at
+    position p.  Angles in float64."""
+    B, H, T, hd = x.shape
+    p = torch.arange(pos_offset, pos_offset + T, dtype=torch.float64)[:, None]
+    i = torch.arange(hd // 2, dtype=torch.float64)[None, :]
+    ang = p * torch.pow(torch.tensor(theta, dtype=torch.float64), -2.0 * i / hd)  # [T, hd/2]
+    c, s = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
+    if pairing == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+    else:
+        a, b = x[..., :hd // 2], x[..., hd // 2:]
+    ra, rb = a * c - b * s, a * s + b * c
+    out = torch.empty_like(x)
+    if pairing == "interleaved":
+        out[..., 0::2], out[..., 1::2] = ra, rb
+    else:
+        out[..., :hd // 2], out[..., hd // 2:] = ra, rb
+    return out
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -329,20 +394,27 @@ class Attention(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         d = cfg.d_model
+        kvd = cfg.kv_heads * cfg.head_dim
         self.cfg = cfg
-        self.q = nn.Linear(d, d)
-        self.k = nn.Linear(d, d)
-        self.v = nn.Linear(d, d)
-        self.o = nn.Linear(d, d)
+        self.q = nn.Linear(d, d, bias=cfg.bias)
+        self.k = nn.Linear(d, kvd, bias=cfg.bias)
+        self.v = nn.Linear(d, kvd, bias=cfg.bias)
+        self.o = nn.Linear(d, d, bias=cfg.bias)
 
-    def forward(self, x, state=None, chunk: int = 64):
+    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0):
         B, T, d = x.shape
-        H, dh = self.cfg.n_heads, self.cfg.head_dim
+        H, dh, G = self.cfg.n_heads, self.cfg.head_dim, self.cfg.kv_heads
 
-        def split(t):  # [B,T,d] -> [B,H,T,dh]; head h = columns h*dh .. (h+1)*dh-1
-            return t.view(B, T, H, dh).transpose(1, 2)
+        def split(t, n):  # [B,T,n*dh] -> [B,n,T,dh]; head h = columns h*dh .. (h+1)*dh-1
+            return t.view(B, T, n, dh).transpose(1, 2)
 
-        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        q, k, v = split(self.q(x), H), split(self.k(x), G), split(self.v(x), G)
+        if self.cfg.positions == "rope":
+            q = rope(q, pos_offset, self.cfg.rope_theta, self.cfg.rope_pairing)
+            k = rope(k, pos_offset, self.cfg.rope_theta, self.cfg.rope_pairing)
+        if G != H:  # query head h reads k/v head h // (H / G)
+            k = k.repeat_interleave(H // G, dim=1)
+            v = v.repeat_interleave(H // G, dim=1)
         if self.cfg.attention == "linear":
             y, new_state = causal_linear_attention(q, k, v, self.cfg.eps, chunk, state,
                                                    self.cfg.decays())
@@ -355,11 +427,16 @@ class Attention(nn.Module):
 class FFN(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
-        self.up = nn.Linear(cfg.d_model, cfg.d_ff)
-        self.down = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.swiglu = cfg.ffn == "swiglu"
+        if self.swiglu:
+            self.gate = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.up = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.down = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         self.act = gelu_tanh if cfg.ffn == "gelu" else F.relu
 
     def forward(self, x):
+        if self.swiglu:  # down(silu(gate x) * up x)
+            return self.down(F.silu(self.gate(x)) * self.up(x))
         return self.down(self.act(self.up(x)))
 
 
@@ -372,13 +449,13 @@ class Block(nn.Module):
         self.norm2 = make_norm(cfg)
         self.ffn = FFN(cfg)
 
-    def forward(self, x, state=None, chunk: int = 64):
+    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0):
         if self.pre:
-            a, st = self.attn(self.norm1(x), state, chunk)
+            a, st = self.attn(self.norm1(x), state, chunk, pos_offset)
             x = x + a
             x = x + self.ffn(self.norm2(x))
         else:
-            a, st = self.attn(x, state, chunk)
+            a, st = self.attn(x, state, chunk, pos_offset)
             x = self.norm1(x + a)
             x = self.norm2(x + self.ffn(x))
         return x, st
@@ -420,7 +497,7 @@ class LinAttnLM(nn.Module):
             x = x + self.pos_emb(pos)
         new_states = []
         for i, layer in enumerate(self.layers):
-            x, st = layer(x, None if states is None else states[i], chunk)
+            x, st = layer(x, None if states is None else states[i], chunk, pos_offset)
             new_states.append(st)
         if self.cfg.norm_position == "pre":
             x = self.norm_f(x)
@@ -513,23 +590,27 @@ def read_safetensors(path: str) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
 def expected_tensor_shapes(cfg: Config) -> Dict[str, Tuple[int, ...]]:
     """The exact tensor set (name -> shape) of a linattn model, in file order."""
     V, d, f = cfg.vocab_size, cfg.d_model, cfg.d_ff
-    ln = cfg.norm == "layernorm"
+    kvd = cfg.kv_heads * cfg.head_dim
+    ln = cfg.norm == "layernorm" and cfg.bias
     shapes: Dict[str, Tuple[int, ...]] = {"tok_emb.weight": (V, d)}
     if cfg.positions == "learned":
         shapes["pos_emb.weight"] = (cfg.max_seq_len, d)
     for i in range(cfg.n_layers):
         p = f"layers.{i}."
         for nm in ("q", "k", "v", "o"):
-            shapes[p + f"attn.{nm}.weight"] = (d, d)
-            shapes[p + f"attn.{nm}.bias"] = (d,)
+            rows = kvd if nm in ("k", "v") else d
+            shapes[p + f"attn.{nm}.weight"] = (rows, d)
+            if cfg.bias:
+                shapes[p + f"attn.{nm}.bias"] = (rows,)
         for nm in ("norm1", "norm2"):
             shapes[p + f"{nm}.weight"] = (d,)
             if ln:
                 shapes[p + f"{nm}.bias"] = (d,)
-        shapes[p + "ffn.up.weight"] = (f, d)
-        shapes[p + "ffn.up.bias"] = (f,)
-        shapes[p + "ffn.down.weight"] = (d, f)
-        shapes[p + "ffn.down.bias"] = (d,)
+        ffn = ("gate", "up", "down") if cfg.ffn == "swiglu" else ("up", "down")
+        for nm in ffn:
+            shapes[p + f"ffn.{nm}.weight"] = (d, f) if nm == "down" else (f, d)
+            if cfg.bias:
+                shapes[p + f"ffn.{nm}.bias"] = (d,) if nm == "down" else (f,)
     if cfg.norm_position == "pre":
         shapes["norm_f.weight"] = (d,)
         if ln:

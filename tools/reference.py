@@ -111,6 +111,27 @@ TINY_MODELS = [
     ("tiny-linear-post-ln-relu-sincos-retnet-f16",
      dict(attention="linear", norm="layernorm", norm_position="post", ffn="relu",
           positions="sincos", decay="retnet"), "F16", 11),
+    # the llama family (issue 13): rope (both pairings), grouped-query attention,
+    # swiglu, no biases.  The two "llama" models have exactly llama2.c's
+    # architecture (rmsnorm 1e-5, rope interleaved theta 10000, swiglu, no
+    # bias): tests/test_llama2c.c writes their weights as llama2.c checkpoints.
+    ("tiny-softmax-llama-gqa",
+     dict(attention="softmax", norm="rmsnorm", norm_position="pre", ffn="swiglu",
+          positions="rope", bias=False, n_kv_heads=2), "F32", 12),
+    ("tiny-linear-llama-gqa-tied",
+     dict(attention="linear", norm="rmsnorm", norm_position="pre", ffn="swiglu",
+          positions="rope", bias=False, n_kv_heads=2, tie_embeddings=True), "F32", 13),
+    ("tiny-softmax-rope-half-ln-bias-mqa",
+     dict(attention="softmax", norm="layernorm", norm_position="pre", ffn="gelu",
+          positions="rope", rope_pairing="half", rope_theta=500.0, n_kv_heads=1), "F32", 14),
+    ("tiny-linear-rope-half-ln-nobias-swiglu",
+     dict(attention="linear", norm="layernorm", norm_position="pre", ffn="swiglu",
+          positions="rope", rope_pairing="half", bias=False), "F32", 15),
+    # grouped k/v heads with decays: the engine repeats each k/v head per query head
+    # (a state per query head), where the undecayed ones share one state per k/v head
+    ("tiny-linear-rope-gqa-retnet",
+     dict(attention="linear", norm="rmsnorm", norm_position="pre", ffn="swiglu",
+          positions="rope", bias=False, n_kv_heads=2, decay="retnet"), "F32", 16),
 ]
 
 
@@ -296,21 +317,38 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
     w = {k: v.astype(np.float64) for k, v in w.items()}
     d, H = cfg.d_model, cfg.n_heads
     dh = d // H
+    G = cfg.kv_heads
     gam = cfg.decays() or [1.0] * H
 
     def norm(x, pfx):
+        b = w.get(pfx + ".bias", 0.0)
         if cfg.norm == "layernorm":
             mu = x.mean()
             var = ((x - mu) ** 2).mean()
-            return (x - mu) / np.sqrt(var + 1e-5) * w[pfx + ".weight"] + w[pfx + ".bias"]
+            return (x - mu) / np.sqrt(var + 1e-5) * w[pfx + ".weight"] + b
         return x / np.sqrt((x * x).mean() + 1e-5) * w[pfx + ".weight"]
 
     def lin(x, pfx):
-        return w[pfx + ".weight"] @ x + w[pfx + ".bias"]
+        return w[pfx + ".weight"] @ x + w.get(pfx + ".bias", 0.0)
+
+    def rot(x, p, n):
+        """rope on the n heads of x at position p, pair by pair as llama2.c's
+        run.c does (interleaved) or rotate_half (half)."""
+        x = x.copy()
+        for hh in range(n):
+            for i in range(dh // 2):
+                ang = p * cfg.rope_theta ** (-2.0 * i / dh)
+                a, b = (2 * i, 2 * i + 1) if cfg.rope_pairing == "interleaved" else (i, i + dh // 2)
+                x0, x1 = x[hh * dh + a], x[hh * dh + b]
+                x[hh * dh + a] = x0 * np.cos(ang) - x1 * np.sin(ang)
+                x[hh * dh + b] = x0 * np.sin(ang) + x1 * np.cos(ang)
+        return x
 
     def act(x):
         if cfg.ffn == "relu":
             return np.maximum(x, 0.0)
+        if cfg.ffn == "swiglu":
+            raise AssertionError("swiglu has its own path")
         return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
     def elu1(x):
@@ -336,25 +374,32 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
 
             def attn(h):
                 q, k, v = lin(h, pf + "attn.q"), lin(h, pf + "attn.k"), lin(h, pf + "attn.v")
+                if cfg.positions == "rope":
+                    q, k = rot(q, p, H), rot(k, p, G)
                 heads = []
                 K[l].append(k)
                 V[l].append(v)
                 for hh in range(H):
                     sl = slice(hh * dh, (hh + 1) * dh)
+                    g = hh // (H // G)  # its k/v head
+                    sk = slice(g * dh, (g + 1) * dh)
                     if cfg.attention == "linear":
-                        fq, fk = elu1(q[sl]), elu1(k[sl])
-                        S[l][hh] = gam[hh] * S[l][hh] + np.outer(fk, v[sl])
+                        fq, fk = elu1(q[sl]), elu1(k[sk])
+                        S[l][hh] = gam[hh] * S[l][hh] + np.outer(fk, v[sk])
                         z[l][hh] = gam[hh] * z[l][hh] + fk
                         heads.append(fq @ S[l][hh] / (fq @ z[l][hh] + cfg.eps))
                     else:
-                        ks = np.stack([kk[sl] for kk in K[l]])
-                        vs = np.stack([vv[sl] for vv in V[l]])
+                        ks = np.stack([kk[sk] for kk in K[l]])
+                        vs = np.stack([vv[sk] for vv in V[l]])
                         sc = ks @ q[sl] / np.sqrt(dh)
                         e = np.exp(sc - sc.max())
                         heads.append((e / e.sum()) @ vs)
                 return lin(np.concatenate(heads), pf + "attn.o")
 
             def ffn(h):
+                if cfg.ffn == "swiglu":
+                    gt = lin(h, pf + "ffn.gate")
+                    return lin(gt / (1 + np.exp(-gt)) * lin(h, pf + "ffn.up"), pf + "ffn.down")
                 return lin(act(lin(h, pf + "ffn.up")), pf + "ffn.down")
 
             if cfg.norm_position == "pre":

@@ -177,6 +177,23 @@ void FN(relu)(float *y, const float *x, size_t n)
     }
 }
 
+/* g / (1 + exp(-g)) * u, in the scalar kernel's order. */
+LINATTN_INLINE vf silu_mul_v(vf g, vf u)
+{
+    return vmul(vdiv(g, vadd(vset1(1.0f), vexp(vsub(vzero(), g)))), u);
+}
+
+void FN(silu_mul)(float *y, const float *g, const float *u, size_t n)
+{
+    size_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, silu_mul_v(vload(g + i), vload(u + i)));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_m(y + i, silu_mul_v(vload_m(g + i, m), vload_m(u + i, m)), m);
+    }
+}
+
 /* 0.5 x (1 + tanh(c (x + 0.044715 x^3))), in the scalar kernel's order. */
 LINATTN_INLINE vf gelu_v(vf x)
 {

@@ -71,6 +71,12 @@ void linattn_gelu_scalar(float *y, const float *x, size_t n)
     }
 }
 
+void linattn_silu_mul_scalar(float *y, const float *g, const float *u, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 void linattn_layernorm_scalar(float *y, const float *x, const float *w, const float *b,
                              size_t n, float eps)
 {
