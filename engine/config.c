@@ -565,7 +565,7 @@ static linattn_status complete_hf(linattn_config *c, const struct origin *o)
                              arch[i].names ? arch[i].names[arch[i].value] : "false");
         *arch[i].field = arch[i].value;
     }
-    if (!GIVEN(K_TOKENIZER, c->tokenizer[0] != 0)) {
+    if (!GIVEN(K_TOKENIZER, c->tokenizer[0] == 0)) {
         char *tok = mem_alloc(strlen(dir) + sizeof "/tokenizer.json");
         if (!tok)
             return linattn_err(LINATTN_ERR_NOMEM, "config: out of memory");
