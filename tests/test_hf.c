@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "linattn.h"
+#include "../engine/mem.h"
 #include "testutil.h"
 
 TestSuite(hf, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -658,5 +659,43 @@ Test(hf, shards_absent_or_not_as_listed)
     tu_write_text(tu_path("model.safetensors.index.json"), "{\"weight_map\": ");
     fails(hf_ini, LINATTN_ERR_FORMAT, "model.safetensors.index.json: not a valid JSON object",
           NULL);
+    free_model(&m);
+}
+
+/* ---- allocations --------------------------------------------------------- */
+
+static linattn_status op_model(void *ctx)
+{
+    linattn_model *m = NULL;
+    linattn_status st = linattn_model_load(ctx, &m);
+    linattn_model_free(m);
+    return st;
+}
+
+/* Every allocation of loading a sharded folder with its tokenizer made to
+ * fail in turn: an error with a message, and nothing leaked (as
+ * test_alloc's sweep). */
+Test(hf, every_allocation_failure_is_reported_and_leaks_nothing)
+{
+    model m;
+    make_model(&m, 0);
+    static const char *const bufs[] = {"model.layers.1.self_attn.rotary_emb.inv_freq", NULL};
+    write_hf(&m, 2, bufs);
+    write_tokenizer_json();
+    void *ini = (void *)write_ini("hf.ini", hf_ini);
+    long live0 = linattn_test_alloc_live(), made0 = linattn_test_alloc_count();
+    cr_assert_eq(op_model(ini), LINATTN_OK, "%s", linattn_last_error());
+    long n = linattn_test_alloc_count() - made0;
+    cr_assert_gt(n, 0);
+    cr_assert_eq(linattn_test_alloc_live(), live0, "leaks when it succeeds");
+    for (long k = 0; k < n; k++) {
+        linattn_test_fail_alloc(k);
+        linattn_status st = op_model(ini);
+        linattn_test_fail_alloc(-1);
+        cr_expect_neq(st, LINATTN_OK, "allocation %ld of %ld failed, yet it succeeded", k + 1, n);
+        cr_expect(linattn_last_error()[0], "allocation %ld: no message", k + 1);
+        cr_expect_eq(linattn_test_alloc_live(), live0, "allocation %ld of %ld failed: %ld blocks "
+                     "leaked", k + 1, n, linattn_test_alloc_live() - live0);
+    }
     free_model(&m);
 }
