@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -188,7 +189,7 @@ static void write_hf(const model *m, int shards, const char *const *extra_names)
 
 /* The same weights under this project's names, with a config giving the
  * shape and architecture by hand. */
-static const char *write_ours(const model *m, const char *attention)
+static const char *write_ours_pairing(const model *m, const char *attention, const char *pairing)
 {
     write_safetensors(tu_path("ours.safetensors"), m->e, m->n, 0, NULL);
     int tied = strcmp(m->e[m->n - 1].ours, "lm_head.weight") != 0;
@@ -197,12 +198,17 @@ static const char *write_ours(const model *m, const char *attention)
              "[model]\nweights = ours.safetensors\nattention = %s\nvocab_size = %d\n"
              "d_model = %d\nn_heads = %d\nn_kv_heads = %d\nn_layers = %d\nd_ff = %d\n"
              "max_seq_len = 128\nnorm = rmsnorm\nnorm_eps = 1e-5\npositions = rope\n"
-             "rope_pairing = half\nrope_theta = 500\nffn = swiglu\nbias = false\n"
+             "rope_pairing = %s\nrope_theta = 500\nffn = swiglu\nbias = false\n"
              "tie_embeddings = %s\n",
-             attention, V, D, H, G, L, FF, tied ? "true" : "false");
+             attention, V, D, H, G, L, FF, pairing, tied ? "true" : "false");
     const char *path = tu_path("ours.ini");
     tu_write_text(path, ini);
     return path;
+}
+
+static const char *write_ours(const model *m, const char *attention)
+{
+    return write_ours_pairing(m, attention, "half");
 }
 
 static const char *write_ini(const char *name, const char *text)
@@ -218,6 +224,8 @@ static linattn_model *load_ok(const char *ini)
     cr_assert_eq(linattn_model_load(ini, &m), LINATTN_OK, "%s", linattn_last_error());
     return m;
 }
+
+static const char hf_ini_softmax[] = "[model]\nweights = hf:.\nattention = softmax\n";
 
 static const int tokens[] = {3, 17, 42, 5, 63, 0, 9, 31, 17, 17, 50};
 #define NT ((int)(sizeof tokens / sizeof tokens[0]))
@@ -292,6 +300,66 @@ Test(hf, rotary_buffers_are_left_out)
     static const char *const bufs[] = {"model.layers.0.self_attn.rotary_emb.inv_freq",
                                        "model.layers.1.self_attn.rotary_emb.inv_freq", NULL};
     same_as_ours(0, 2, "linear", bufs);
+}
+
+/* Meta's checkpoints turn pairs (2i, 2i+1) of a head (rope_pairing =
+ * interleaved); transformers' convert_llama_weights_to_hf.py permutes the
+ * rows of q_proj and k_proj so that pair i is (i, i + head_size/2), which
+ * its rotate_half turns. The permuted weights read with the half pairing
+ * must give the logits of the original ones with the interleaved pairing. */
+static void permute_rows(float *w, int heads, int cols)
+{
+    const int dh = D / H;
+    float *tmp = malloc((size_t)dh * (size_t)cols * sizeof *tmp);
+    for (int h = 0; h < heads; h++) {
+        float *head = w + (size_t)h * dh * cols;
+        /* w.view(heads, dh/2, 2, cols).transpose(1, 2): row 2j+t goes to t*dh/2 + j */
+        for (int j = 0; j < dh / 2; j++)
+            for (int t = 0; t < 2; t++)
+                memcpy(tmp + (size_t)(t * dh / 2 + j) * cols, head + (size_t)(2 * j + t) * cols,
+                       (size_t)cols * sizeof *tmp);
+        memcpy(head, tmp, (size_t)dh * cols * sizeof *tmp);
+    }
+    free(tmp);
+}
+
+Test(hf, meta_weights_as_transformers_converts_them)
+{
+    model m;
+    make_model(&m, 0);
+    const char *ours = write_ours_pairing(&m, "softmax", "interleaved");
+    for (int i = 0; i < m.n; i++) {
+        if (strstr(m.e[i].hf, "q_proj"))
+            permute_rows(m.e[i].data, H, D);
+        else if (strstr(m.e[i].hf, "k_proj"))
+            permute_rows(m.e[i].data, G, D);
+    }
+    write_hf(&m, 1, NULL);
+    linattn_model *a = load_ok(write_ini("hf.ini", hf_ini_softmax)), *b = load_ok(ours);
+    linattn_session *sa, *sb;
+    cr_assert_eq(linattn_session_new(a, &sa), LINATTN_OK);
+    cr_assert_eq(linattn_session_new(b, &sb), LINATTN_OK);
+    float la[V], lb[V];
+    double worst = 0, largest = 0;
+    for (int t = 0; t < NT; t++) {
+        cr_assert_eq(linattn_session_feed(sa, &tokens[t], 1, la), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(sb, &tokens[t], 1, lb), LINATTN_OK);
+        for (int i = 0; i < V; i++) {
+            double d = fabs((double)la[i] - lb[i]);
+            worst = d > worst || d != d ? d : worst;
+            largest = fabs(lb[i]) > largest ? fabs(lb[i]) : largest;
+        }
+    }
+    /* The same products summed in another order (a head's q.k over its 8
+     * dimensions, dims permuted): fp32 rounding, about 1e-7 relative per
+     * sum, through 2 layers; logits here are at most a few units. */
+    cr_expect_gt(largest, 0.5, "logits too small to tell: %g", largest);
+    cr_expect_leq(worst, 1e-5, "max abs difference %g", worst);
+    linattn_session_free(sa);
+    linattn_session_free(sb);
+    linattn_model_free(a);
+    linattn_model_free(b);
+    free_model(&m);
 }
 
 /* A config that repeats what config.json says, agreeing, is accepted;
