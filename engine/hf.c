@@ -112,6 +112,18 @@ static linattn_status check_config(const cJSON *root, const char *path, linattn_
         (st = get_float(root, path, "rms_norm_eps", 1e-6, 0.0, 1, &in->norm_eps)) ||
         (st = get_float(root, path, "rope_theta", 10000.0, 0.0, 0, &in->rope_theta)))
         return st;
+    /* transformers 5 writes rope_theta and the scaling into rope_parameters */
+    const cJSON *rope = item(root, "rope_parameters");
+    if (rope) {
+        const cJSON *kind = item(rope, "rope_type") ? item(rope, "rope_type") : item(rope, "type");
+        if (!cJSON_IsObject(rope) ||
+            (kind && !(cJSON_IsString(kind) && strcmp(kind->valuestring, "default") == 0)))
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: \"rope_parameters\" is not {\"rope_type\": \"default\", ...}: "
+                               "scaled rotary positions are not supported", path);
+        if ((st = get_float(rope, path, "rope_theta", in->rope_theta, 0.0, 0, &in->rope_theta)))
+            return st;
+    }
     const cJSON *tie = item(root, "tie_word_embeddings");
     if (tie && !cJSON_IsBool(tie))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not true or false",

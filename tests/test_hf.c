@@ -436,6 +436,22 @@ Test(hf, a_config_built_by_hand)
     free_model(&m);
 }
 
+/* transformers 5 writes rope_theta into rope_parameters: it wins */
+Test(hf, rope_parameters_of_transformers_5)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    write_config_json("llama", 0, ",\n  \"rope_parameters\": {\"rope_type\": \"default\", "
+                                  "\"rope_theta\": 250.0}");
+    linattn_config c;
+    linattn_config_defaults(&c);
+    cr_assert_eq(linattn_config_load(write_ini("hf.ini", hf_ini_softmax), &c), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_expect_eq(c.rope_theta, 250.0f);
+    free_model(&m);
+}
+
 /* mistral is llama's architecture when it has no sliding window */
 Test(hf, mistral_without_sliding_window)
 {
@@ -585,6 +601,8 @@ Test(hf, what_config_json_may_not_say)
         {"mistral", ",\n  \"sliding_window\": 4096", "\"sliding_window\" is set"},
         {"llama", ",\n  \"head_dim\": 16", "\"head_dim\" is 16, but hidden_size 32 / "
                                           "num_attention_heads 4 is 8"},
+        {"llama", ",\n  \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+         "\"rope_parameters\" is not"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_config_json(cases[i].type, 0, cases[i].extra);
