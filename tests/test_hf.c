@@ -731,6 +731,14 @@ Test(hf, shards_absent_or_not_as_listed)
           NULL);
     free(idx);
 
+    /* a tensor in both shards */
+    write_hf(&m, 2, NULL);
+    write_safetensors(tu_path("model-00002-of-00002.safetensors"), m.e + m.n / 2 - 1,
+                      m.n - m.n / 2 + 1, 1, NULL);
+    char twice[160];
+    snprintf(twice, sizeof twice, "tensor '%s' appears twice", m.e[m.n / 2 - 1].hf);
+    fails(hf_ini, LINATTN_ERR_FORMAT, twice, NULL);
+
     write_hf(&m, 2, NULL);
     unlink(tu_path("model-00002-of-00002.safetensors"));
     fails(hf_ini, LINATTN_ERR_IO, "model-00002-of-00002.safetensors",
