@@ -149,6 +149,25 @@ static linattn_status check_config(const cJSON *root, const char *path, linattn_
     return LINATTN_OK;
 }
 
+linattn_status linattn_hf_parse_info(const char *text, size_t len, const char *path,
+                                     linattn_hf_info *info)
+{
+    memset(info, 0, sizeof *info);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    linattn_status st;
+    if (!root) {
+        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not valid JSON (near byte %zu)", path, at);
+    } else if (!cJSON_IsObject(root)) {
+        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a JSON object", path);
+    } else {
+        st = check_config(root, path, info);
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 linattn_status linattn_hf_read_info(const char *dir, linattn_hf_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -161,19 +180,8 @@ linattn_status linattn_hf_read_info(const char *dir, linattn_hf_info *info)
     char *text = NULL;
     size_t len = 0;
     linattn_status st = safe_read_all(path, "config.json", MAX_CONFIG_JSON_BYTES, &text, &len);
-    if (st == LINATTN_OK) {
-        const char *end = NULL;
-        cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-        if (!root) {
-            size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-            st = linattn_err(LINATTN_ERR_FORMAT, "%s: not valid JSON (near byte %zu)", path, at);
-        } else if (!cJSON_IsObject(root)) {
-            st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a JSON object", path);
-        } else {
-            st = check_config(root, path, info);
-        }
-        cJSON_Delete(root);
-    }
+    if (st == LINATTN_OK)
+        st = linattn_hf_parse_info(text, len, path, info);
     mem_free(text);
     mem_free(path);
     return st;

@@ -30,6 +30,9 @@ typedef struct linattn_hf_info {
  * dividing num_attention_heads. LINATTN_ERR_IO when the file cannot be
  * read, LINATTN_ERR_FORMAT "DIR/config.json: why" otherwise. */
 linattn_status linattn_hf_read_info(const char *dir, linattn_hf_info *info);
+/* The same checks on config.json's text[len] (path: for messages). */
+linattn_status linattn_hf_parse_info(const char *text, size_t len, const char *path,
+                                     linattn_hf_info *info);
 
 /* The name a Hugging Face tensor has in this project: 1 with it in out
  * (model.layers.N.self_attn.q_proj.weight -> layers.N.attn.q.weight, ...),
