@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -171,6 +172,10 @@ linattn_status linattn_hf_parse_info(const char *text, size_t len, const char *p
 linattn_status linattn_hf_read_info(const char *dir, linattn_hf_info *info)
 {
     memset(info, 0, sizeof *info);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return linattn_err(LINATTN_ERR_IO, "%s: not a folder (hf:DIR names a Hugging Face model "
+                           "folder, which holds config.json)", dir);
     size_t n = strlen(dir);
     char *path = mem_alloc(n + sizeof "/config.json");
     if (!path)

@@ -577,6 +577,8 @@ Test(hf, config_json_missing_or_malformed)
     write_hf(&m, 1, NULL);
     unlink(tu_path("config.json"));
     fails(hf_ini, LINATTN_ERR_IO, "bad.ini:2: [model] key 'weights'", "config.json", NULL);
+    fails("[model]\nweights = hf:model.safetensors\n", LINATTN_ERR_IO,
+          "model.safetensors: not a folder", NULL);
     tu_write_text(tu_path("config.json"), "{\"model_type\": \"llama\", \"hidden_size\": 32,");
     fails(hf_ini, LINATTN_ERR_FORMAT, "config.json: not valid JSON", NULL);
     tu_write_text(tu_path("config.json"), "[1, 2]");
