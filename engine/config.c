@@ -298,8 +298,8 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return bad_value(o, K_WEIGHTS, "expected hf:DIR, got no DIR");
         /* a llama2c: checkpoint or hf: folder not yet read (a config built
          * by hand): 0 stands for the file's value, checked once it is read */
-        if ((l2c || hf) && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers || !c->d_ff ||
-                    !c->max_seq_len))
+        if ((l2c || hf) && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers ||
+                            !c->d_ff || !c->max_seq_len))
             return check_int(o, K_VOCAB_SIZE, c->vocab_size, 0, LINATTN_MAX_VOCAB, &st) &&
                            check_int(o, K_D_MODEL, c->d_model, 0, LINATTN_MAX_D_MODEL, &st) &&
                            check_int(o, K_N_HEADS, c->n_heads, 0, LINATTN_MAX_D_MODEL, &st) &&
@@ -526,7 +526,8 @@ static linattn_status complete_hf(linattn_config *c, const struct origin *o)
     c->tie_embeddings = in.tie;
     int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads; /* 0 and n_heads mean the same */
     if (GIVEN(K_N_KV_HEADS, c->n_kv_heads == 0) && kv != in.n_kv_heads)
-        return bad_value(o, K_N_KV_HEADS, "%d here, but %s/config.json has num_key_value_heads = %d",
+        return bad_value(o, K_N_KV_HEADS,
+                         "%d here, but %s/config.json has num_key_value_heads = %d",
                          c->n_kv_heads, dir, in.n_kv_heads);
     c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
     if (!GIVEN(K_MAX_SEQ_LEN, c->max_seq_len == 0)) {

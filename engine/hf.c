@@ -1,4 +1,4 @@
-/* hf.c: a Hugging Face Llama folder's config.json read and checked; its tensor names mapped to ours. */
+/* hf.c: a Hugging Face Llama folder's config.json read and checked; its tensor names as ours. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,7 +244,8 @@ int linattn_hf_rename(const char *hf, char *out, size_t size)
     int layer;
     size_t n;
     if (strncmp(hf, layers, sizeof layers - 1) == 0 &&
-        (n = layer_number(hf + sizeof layers - 1, &layer)) > 0 && hf[sizeof layers - 1 + n] == '.') {
+        (n = layer_number(hf + sizeof layers - 1, &layer)) > 0 &&
+        hf[sizeof layers - 1 + n] == '.') {
         const char *rest = hf + sizeof layers + n;
         for (size_t i = 0; i < N_LAYER_NAMES; i++)
             if (strcmp(rest, layer_names[i].hf) == 0) {

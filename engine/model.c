@@ -267,7 +267,8 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     /* a llama2c: or hf: config built by hand: its shape from the files */
     const int l2c = !bytes && strncmp(config->weights, LINATTN_LLAMA2C_PREFIX,
                                       LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-    const int hf = !bytes && strncmp(config->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
+    const int hf = !bytes &&
+                   strncmp(config->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
     if ((l2c || hf) && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
         linattn_model_free(m);
         return st;

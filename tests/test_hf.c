@@ -513,7 +513,8 @@ Test(hf, the_folders_tokenizer_by_default)
     linattn_model_free(a);
 
     /* a tokenizer the config names wins */
-    ini = write_ini("bytes.ini", "[model]\nweights = hf:.\nattention = softmax\ntokenizer = bytes\n");
+    ini = write_ini("bytes.ini",
+                    "[model]\nweights = hf:.\nattention = softmax\ntokenizer = bytes\n");
     a = load_ok(ini);
     cr_expect_str_eq(linattn_tokenizer_name(linattn_model_tokenizer(a)), "bytes");
     linattn_model_free(a);
@@ -667,6 +668,22 @@ Test(hf, keys_that_disagree_with_config_json)
     fails("[model]\nweights = hf:.\nattention = softmax\nd_model = 64\n", LINATTN_ERR_INVALID,
           "key 'd_model': 64 here, but", "config.json has hidden_size = 32", NULL);
     fails("[model]\nweights = hf:\n", LINATTN_ERR_INVALID, "key 'weights'", "empty path", NULL);
+
+    /* a max_position_embeddings past the library's limit needs max_seq_len */
+    write_config_json("llama", 0, "");
+    size_t n;
+    char *text = tu_read_file(tu_path("config.json"), &n);
+    char *at = strstr(text, "\"max_position_embeddings\": 128");
+    cr_assert(at);
+    char out[4096];
+    snprintf(out, sizeof out, "%.*s\"max_position_embeddings\": 2000000%s", (int)(at - text), text,
+             at + strlen("\"max_position_embeddings\": 128"));
+    tu_write_text(tu_path("config.json"), out);
+    free(text);
+    fails(hf_ini, LINATTN_ERR_INVALID, "key 'max_seq_len': not given",
+          "max_position_embeddings 2000000 is over 1048576", NULL);
+    const char *ctx = write_ini("ctx.ini", "[model]\nweights = hf:.\nmax_seq_len = 512\n");
+    linattn_model_free(load_ok(ctx));
     free_model(&m);
 }
 
