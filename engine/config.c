@@ -11,9 +11,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/stat.h>
+
 #include <ini.h>
 
 #include "file.h"
+#include "hf.h"
 #include "internal.h"
 #include "llama2c.h"
 
@@ -285,8 +288,8 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         if (!check_string(o, K_WEIGHTS, c->weights, sizeof c->weights, &st))
             return st;
         if (!c->weights[0])
-            return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path, random:SEED "
-                                           "or llama2c:PATH)");
+            return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path, random:SEED, "
+                                           "llama2c:PATH or hf:DIR)");
         uint64_t seed;
         if (strncmp(c->weights, "random:", 7) == 0 && !parse_u64(c->weights + 7, &seed))
             return bad_value(o, K_WEIGHTS, "expected random:SEED with an unsigned integer SEED, "
@@ -294,10 +297,13 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
         if (l2c && !c->weights[LINATTN_LLAMA2C_PREFIX_LEN])
             return bad_value(o, K_WEIGHTS, "expected llama2c:PATH, got no PATH");
-        /* a llama2c: checkpoint not yet read (a config built by hand): 0
-         * stands for the file's value, checked once it is read */
-        if (l2c && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers || !c->d_ff ||
-                    !c->max_seq_len))
+        int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
+        if (hf && !c->weights[LINATTN_HF_PREFIX_LEN])
+            return bad_value(o, K_WEIGHTS, "expected hf:DIR, got no DIR");
+        /* a llama2c: checkpoint or hf: folder not yet read (a config built
+         * by hand): 0 stands for the file's value, checked once it is read */
+        if ((l2c || hf) && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers ||
+                            !c->d_ff || !c->max_seq_len))
             return check_int(o, K_VOCAB_SIZE, c->vocab_size, 0, LINATTN_MAX_VOCAB, &st) &&
                            check_int(o, K_D_MODEL, c->d_model, 0, LINATTN_MAX_D_MODEL, &st) &&
                            check_int(o, K_N_HEADS, c->n_heads, 0, LINATTN_MAX_D_MODEL, &st) &&
@@ -482,12 +488,112 @@ static linattn_status complete_llama2c(linattn_config *c, const struct origin *o
     return LINATTN_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Hugging Face folders                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Fills c from the config.json of its hf: folder, as complete_llama2c does
+ * from a checkpoint, with these differences: norm_eps and rope_theta are
+ * the file's too (a key that repeats one must agree), and the architecture
+ * is llama's always: a key that says otherwise is an error (from a file);
+ * by hand the fields are set. With no tokenizer given, the folder's
+ * tokenizer.json is the tokenizer when it is there. */
+static linattn_status complete_hf(linattn_config *c, const struct origin *o)
+{
+    const char *dir = c->weights + LINATTN_HF_PREFIX_LEN;
+    linattn_hf_info in;
+    linattn_status st = linattn_hf_read_info(dir, &in);
+    if (st != LINATTN_OK) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", linattn_last_error());
+        return report(st, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0, "model", "weights",
+                      "%s", why);
+    }
+    const int file = o->key_line != NULL;
+#define GIVEN(k, unset) (file ? o->key_line[k] != 0 : !(unset))
+    struct { enum key_id k; int *field; int value; const char *json; } shape[] = {
+        {K_VOCAB_SIZE, &c->vocab_size, in.vocab_size, "vocab_size"},
+        {K_D_MODEL, &c->d_model, in.d_model, "hidden_size"},
+        {K_N_HEADS, &c->n_heads, in.n_heads, "num_attention_heads"},
+        {K_N_LAYERS, &c->n_layers, in.n_layers, "num_hidden_layers"},
+        {K_D_FF, &c->d_ff, in.d_ff, "intermediate_size"},
+    };
+    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+        if (!GIVEN(shape[i].k, *shape[i].field == 0))
+            *shape[i].field = shape[i].value;
+        else if (*shape[i].field != shape[i].value)
+            return bad_value(o, shape[i].k, "%d here, but %s/config.json has %s = %d",
+                             *shape[i].field, dir, shape[i].json, shape[i].value);
+    }
+    if (file && o->key_line[K_TIE_EMBEDDINGS] && c->tie_embeddings != in.tie)
+        return bad_value(o, K_TIE_EMBEDDINGS,
+                         "%s here, but %s/config.json has tie_word_embeddings = %s",
+                         c->tie_embeddings ? "true" : "false", dir, in.tie ? "true" : "false");
+    c->tie_embeddings = in.tie;
+    int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads; /* 0 and n_heads mean the same */
+    if (GIVEN(K_N_KV_HEADS, c->n_kv_heads == 0) && kv != in.n_kv_heads)
+        return bad_value(o, K_N_KV_HEADS,
+                         "%d here, but %s/config.json has num_key_value_heads = %d",
+                         c->n_kv_heads, dir, in.n_kv_heads);
+    c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
+    if (!GIVEN(K_MAX_SEQ_LEN, c->max_seq_len == 0)) {
+        if (in.max_seq_len > LINATTN_MAX_SEQ_LEN)
+            return bad_value(o, K_MAX_SEQ_LEN,
+                             "not given, and %s/config.json's max_position_embeddings %d is over "
+                             "%d: give max_seq_len (the longest stream a softmax model keeps)",
+                             dir, in.max_seq_len, LINATTN_MAX_SEQ_LEN);
+        c->max_seq_len = in.max_seq_len;
+    }
+    struct { enum key_id k; float *field; float value; const char *json; } floats[] = {
+        {K_NORM_EPS, &c->norm_eps, in.norm_eps, "rms_norm_eps"},
+        {K_ROPE_THETA, &c->rope_theta, in.rope_theta, "rope_theta"},
+    };
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
+        if (file && o->key_line[floats[i].k] && *floats[i].field != floats[i].value)
+            return bad_value(o, floats[i].k, "%g here, but %s/config.json has %s = %g",
+                             (double)*floats[i].field, dir, floats[i].json,
+                             (double)floats[i].value);
+        *floats[i].field = floats[i].value;
+    }
+    /* a Llama model's architecture */
+    struct { enum key_id k; int *field; int value; const char *const *names; } arch[] = {
+        {K_NORM, (int *)&c->norm, LINATTN_NORM_RMSNORM, norm_names},
+        {K_NORM_POSITION, (int *)&c->norm_position, LINATTN_NORM_PRE, norm_position_names},
+        {K_FFN, (int *)&c->ffn, LINATTN_FFN_SWIGLU, ffn_names},
+        {K_POSITIONS, (int *)&c->positions, LINATTN_POS_ROPE, positions_names},
+        {K_ROPE_PAIRING, (int *)&c->rope_pairing, LINATTN_ROPE_HALF, rope_pairing_names},
+        {K_BIAS, &c->bias, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+        int v = *arch[i].field;
+        if (file && o->key_line[arch[i].k] && v != arch[i].value)
+            return bad_value(o, arch[i].k, "%s here, but a Llama model (%s/config.json) has %s",
+                             arch[i].names ? arch[i].names[v] : v ? "true" : "false", dir,
+                             arch[i].names ? arch[i].names[arch[i].value] : "false");
+        *arch[i].field = arch[i].value;
+    }
+    if (!GIVEN(K_TOKENIZER, c->tokenizer[0] == 0)) {
+        char *tok = mem_alloc(strlen(dir) + sizeof "/tokenizer.json");
+        if (!tok)
+            return linattn_err(LINATTN_ERR_NOMEM, "config: out of memory");
+        sprintf(tok, "%s/tokenizer.json", dir);
+        struct stat sb;
+        if (stat(tok, &sb) == 0 && S_ISREG(sb.st_mode))
+            snprintf(c->tokenizer, sizeof c->tokenizer, "%s", c->weights); /* "hf:DIR" */
+        mem_free(tok);
+    }
+#undef GIVEN
+    return LINATTN_OK;
+}
+
 linattn_status linattn_config_complete(linattn_config *c)
 {
-    if (strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) != 0)
+    int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
+    int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
+    if (!l2c && !hf)
         return LINATTN_OK;
     struct origin o = {c->path, NULL};
-    linattn_status st = complete_llama2c(c, &o);
+    linattn_status st = l2c ? complete_llama2c(c, &o) : complete_hf(c, &o);
     return st != LINATTN_OK ? st : validate(c, &o);
 }
 
@@ -900,12 +1006,12 @@ static int set_value(struct parse *p, const struct slot *key, const char *value)
             strcpy(field, value);
             return 1;
         }
-        if (strncmp(value, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0) {
-            memcpy(field, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN);
-            return set_path(p, k, value + LINATTN_LLAMA2C_PREFIX_LEN,
-                            field + LINATTN_LLAMA2C_PREFIX_LEN,
-                            key->size - LINATTN_LLAMA2C_PREFIX_LEN);
-        }
+        if (strncmp(value, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0)
+            return set_prefixed_path(p, k, LINATTN_LLAMA2C_PREFIX,
+                                     value + LINATTN_LLAMA2C_PREFIX_LEN, field, key->size);
+        if (strncmp(value, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0)
+            return set_prefixed_path(p, k, LINATTN_HF_PREFIX, value + LINATTN_HF_PREFIX_LEN,
+                                     field, key->size);
         return set_path(p, k, value, field, key->size);
     case T_PATH:
         return set_path(p, k, value, field, key->size);
@@ -1045,16 +1151,17 @@ static linattn_status load(struct parse *p)
 
     linattn_config *c = p->c;
     int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
+    int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
     if (p->section_line[SEC_MODEL])
         for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
             enum key_id k = required_model_keys[i];
-            if (!p->key_line[k] && !(l2c && k != K_WEIGHTS))
+            if (!p->key_line[k] && !((l2c || hf) && k != K_WEIGHTS))
                 return report(LINATTN_ERR_FORMAT, p->path, p->section_line[SEC_MODEL], "model",
                               keys[k].name, "required key missing");
         }
     struct origin o = {p->path, p->key_line};
-    if (l2c) {
-        linattn_status st = complete_llama2c(c, &o);
+    if (l2c || hf) {
+        linattn_status st = l2c ? complete_llama2c(c, &o) : complete_hf(c, &o);
         if (st != LINATTN_OK)
             return st;
     }

@@ -25,9 +25,10 @@
 #endif
 linattn_status linattn_err(linattn_status status, const char *fmt, ...) LINATTN_PRINTF(2, 3);
 
-/* A config whose weights are llama2c:PATH completed from the checkpoint's
- * header (shape fields left 0 set, the others checked against it), then
- * validated; any other config is left as it is. */
+/* A config whose weights are llama2c:PATH or hf:DIR completed from the
+ * checkpoint's header or the folder's config.json (shape fields left 0 set,
+ * the others checked against it), then validated; any other config is left
+ * as it is. */
 linattn_status linattn_config_complete(linattn_config *c);
 
 /* Clears the thread's last error. */

@@ -7,6 +7,7 @@
 
 #include "attention.h"
 #include "f16.h"
+#include "hf.h"
 #include "llama2c.h"
 #include "model.h"
 
@@ -359,10 +360,12 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if (!m)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     m->cfg = *config;
-    /* a llama2c: config built by hand: its shape from the checkpoint */
+    /* a llama2c: or hf: config built by hand: its shape from the files */
     const int l2c = !bytes && strncmp(config->weights, LINATTN_LLAMA2C_PREFIX,
                                       LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-    if (l2c && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
+    const int hf = !bytes &&
+                   strncmp(config->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
+    if ((l2c || hf) && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
         linattn_model_free(m);
         return st;
     }
@@ -425,8 +428,9 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
         st = bytes ? linattn_weights_open_mem(bytes, size, config->weights, &m->file)
              : l2c ? linattn_weights_open_llama2c(config->weights + LINATTN_LLAMA2C_PREFIX_LEN,
                                                   &m->file)
+             : hf  ? linattn_weights_open_hf(config->weights + LINATTN_HF_PREFIX_LEN, &m->file)
                    : linattn_weights_open(config->weights, &m->file);
-        if (st != LINATTN_OK && !bytes && !l2c && st == LINATTN_ERR_IO)
+        if (st != LINATTN_OK && !bytes && !l2c && !hf && st == LINATTN_ERR_IO)
             st = weights_error(config, st);
         if (st != LINATTN_OK) {
             linattn_model_free(m);

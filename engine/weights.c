@@ -1,6 +1,7 @@
 /* weights.c: safetensors loader: mmap, cJSON header, every entry checked, fp32 tensors by name. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "f16.h"
 #include "file.h"
+#include "hf.h"
 #include "internal.h"
 #include "llama2c.h"
 #include "weights.h"
@@ -34,6 +36,8 @@ struct tensor {
     float *owned;
     uint16_t *owned_raw;  /* get_stored's aligned copy of unaligned F16/BF16 data */
     int used;
+    int part;             /* 0: this file's data; i > 0: parts[i - 1]'s (a Hugging Face set) */
+    const char *label;    /* the name in messages when not `name` (a renamed tensor) */
 };
 
 struct linattn_weights {
@@ -51,6 +55,8 @@ struct linattn_weights {
     struct tensor **by_name; /* sorted by name */
     char **meta;          /* key, value, key, value, ... */
     int n_meta;
+    linattn_weights **parts; /* a Hugging Face folder's files, whose tensors these are */
+    int n_parts;
 };
 
 static const char *const dtype_names[] = {"F32", "F16", "BF16"};
@@ -112,6 +118,9 @@ void linattn_weights_close(linattn_weights *w)
         mem_free(w->tensors[i].owned);
         mem_free(w->tensors[i].owned_raw);
     }
+    for (int i = 0; i < w->n_parts; i++)
+        linattn_weights_close(w->parts[i]);
+    mem_free(w->parts);
     for (int i = 0; i < 2 * w->n_meta; i++)
         mem_free(w->meta[i]);
     mem_free(w->meta);
@@ -225,6 +234,17 @@ static linattn_status parse_metadata(linattn_weights *w, const cJSON *meta)
     return LINATTN_OK;
 }
 
+/* The tensor's name in messages, and the file it is in. */
+static const char *label(const struct tensor *t)
+{
+    return t->label ? t->label : t->name;
+}
+
+static const char *file_of(const linattn_weights *w, const struct tensor *t)
+{
+    return t->part ? w->parts[t->part - 1]->path : w->path;
+}
+
 static int by_name_cmp(const void *a, const void *b)
 {
     const struct tensor *x = *(const struct tensor *const *)a, *y = *(const struct tensor *const *)b;
@@ -234,6 +254,8 @@ static int by_name_cmp(const void *a, const void *b)
 static int by_begin_cmp(const void *a, const void *b)
 {
     const struct tensor *x = *(const struct tensor *const *)a, *y = *(const struct tensor *const *)b;
+    if (x->part != y->part)
+        return x->part < y->part ? -1 : 1;
     if (x->begin != y->begin)
         return x->begin < y->begin ? -1 : 1;
     return (x->end > y->end) - (x->end < y->end);
@@ -258,12 +280,15 @@ static linattn_status check_layout(linattn_weights *w)
     for (size_t i = 1; i < n && st == LINATTN_OK; i++)
         if (strcmp(w->by_name[i - 1]->name, w->by_name[i]->name) == 0)
             st = linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' appears twice", w->path,
-                             w->by_name[i]->name);
-    /* Sorted by begin, a tensor overlaps some earlier one iff it overlaps
-     * the last non-empty one before it (empty tensors own no bytes). */
+                             label(w->by_name[i]));
+    /* Sorted by file, then begin, a tensor overlaps some earlier one iff it
+     * overlaps the last non-empty one before it in its file (empty tensors
+     * own no bytes). */
     const struct tensor *last = NULL;
     for (size_t i = 0; i < n && st == LINATTN_OK; i++) {
         const struct tensor *t = by_begin[i];
+        if (last && last->part != t->part)
+            last = NULL;
         if (t->begin == t->end)
             continue;
         if (last && t->begin < last->end)
@@ -472,7 +497,7 @@ int linattn_weights_has(const linattn_weights *w, const char *name)
 static linattn_status to_f32(linattn_weights *w, struct tensor *t)
 {
     static const float no_elements[1];
-    const uint8_t *src = w->data + t->begin;
+    const uint8_t *src = (t->part ? w->parts[t->part - 1]->data : w->data) + t->begin;
     size_t n = (size_t)t->n_elements;
     if (n == 0) {
         t->f32 = no_elements;
@@ -486,7 +511,7 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
     float *dst = mem_alloc(n * sizeof *dst);
     if (!dst)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: tensor '%.200s': out of memory (%zu floats)",
-                           w->path, t->name, n);
+                           file_of(w, t), label(t), n);
     for (size_t i = 0; i < n; i++) {
         switch (t->dtype) {
         case LINATTN_DTYPE_F32: {
@@ -514,6 +539,12 @@ static linattn_status find_shaped(linattn_weights *w, const char *name, int ndim
                                   const int64_t *shape, struct tensor **out)
 {
     struct tensor *t = find(w, name);
+    if (!t && w->parts) {
+        char hf[320];
+        linattn_hf_name(name, hf, sizeof hf);
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' (%.100s here): missing",
+                           w->path, hf, name);
+    }
     if (!t)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': missing", w->path, name);
     int same = t->ndim == ndim;
@@ -524,7 +555,7 @@ static linattn_status find_shaped(linattn_weights *w, const char *name, int ndim
         format_shape(want, sizeof want, ndim, shape);
         format_shape(got, sizeof got, t->ndim, t->shape);
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': expected shape %s, got %s",
-                           w->path, name, want, got);
+                           file_of(w, t), label(t), want, got);
     }
     *out = t;
     return LINATTN_OK;
@@ -572,7 +603,7 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
         *dtype = LINATTN_DTYPE_F32;
         return LINATTN_OK;
     }
-    const uint8_t *src = w->data + t->begin;
+    const uint8_t *src = (t->part ? w->parts[t->part - 1]->data : w->data) + t->begin;
     if ((uintptr_t)src % sizeof(uint16_t) == 0) {
         *data = src;
     } else {
@@ -619,7 +650,7 @@ linattn_status linattn_weights_check_all_used(const linattn_weights *w)
         if (!w->tensors[i].used)
             return linattn_err(LINATTN_ERR_FORMAT,
                                "%s: unexpected tensor '%.200s' (the model does not use it)",
-                               w->path, w->tensors[i].name);
+                               file_of(w, &w->tensors[i]), label(&w->tensors[i]));
     return LINATTN_OK;
 }
 
@@ -653,7 +684,12 @@ const char *linattn_weights_metadata(const linattn_weights *w, const char *key)
 
 linattn_status linattn_weights_check_unchanged(const linattn_weights *w)
 {
-    if (w->in_memory)
+    for (int i = 0; i < w->n_parts; i++) {
+        linattn_status st = linattn_weights_check_unchanged(w->parts[i]);
+        if (st != LINATTN_OK)
+            return st;
+    }
+    if (w->in_memory || w->parts)
         return LINATTN_OK;
     struct stat sb;
     if (stat(w->path, &sb) != 0)
@@ -887,4 +923,179 @@ linattn_status linattn_weights_open_llama2c(const char *path, linattn_weights **
 fail:
     linattn_weights_close(w);
     return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hugging Face folders                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define MAX_INDEX_BYTES (64u << 20)
+#define INDEX_NAME "model.safetensors.index.json"
+
+/* "dir/name" in a new buffer (mem_free), NULL when out of memory. */
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir), size = n + strlen(name) + 2;
+    char *s = mem_alloc(size);
+    if (s)
+        snprintf(s, size, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+    return s;
+}
+
+/* The files the index lists, each once, in the order of first mention
+ * (names[] points into root); a name must be a file in the folder. */
+static linattn_status index_files(const cJSON *root, const char *path, const char **names,
+                                  int cap, int *n)
+{
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
+    if (!cJSON_IsObject(map))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: no \"weight_map\" object", path);
+    *n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, map) {
+        if (!cJSON_IsString(e))
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: weight_map: tensor '%.200s': the file is "
+                               "not a string", path, e->string);
+        const char *f = e->valuestring;
+        if (!f[0] || strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: weight_map: tensor '%.200s': '%.200s' is not a file name in "
+                               "the folder", path, e->string, f);
+        int i = 0;
+        while (i < *n && strcmp(names[i], f) != 0)
+            i++;
+        if (i == *n && *n < cap)
+            names[(*n)++] = f;
+    }
+    if (*n == 0)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: weight_map lists no tensors", path);
+    return LINATTN_OK;
+}
+
+/* Opens the named files of the folder as w's parts; with an index, every
+ * tensor it lists must be in the file it names. */
+static linattn_status open_parts(linattn_weights *w, const char *dir, const char **names, int n,
+                                 const cJSON *index, const char *index_path)
+{
+    if (!(w->parts = mem_calloc((size_t)n, sizeof *w->parts)))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
+    for (int i = 0; i < n; i++) {
+        char *path = join(dir, names[i]);
+        if (!path)
+            return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
+        linattn_status st = linattn_weights_open(path, &w->parts[i]);
+        mem_free(path);
+        if (st != LINATTN_OK) {
+            if (!index)
+                return st;
+            char why[600];
+            snprintf(why, sizeof why, "%s", linattn_last_error());
+            return linattn_err(st, "%s (a shard %s lists)", why, index_path);
+        }
+        w->n_parts++;
+    }
+    if (!index)
+        return LINATTN_OK;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(index, "weight_map")) {
+        int i = 0;
+        while (i < n && strcmp(names[i], e->valuestring) != 0)
+            i++;
+        if (!linattn_weights_has(w->parts[i], e->string))
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: tensor '%.200s' is listed in %.200s, which does not have it",
+                               index_path, e->string, names[i]);
+    }
+    return LINATTN_OK;
+}
+
+/* The parts' tensors under this project's names (rotary buffers left out). */
+static linattn_status hf_tensors(linattn_weights *w)
+{
+    size_t total = 0;
+    for (int p = 0; p < w->n_parts; p++)
+        total += (size_t)w->parts[p]->n_tensors;
+    if (total > INT_MAX || !(w->tensors = mem_calloc(total ? total : 1, sizeof *w->tensors)))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+    for (int p = 0; p < w->n_parts; p++)
+        for (int i = 0; i < w->parts[p]->n_tensors; i++) {
+            const struct tensor *src = &w->parts[p]->tensors[i];
+            size_t size = strlen(src->name) + 64;
+            char *name = mem_alloc(size);
+            if (!name)
+                return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
+            if (linattn_hf_rename(src->name, name, size) == 0) {
+                mem_free(name);
+                continue;
+            }
+            struct tensor *t = &w->tensors[w->n_tensors++];
+            t->name = name;
+            t->label = src->name;
+            t->part = p + 1;
+            t->dtype = src->dtype;
+            t->ndim = src->ndim;
+            memcpy(t->shape, src->shape, sizeof t->shape);
+            t->n_elements = src->n_elements;
+            t->begin = src->begin;
+            t->end = src->end;
+        }
+    return check_layout(w);
+}
+
+linattn_status linattn_weights_open_hf(const char *dir, linattn_weights **out)
+{
+    if (!dir || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
+    *out = NULL;
+    linattn_weights *w = mem_calloc(1, sizeof *w);
+    char *single = join(dir, "model.safetensors"), *index_path = join(dir, INDEX_NAME);
+    char *text = NULL;
+    cJSON *index = NULL;
+    linattn_status st = LINATTN_OK;
+    if (!w || !(w->path = mem_strdup(dir)) || !single || !index_path) {
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
+        goto done;
+    }
+    struct stat sb;
+    const char *one = "model.safetensors";
+    if (stat(single, &sb) == 0) { /* as transformers: the single file first */
+        st = open_parts(w, dir, &one, 1, NULL, NULL);
+    } else if (stat(index_path, &sb) == 0) {
+        size_t len = 0;
+        if ((st = safe_read_all(index_path, INDEX_NAME, MAX_INDEX_BYTES, &text, &len)))
+            goto done;
+        const char *end = NULL;
+        index = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+        if (!index || !cJSON_IsObject(index)) {
+            size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a valid JSON object (near byte %zu)",
+                             index_path, index ? (size_t)0 : at);
+            goto done;
+        }
+        int cap = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(index, "weight_map"));
+        const char **names = mem_alloc((size_t)(cap > 0 ? cap : 1) * sizeof *names);
+        int n = 0;
+        if (!names)
+            st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
+        else if ((st = index_files(index, index_path, names, cap, &n)) == LINATTN_OK)
+            st = open_parts(w, dir, names, n, index, index_path);
+        mem_free(names);
+    } else {
+        st = linattn_err(LINATTN_ERR_IO,
+                         "%s: neither model.safetensors nor %s is there (a Hugging Face model "
+                         "folder in safetensors; pytorch_model.bin is not read)", dir, INDEX_NAME);
+    }
+    if (st == LINATTN_OK)
+        st = hf_tensors(w);
+done:
+    cJSON_Delete(index);
+    mem_free(text);
+    mem_free(single);
+    mem_free(index_path);
+    if (st != LINATTN_OK) {
+        linattn_weights_close(w);
+        return st;
+    }
+    *out = w;
+    return LINATTN_OK;
 }

@@ -334,7 +334,7 @@ typedef struct linattn_config {
     uint32_t struct_size; /* sizeof(linattn_config), set by linattn_config_defaults: a
                            * config built against another linattn.h is refused */
     /* [model]. A [model] section must give weights, d_model, n_heads, n_layers
-     * and d_ff (all but weights may be left out for a llama2c: checkpoint);
+     * and d_ff (all but weights may be left out for llama2c: and hf:);
      * a config without one leaves them ""/0 (see linattn_config_has_model). */
     char weights[4096];   /* .safetensors path resolved from the config's folder, "random:SEED",
                            * or "llama2c:PATH" (a llama2.c checkpoint, PATH resolved likewise):
@@ -343,7 +343,14 @@ typedef struct linattn_config {
                            * the architecture llama's (rmsnorm, rope, swiglu, no biases) unless
                            * keys say otherwise; in a config built by hand, a shape field left
                            * 0 (vocab_size and max_seq_len included) is taken from the file
-                           * and the architecture fields are the host's. */
+                           * and the architecture fields are the host's. Or "hf:DIR", a
+                           * Hugging Face Llama folder (config.json, model.safetensors or
+                           * the shards of model.safetensors.index.json, tokenizer.json),
+                           * read the same way, but norm_eps and rope_theta are the file's
+                           * too and the architecture is always llama's (rmsnorm, rope
+                           * half, swiglu, no biases, pre-norm: a key saying otherwise is
+                           * an error); tokenizer "" becomes "hf:DIR" when DIR has a
+                           * tokenizer.json. */
     int vocab_size;       /* 1..LINATTN_MAX_VOCAB, default 256 (byte-level tokenizer) */
     int d_model;          /* 1..LINATTN_MAX_D_MODEL, divisible by n_heads, even for sincos */
     int n_heads;          /* >= 1; head size d_model / n_heads */
