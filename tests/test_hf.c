@@ -10,6 +10,7 @@
 
 #include "linattn.h"
 #include "../engine/mem.h"
+#include "../simd/f16.h"
 #include "testutil.h"
 
 TestSuite(hf, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -92,6 +93,9 @@ static void free_model(model *m)
 /* A safetensors file of entries e[0..n) (F32), under their Hugging Face
  * names (hf) or ours, and `extra` more tensors named by extra_names (a
  * D-vector of zeros each; NULL-terminated). */
+/* 1: write_safetensors stores the matrices as F16 (vectors stay F32). */
+static int matrices_f16;
+
 static void write_safetensors(const char *path, const entry *e, int n, int hf,
                               const char *const *extra_names)
 {
@@ -101,12 +105,14 @@ static void write_safetensors(const char *path, const entry *e, int n, int hf,
     len += (size_t)snprintf(head + len, cap - len, "{\"__metadata__\": {\"format\": \"pt\"}");
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        size_t bytes = (size_t)e[i].rows * (size_t)(e[i].cols ? e[i].cols : 1) * 4;
+        int half = matrices_f16 && e[i].cols;
+        size_t bytes = (size_t)e[i].rows * (size_t)(e[i].cols ? e[i].cols : 1) * (half ? 2 : 4);
         if (e[i].cols)
             len += (size_t)snprintf(head + len, cap - len,
-                                    ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d, %d], "
+                                    ", \"%s\": {\"dtype\": \"%s\", \"shape\": [%d, %d], "
                                     "\"data_offsets\": [%zu, %zu]}",
-                                    hf ? e[i].hf : e[i].ours, e[i].rows, e[i].cols, at, at + bytes);
+                                    hf ? e[i].hf : e[i].ours, half ? "F16" : "F32", e[i].rows,
+                                    e[i].cols, at, at + bytes);
         else
             len += (size_t)snprintf(head + len, cap - len,
                                     ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d], "
@@ -133,8 +139,16 @@ static void write_safetensors(const char *path, const entry *e, int n, int hf,
         le[i] = (unsigned char)(n8 >> (8 * i));
     fwrite(le, 1, 8, f);
     fwrite(head, 1, len, f);
-    for (int i = 0; i < n; i++)
-        fwrite(e[i].data, 4, (size_t)e[i].rows * (size_t)(e[i].cols ? e[i].cols : 1), f);
+    for (int i = 0; i < n; i++) {
+        size_t ne = (size_t)e[i].rows * (size_t)(e[i].cols ? e[i].cols : 1);
+        if (matrices_f16 && e[i].cols)
+            for (size_t j = 0; j < ne; j++) {
+                uint16_t h = linattn_f32_to_f16(e[i].data[j]);
+                fwrite(&h, 2, 1, f);
+            }
+        else
+            fwrite(e[i].data, 4, ne, f);
+    }
     for (int i = 0; extra_names && extra_names[i]; i++)
         fwrite(zeros, 1, sizeof zeros, f);
     cr_assert_eq(fclose(f), 0);
@@ -292,6 +306,29 @@ Test(hf, one_file_linear_tied_same_logits_as_our_names)
 Test(hf, shards_with_index_same_logits)
 {
     same_as_ours(0, 2, "softmax", NULL);
+}
+
+/* F16 matrices in two shards, used as stored (each tensor read from its
+ * own shard's map), against the same folder expanded to fp32 at load: the
+ * half to float conversion is exact and the kernels do the same FMAs in the
+ * same order, so the logits agree bit for bit; half the matrix bytes. */
+Test(hf, f16_shards_used_as_stored)
+{
+    model m;
+    make_model(&m, 0);
+    matrices_f16 = 1;
+    write_hf(&m, 2, NULL);
+    matrices_f16 = 0;
+    const char *stored = write_ini("stored.ini", "[model]\nweights = hf:.\nattention = softmax\n");
+    const char *f32 = write_ini("f32.ini", "[model]\nweights = hf:.\nattention = softmax\n"
+                                           "[runtime]\nweights_dtype = f32\n");
+    linattn_model *a = load_ok(stored), *b = load_ok(f32);
+    cr_assert(strstr(linattn_model_weight_dtypes(a), "F16"), "%s", linattn_model_weight_dtypes(a));
+    cr_assert_lt(linattn_model_weight_bytes(a), linattn_model_weight_bytes(b) * 6 / 10);
+    expect_same_logits(a, b);
+    linattn_model_free(a);
+    linattn_model_free(b);
+    free_model(&m);
 }
 
 /* transformers before 4.38 saved each layer's rotary inv_freq buffer */
