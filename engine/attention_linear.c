@@ -924,6 +924,28 @@ void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens)
         s->tokens = tokens;
 }
 
+
+/* Query head h * group + r of the state's k/v head h: its sequence from
+ * proto, and the head's sums set to those before the call for every query
+ * head after the group's first (s->start holds them). */
+static lin_seq group_member(linattn_linear_state *s, const lin_seq *proto, int h, int r,
+                            const float *q, const float *k, const float *v, float *out,
+                            const linattn_layout *l)
+{
+    const size_t qh = (size_t)h * (size_t)s->group + (size_t)r;
+    lin_seq sq = *proto;
+    sq.q = q + qh * l[0].head;
+    sq.k = k + (size_t)h * l[1].head;
+    sq.v = v + (size_t)h * l[2].head;
+    sq.out = out + qh * l[3].head;
+    sq.decay = s->decay[h];
+    sq.pow = &s->pows[h];
+    if (r > 0)
+        memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
+               s->stride * sizeof(float));
+    return sq;
+}
+
 linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
                                               const float *k, const float *v, int len,
                                               float *out, const linattn_layout layouts[4],
@@ -1000,17 +1022,7 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
         for (int h = 0; h < H; h++) {
             lin_buffers b = lin_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
             for (int r = 0; r < G; r++) {
-                const size_t qh = (size_t)h * G + (size_t)r;
-                lin_seq sq = proto;
-                sq.q = q + qh * l[0].head;
-                sq.k = k + (size_t)h * l[1].head;
-                sq.v = v + (size_t)h * l[2].head;
-                sq.out = out + qh * l[3].head;
-                sq.decay = s->decay[h];
-                sq.pow = &s->pows[h];
-                if (r > 0)
-                    memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
-                           stride_bytes);
+                lin_seq sq = group_member(s, &proto, h, r, q, k, v, out, l);
                 lin_sums sums = state_sums(s, h);
                 lin_head_seq(&sq, &b, &sums);
             }
@@ -1018,17 +1030,7 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
     } else {
         for (int h = 0; h < H; h++)
             for (int r = 0; r < G; r++) {
-                const size_t qh = (size_t)h * G + (size_t)r;
-                lin_seq sq = proto;
-                sq.q = q + qh * l[0].head;
-                sq.k = k + (size_t)h * l[1].head;
-                sq.v = v + (size_t)h * l[2].head;
-                sq.out = out + qh * l[3].head;
-                sq.decay = s->decay[h];
-                sq.pow = &s->pows[h];
-                if (r > 0)
-                    memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
-                           stride_bytes);
+                lin_seq sq = group_member(s, &proto, h, r, q, k, v, out, l);
                 lin_sums sums = state_sums(s, h);
                 lin_head_split(&sq, ws, per_thread, &sums, nt);
             }
