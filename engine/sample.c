@@ -1,6 +1,8 @@
 /* sample.c: repetition penalty, logit bias, temperature, top-k, top-p and min-p sampling with a seeded generator. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
 
 #include "internal.h"
 #include "sample.h"
@@ -221,6 +223,23 @@ static int partition(candidate *c, int lo, int hi, uint64_t *rng)
     return i;
 }
 
+/* The weights of c[0..n) added in four chains (one chain waits on the
+ * adder's latency at every element: 4x slower at vocab 32,000). */
+static double sum_p(const candidate *c, int n)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += c[i].p;
+        s1 += c[i + 1].p;
+        s2 += c[i + 2].p;
+        s3 += c[i + 3].p;
+    }
+    for (; i < n; i++)
+        s0 += c[i].p;
+    return (s0 + s1) + (s2 + s3);
+}
+
 /* Moves the k first of c[0..n) in the order to c[0..k), in no particular
  * order (quickselect: expected O(n)). */
 static void select_count(candidate *c, int n, int k, uint64_t *rng)
@@ -247,9 +266,7 @@ static int select_mass(candidate *c, int n, double target, uint64_t *rng, double
     double acc = 0.0; /* weight of c[0..lo), all taken */
     while (lo < hi) {
         int i = partition(c, lo, hi, rng);
-        double up = 0.0;
-        for (int j = lo; j < i; j++)
-            up += c[j].p;
+        double up = sum_p(c + lo, i - lo);
         if (acc + up >= target) {
             hi = i; /* the boundary is before the pivot */
             continue;
@@ -280,11 +297,18 @@ static linattn_status filter(linattn_sampler *s, const float *logits, int *keep,
 {
     int V = s->vocab;
     double *a = s->adjusted;
+    /* an exponent of all ones is an infinity or a NaN; tested bit-wise and
+     * without an exit in the loop, so that it vectorises */
+    unsigned bad = 0;
     for (int i = 0; i < V; i++) {
-        if (!isfinite(logits[i]))
-            return linattn_err(LINATTN_ERR_INVALID, "sample: logit %d is not finite", i);
+        uint32_t bits;
+        memcpy(&bits, &logits[i], sizeof bits);
+        bad |= (~bits & 0x7f800000u) == 0;
         a[i] = logits[i];
     }
+    for (int i = 0; bad && i < V; i++)
+        if (!isfinite(logits[i]))
+            return linattn_err(LINATTN_ERR_INVALID, "sample: logit %d is not finite", i);
     /* Computed from the logit, not from a[t]: a token the window holds many
      * times is penalised once, as in CTRL and llama.cpp. Doubles: a huge
      * logit times the penalty cannot overflow to an infinity. */
@@ -297,13 +321,27 @@ static linattn_status filter(linattn_sampler *s, const float *logits, int *keep,
     if (s->bias)
         for (int i = 0; i < V; i++)
             a[i] += s->bias[i];
-    int best = -1;
-    for (int i = 0; i < V; i++)
-        if (a[i] != -INFINITY && (best < 0 || a[i] > a[best]))
-            best = i;
-    if (best < 0)
+    /* the largest in four chains, then its first index (lowest on ties);
+     * banned tokens (-inf) never win, and all banned leaves -inf */
+    double m0 = -INFINITY, m1 = -INFINITY, m2 = -INFINITY, m3 = -INFINITY;
+    int i4 = 0;
+    for (; i4 + 4 <= V; i4 += 4) {
+        m0 = a[i4] > m0 ? a[i4] : m0;
+        m1 = a[i4 + 1] > m1 ? a[i4 + 1] : m1;
+        m2 = a[i4 + 2] > m2 ? a[i4 + 2] : m2;
+        m3 = a[i4 + 3] > m3 ? a[i4 + 3] : m3;
+    }
+    for (; i4 < V; i4++)
+        m0 = a[i4] > m0 ? a[i4] : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    const double m = m2 > m0 ? m2 : m0;
+    if (m == -INFINITY)
         return linattn_err(LINATTN_ERR_INVALID,
                            "sample: every token is banned (logit bias -inf): nothing to draw");
+    int best = 0;
+    while (a[best] != m)
+        best++;
     if (s->temperature == 0.0f) {
         s->scratch[0].p = 1.0f;
         s->scratch[0].token = best;
@@ -317,31 +355,53 @@ static linattn_status filter(linattn_sampler *s, const float *logits, int *keep,
     linattn_status st = linattn_kernels_current(&kern);
     if (st != LINATTN_OK)
         return st;
-    const double m = a[best], inv_t = 1.0 / s->temperature;
+    const double inv_t = 1.0 / s->temperature;
     float *w = s->weights;
     for (int i = 0; i < V; i++)
         w[i] = (float)((a[i] - m) * inv_t);
-    kern->exp_sub_sum(w, w, 0.0f, (size_t)V);
+    /* banned tokens weigh exp(-inf) = 0: in no sum, and below any cut */
+    double total = kern->exp_sub_sum(w, w, 0.0f, (size_t)V);
     w[best] = 1.0f; /* exactly, as exp(0) */
     candidate *c = s->scratch;
     int n = 0;
-    double kept = 0.0;
-    for (int i = 0; i < V; i++) {
-        if (a[i] == -INFINITY)
-            continue;
-        c[n].p = w[i];
-        c[n].token = i;
-        kept += w[i];
-        n++;
+    /* With a cut on, first only the tokens of weight >= 2^-12 (of the most
+     * probable's 1): a language model leaves few of them, and they are the
+     * first in the order, so when they hold top-k's k tokens, top-p's mass
+     * or everything min-p keeps, the cuts need nothing else. Otherwise (a
+     * flat distribution) every token is a candidate. */
+    const float tau = 0x1p-12f;
+    int top_k = s->top_k > 0 && s->top_k < V ? s->top_k : 0;
+    if (top_k || s->top_p < 1.0f || s->min_p > 0.0f) {
+        for (int i = 0; i < V; i++) { /* without a branch: the test is random */
+            c[n] = (candidate){w[i], i};
+            n += w[i] >= tau;
+        }
+        int enough = top_k ? n >= top_k
+                     : s->top_p < 1.0f ? sum_p(c, n) >= s->top_p * total
+                                       : s->min_p >= tau;
+        if (!enough)
+            n = 0;
     }
+    if (n == 0) {
+        if (s->bias) {
+            for (int i = 0; i < V; i++)
+                if (a[i] != -INFINITY) /* banned: no candidate at all */
+                    c[n++] = (candidate){w[i], i};
+        } else { /* only a bias bans */
+            for (int i = 0; i < V; i++)
+                c[i] = (candidate){w[i], i};
+            n = V;
+        }
+        total = sum_p(c, n);
+    }
+    double kept = total; /* top-p's reference without top-k: every token's mass */
     uint64_t rng = 0x5eed5eed5eed5eedull;
     int k = n;
-    if (s->top_k > 0 && s->top_k < n) {
-        k = s->top_k;
-        select_count(c, n, k, &rng);
-        kept = 0.0;
-        for (int i = 0; i < k; i++)
-            kept += c[i].p;
+    if (top_k) {
+        k = top_k < n ? top_k : n;
+        if (k < n)
+            select_count(c, n, k, &rng);
+        kept = sum_p(c, k);
     }
     /* top-p against the mass of top-k's set */
     if (s->top_p < 1.0f)
@@ -388,14 +448,24 @@ linattn_status linattn_sample(linattn_sampler *s, const float *logits, int *toke
         *token = s->scratch[0].token; /* greedy draws nothing: the generator stays put */
         return LINATTN_OK;
     }
+    /* whole blocks of 64 skipped by their sums (four chains each), then
+     * the block that holds u walked token by token */
     double u = (double)(next_u64(&s->state) >> 11) * 0x1.0p-53 * kept, cum = 0.0;
-    for (int i = 0; i < keep; i++) {
-        cum += s->scratch[i].p;
+    const candidate *c = s->scratch;
+    int i = 0;
+    for (; i + 64 <= keep; i += 64) {
+        double b = sum_p(c + i, 64);
+        if (u < cum + b)
+            break;
+        cum += b;
+    }
+    for (; i < keep; i++) {
+        cum += c[i].p;
         if (u < cum) {
-            *token = s->scratch[i].token;
+            *token = c[i].token;
             return LINATTN_OK;
         }
     }
-    *token = s->scratch[keep - 1].token;
+    *token = c[keep - 1].token;
     return LINATTN_OK;
 }

@@ -11,7 +11,8 @@
 # positions at temperature 0 with 1 and 2 threads: run.c's "achieved tok/s"
 # beside `linattn generate --stats` (the decode tokens/s) on the same
 # checkpoints, loaded as `weights = llama2c:PATH`, with softmax attention
-# (the checkpoint as trained) and linear attention. Prints the ratios, the
+# (the checkpoint as trained) and linear attention, and the same weights as
+# an F16 safetensors file (softmax, used as stored). Prints the ratios, the
 # weight bytes each token reads and the memory-bandwidth floor from
 # `linattn-bench --suite bandwidth` (triad).
 #
@@ -46,7 +47,7 @@ gcc -Ofast -march=native -fopenmp "$TMP/run.c" -lm -o "$TMP/run"
 
 # --- checkpoints and tokenizer -------------------------------------------
 "$PY" - "$TMP" $SIZES <<'EOF'
-import struct, sys
+import json, struct, sys
 import numpy as np
 
 out, sizes = sys.argv[1], sys.argv[2:]
@@ -70,17 +71,45 @@ for name in sizes:
         emb = (rng.standard_normal((V, dim), dtype=np.float32) * 0.5).astype(np.float32)
         emb[1] = 0  # token 1 (BOS) never wins the argmax: run.c stops at it
         f.write(emb.astype("<f4").tobytes())
-        w(L, dim, ones=True)                    # rms_att
-        w(L, dim, dim)                          # wq
-        w(L, G * hs, dim)                       # wk
-        w(L, G * hs, dim)                       # wv
-        w(L, dim, dim)                          # wo
-        w(L, dim, ones=True)                    # rms_ffn
-        w(L, hid, dim)                          # w1
-        w(L, dim, hid)                          # w2
-        w(L, hid, dim)                          # w3
-        w(dim, ones=True)                       # rms_final
+        ra = w(L, dim, ones=True)               # rms_att
+        wq = w(L, dim, dim)                     # wq
+        wk = w(L, G * hs, dim)                  # wk
+        wv = w(L, G * hs, dim)                  # wv
+        wo = w(L, dim, dim)                     # wo
+        rf = w(L, dim, ones=True)               # rms_ffn
+        w1 = w(L, hid, dim)                     # w1
+        w2 = w(L, dim, hid)                     # w2
+        w3 = w(L, hid, dim)                     # w3
+        rn = w(dim, ones=True)                  # rms_final
         f.write(np.zeros(seq * hs, "<f4").tobytes())  # the old freq_cis_real and _imag
+    # The same weights under linattn's names with F16 matrices (norm weights
+    # F32): what linattn runs as stored, beside llama2.c's fp32.
+    t = {"tok_emb.weight": emb.astype("<f2"), "norm_f.weight": rn}
+    for l in range(L):
+        t.update({f"layers.{l}.norm1.weight": ra[l], f"layers.{l}.norm2.weight": rf[l],
+                  f"layers.{l}.attn.q.weight": wq[l].astype("<f2"),
+                  f"layers.{l}.attn.k.weight": wk[l].astype("<f2"),
+                  f"layers.{l}.attn.v.weight": wv[l].astype("<f2"),
+                  f"layers.{l}.attn.o.weight": wo[l].astype("<f2"),
+                  f"layers.{l}.ffn.gate.weight": w1[l].astype("<f2"),
+                  f"layers.{l}.ffn.down.weight": w2[l].astype("<f2"),
+                  f"layers.{l}.ffn.up.weight": w3[l].astype("<f2")})
+    head, blobs, at = {}, [], 0
+    for k, a in t.items():
+        b = np.ascontiguousarray(a).tobytes()
+        head[k] = {"dtype": "F16" if a.dtype == np.float16 else "F32",
+                   "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    hj = json.dumps(head).encode()
+    hj += b" " * (-len(hj) % 8)
+    with open(f"{out}/{name}-f16.safetensors", "wb") as g:
+        g.write(struct.pack("<Q", len(hj)) + hj + b"".join(blobs))
+    with open(f"{out}/{name}-f16.ini", "w") as g:
+        g.write(f"[model]\nweights = {name}-f16.safetensors\nattention = softmax\n"
+                f"vocab_size = {V}\nd_model = {dim}\nn_heads = {H}\nn_kv_heads = {G}\n"
+                f"n_layers = {L}\nd_ff = {hid}\nnorm = rmsnorm\nffn = swiglu\n"
+                f"positions = rope\nbias = false\nmax_seq_len = {seq}\ntie_embeddings = true\n")
 # run.c's tokenizer.bin: max_token_length, then per token: score, length, bytes
 with open(f"{out}/tokenizer.bin", "wb") as f:
     # byte fallbacks at 3..258 as in llama's; " " for the prompt's dummy prefix
@@ -116,8 +145,9 @@ fi
 echo "memory bandwidth (triad): ${TRIAD1:-?} GB/s at 1 thread, ${TRIAD2:-?} GB/s at 2"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf '%-5s %-7s %-10s %-10s %-10s %-7s %-7s %-9s %s\n' model threads "llama2.c" \
-    "linattn-sm" "linattn-li" "sm/l2c" "li/l2c" "MB/token" "floor tok/s (triad), softmax at"
+printf '%-5s %-7s %-10s %-10s %-10s %-10s %-7s %-7s %-7s %-9s %s\n' model threads "llama2.c" \
+    "linattn-sm" "linattn-li" "sm-f16" "sm/l2c" "li/l2c" "f16/l2c" "MB/token" \
+    "floor tok/s (triad), softmax at"
 for size in $SIZES; do
     for att in softmax linear; do
         printf '[model]\nweights = llama2c:%s.bin\nattention = %s\n' "$size" "$att" \
@@ -131,16 +161,18 @@ for size in $SIZES; do
             echo "a $(llama2c_tps "$size" "$t")" >> "$TMP/r"
             echo "b $(linattn_tps "$size" "$t" softmax)" >> "$TMP/r"
             echo "c $(linattn_tps "$size" "$t" linear)" >> "$TMP/r"
+            echo "d $(linattn_tps "$size" "$t" f16)" >> "$TMP/r"
         done
         a=$(awk '$1 == "a" {print $2}' "$TMP/r" | best)
         b=$(awk '$1 == "b" {print $2}' "$TMP/r" | best)
         c=$(awk '$1 == "c" {print $2}' "$TMP/r" | best)
+        d=$(awk '$1 == "d" {print $2}' "$TMP/r" | best)
         tri=$([ "$t" = 1 ] && echo "${TRIAD1:-}" || echo "${TRIAD2:-}")
-        awk -v s="$size" -v t="$t" -v a="${a:-0}" -v b="${b:-0}" -v c="${c:-0}" \
+        awk -v s="$size" -v t="$t" -v a="${a:-0}" -v b="${b:-0}" -v c="${c:-0}" -v d="${d:-0}" \
             -v by="${bytes:-0}" -v tri="${tri:-0}" 'BEGIN {
             floor = (by > 0 && tri > 0) ? tri * 1e9 / by : 0;
-            printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-9.1f %s\n", s, t, a, b, c,
-                   (a > 0 ? b / a : 0), (a > 0 ? c / a : 0), by / 1e6,
+            printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-7.2f %-9.1f %s\n", s, t, a, b, c, d,
+                   (a > 0 ? b / a : 0), (a > 0 ? c / a : 0), (a > 0 ? d / a : 0), by / 1e6,
                    (floor > 0 ? sprintf("%.1f, %.0f%%", floor, 100 * b / floor) : "?")
         }'
     done
