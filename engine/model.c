@@ -869,21 +869,36 @@ static void activate(const linattn_model *m, const linattn_kernels *k, float *u,
         k->relu(u, u, n);
 }
 
-/* Rotates pairs of dimensions of every head of q [n, d] and k [n, kvd]:
- * row t is at position pos[t] (streams) or pos0 + t. The angle is formed
- * in double: positions reach the millions in a long stream. */
-static void rope_rows(const linattn_model *m, float *q, float *k, int n,
-                      linattn_session *const *streams, uint64_t pos0)
+/* cs[t * dh ..]: cos of each pair's angle, then its sin, for row t at
+ * position pos[t] (streams) or pos0 + t; once a pass, for every layer.
+ * The angle is formed in double: positions reach the millions. */
+static void rope_angles(const linattn_model *m, float *cs, int n, linattn_session *const *streams,
+                        uint64_t pos0)
+{
+    const int dh = m->dh, half = dh / 2;
+    for (int t = 0; t < n; t++) {
+        uint64_t p = streams ? streams[t]->tokens : pos0 + (uint64_t)t;
+        float *c = cs + (size_t)t * dh;
+        for (int i = 0; i < half; i++) {
+            double ang = (double)p * m->rope_freq[i];
+            c[i] = (float)cos(ang);
+            c[half + i] = (float)sin(ang);
+        }
+    }
+}
+
+/* Rotates pairs of dimensions of every head of q [n, d] and k [n, kvd]
+ * by the angles rope_angles left in cs. */
+static void rope_rows(const linattn_model *m, float *q, float *k, int n, const float *cs)
 {
     const int dh = m->dh, half = dh / 2, d = m->d, kvd = m->kvd;
     const int interleaved = m->cfg.rope_pairing == LINATTN_ROPE_INTERLEAVED;
     const int a_step = interleaved ? 2 : 1, b_off = interleaved ? 1 : half;
     for (int t = 0; t < n; t++) {
-        uint64_t p = streams ? streams[t]->tokens : pos0 + (uint64_t)t;
         float *qr = q + (size_t)t * d, *kr = k + (size_t)t * kvd;
+        const float *ct = cs + (size_t)t * dh;
         for (int i = 0; i < half; i++) {
-            double ang = (double)p * m->rope_freq[i];
-            float c = (float)cos(ang), sn = (float)sin(ang);
+            const float c = ct[i], sn = ct[half + i];
             int a = i * a_step, b = a + b_off;
             for (int j = 0; j < d; j += dh) {
                 float x0 = qr[j + a], x1 = qr[j + b];
@@ -932,6 +947,8 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
     size_t nd = (size_t)n * d;
     int pre = m->cfg.norm_position == LINATTN_NORM_PRE;
     embed(m, s->x, tokens, n, streams, s->tokens);
+    if (m->cfg.positions == LINATTN_POS_ROPE)
+        rope_angles(m, s->rope, n, streams, s->tokens);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         const linattn_layer *L = &m->layers[l];
         /* attention sublayer */
@@ -950,7 +967,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             linattn_project(k, s->v, in, L->wv, L->bv, n, m->kvd, d, T);
         }
         if (m->cfg.positions == LINATTN_POS_ROPE)
-            rope_rows(m, s->q, s->k, n, streams, s->tokens);
+            rope_rows(m, s->q, s->k, n, s->rope);
         const float *kk = s->k, *vv = s->v;
         if (s->kx) { /* linear, grouped k/v: one per query head */
             repeat_kv(m, s->kx, s->vx, s->k, s->v, n);

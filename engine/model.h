@@ -89,6 +89,8 @@ struct linattn_session {
     float *kx, *vx;                  /* linear with n_kv_heads < n_heads: k, v repeated
                                       * per query head [CHUNK, d]; else NULL */
     float *u, *u2;                   /* [CHUNK, d_ff]; u2 swiglu only (else NULL) */
+    float *rope;                     /* [CHUNK, d_head]: cos then sin of each pair's angle
+                                      * at each row's position (rope only, else NULL) */
 };
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and

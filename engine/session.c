@@ -80,6 +80,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
         s->vx = alloc_floats(cd, &failed);
     }
     s->logits = alloc_floats((size_t)m->vocab, &failed);
+    if (m->cfg.positions == LINATTN_POS_ROPE)
+        s->rope = alloc_floats((size_t)LINATTN_CHUNK * m->dh, &failed);
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
@@ -126,6 +128,7 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->a);
     mem_free(s->u);
     mem_free(s->u2);
+    mem_free(s->rope);
     mem_free(s->kx);
     mem_free(s->vx);
     mem_free(s);
