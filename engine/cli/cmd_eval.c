@@ -252,19 +252,12 @@ int cmd_eval(int argc, char **argv)
         if (window)
             cli_fail("eval", "--window %ld is longer than the model's max_seq_len (%d)", window,
                      cfg->max_seq_len);
-        else if (bytes_tok)
+        else /* the byte tokenizer counts bytes, any other tokens */
             cli_fail("eval",
-                     "%s: %zu bytes do not fit the model's context (max_seq_len %d, %s): "
+                     "%s: %zu %s do not fit the model's context (max_seq_len %d, %s): "
                      "use --window N with N <= %d",
-                     text_path, n, cfg->max_seq_len,
-                     cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax attention"
-                                                             : "learned positions",
-                     cfg->max_seq_len);
-        else
-            cli_fail("eval",
-                     "%s: %zu tokens do not fit the model's context (max_seq_len %d, %s): "
-                     "use --window N with N <= %d",
-                     text_path, ntok, cfg->max_seq_len,
+                     text_path, bytes_tok ? n : ntok, bytes_tok ? "bytes" : "tokens",
+                     cfg->max_seq_len,
                      cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax attention"
                                                              : "learned positions",
                      cfg->max_seq_len);
