@@ -50,6 +50,10 @@
  *              is formed apart from C and added to it once (per 256 terms):
  *              a linear state folds a block of keys into a large S this way
  *              without losing their low bits (checked exactly by checkasm).
+ * gemm_nn_f16  gemm_nn with B stored as half (a KV cache in F16): the same
+ *              FMAs in the same order as gemm_nn on B's values in fp32.
+ * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
+ *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  *
  * X(name, return type, (parameters)): adding a kernel is one line here, its
  * implementations (linattn_<name>_<isa> in each ISA's files), and its check
@@ -91,7 +95,11 @@
        size_t N, size_t K))                                                                        \
     X(gemm_nn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
-       size_t N, size_t K))
+       size_t N, size_t K))                                                                        \
+    X(gemm_nn_f16, void,                                                                           \
+      (float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B, size_t ldb, size_t M, \
+       size_t N, size_t K))                                                                        \
+    X(to_f16, void, (uint16_t *y, const float *x, size_t n))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;

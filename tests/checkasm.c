@@ -115,6 +115,13 @@ static const struct tolerance {
     [K_gemm_nn] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
      "a K-term sum of products added to C, in any blocking or order; and each sum formed "
      "apart and added to C once (checked exactly)"},
+    [K_gemm_nn_f16] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny; and bit for bit gemm_nn",
+     "gemm_nn's bound: B's halfs convert exactly; the same FMAs in the same order as this "
+     "ISA's gemm_nn on B in fp32 (checked exactly: a KV cache in F16 changes only the rounding "
+     "of what it stores)"},
+    [K_to_f16] = {TOL_EXACT, 0, "equal (any NaN for NaN)",
+     "round to nearest even is one correctly rounded result: ties, the subnormal range, "
+     "overflow to infinity"},
 };
 
 
@@ -1247,6 +1254,141 @@ static void check_gemm_nt_half(const linattn_kernels *k, const linattn_kernels *
         gemm_half_case(r, f, fs, bf, c, m, 24 + m % 9, 37);
 }
 
+/* gemm_nn with a half B [K x N] (stride ldb): against the double
+ * reference and scalar within gemm_nn's bound, and bit for bit against
+ * this ISA's gemm_nn on the same values in fp32. */
+static void gemm_nn_f16_case(const linattn_kernels *k, const linattn_kernels *sc, report *r,
+                             double c, size_t M, size_t N, size_t K)
+{
+    int wide = rnd_below(3) == 0;
+    size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4), ldb = N + 1 + rnd_below(4);
+    buf bA, bB, bC, bS, bF;
+    double *Bv = malloc((N * K + 1) * sizeof *Bv);
+    float *A = matrix_new(&bA, M, K, lda, wide, 0);
+    const uint16_t *B = half_matrix_new(&bB, K, N, ldb, 0, wide, Bv);
+    float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
+    float *Cf = buf_out(&bF, bC.n);
+    float *Bf = malloc((K * ldb + 1) * sizeof *Bf);
+    for (size_t p = 0; p < K; p++)
+        for (size_t j = 0; j < N; j++)
+            Bf[p * ldb + j] = (float)Bv[p * N + j];
+    memcpy(Cs, C, bC.n * sizeof *C);
+    memcpy(Cf, C, bC.n * sizeof *C);
+    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            C0[i * N + j] = C[i * ldc + j];
+    k->gemm_nn_f16(C, ldc, A, lda, B, ldb, M, N, K);
+    sc->gemm_nn_f16(Cs, ldc, A, lda, B, ldb, M, N, K);
+    k->gemm_nn(Cf, ldc, A, lda, Bf, ldb, M, N, K);
+    snprintf(shape, sizeof shape, "f16 M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C", M, N, K, lda,
+             ldb, ldc);
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            double ref = C0[i * N + j], abs = fabs(ref);
+            for (size_t p = 0; p < K; p++) {
+                double t = (double)A[i * lda + p] * Bv[p * N + j];
+                ref += t;
+                abs += fabs(t);
+            }
+            double bound = ((double)K + c) * U * abs + (double)K * TINY;
+            size_t at = i * ldc + j;
+            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
+                 i * N + j, C[at], ref, Cs[at]);
+            if (memcmp(&C[at], &Cf[at], sizeof(float)) != 0) {
+                fail(r, "%s[%zu]: %.9g, gemm_nn on the same values in fp32 gives %.9g (not "
+                        "bit for bit)", shape, i * N + j, (double)C[at], (double)Cf[at]);
+                i = M;
+                break;
+            }
+        }
+    }
+    check_guards(r, &bC, "C");
+    if (!gaps_ok(&bC, M, N, ldc))
+        fail(r, "%s: wrote into the gap between rows (columns N..ldc-1)", shape);
+    free(C0);
+    free(Bv);
+    free(Bf);
+    buf_free(&bA);
+    buf_free(&bB);
+    buf_free(&bC);
+    buf_free(&bS);
+    buf_free(&bF);
+}
+
+/* gemm_nn's shapes: one row (decode), few rows, packed panels, k blocks,
+ * every row remainder. */
+static void check_gemm_nn_f16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemm_nn_f16")->c;
+    for (size_t a = 0; a < N_SIZES; a++)
+        for (size_t b = 0; b < N_SIZES; b++)
+            for (size_t d = 0; d < N_SIZES; d++)
+                if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
+                    gemm_nn_f16_case(k, sc, r, c, sizes[a], sizes[b], sizes[d]);
+    static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {64, 64, 64}, {1, 64, 128},
+                                      {1, 200, 300},  {150, 33, 1000}, {68, 40, 70},
+                                      {71, 31, 260},  {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        gemm_nn_f16_case(k, sc, r, c, extra[i][0], extra[i][1], extra[i][2]);
+    for (size_t m = 64; m < 76; m++)
+        gemm_nn_f16_case(k, sc, r, c, m, 24 + m % 9, 37);
+}
+
+/* to_f16 against the reference conversion (simd/f16.c), exactly: every
+ * half's value, the midpoints between neighbouring halfs (ties to even)
+ * and one fp32 ulp either side of them, over the whole range (subnormal
+ * halfs, the overflow threshold 65520, infinities, NaN), in arrays of every
+ * length up to 40 at every offset, so each tail and lane is used, with
+ * guards around the output. */
+static void check_to_f16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    (void)sc;
+    const size_t n = 65536 * 4;
+    float *x = malloc(n * sizeof *x);
+    for (size_t h = 0; h < 65536; h++) {
+        float v = linattn_f16_to_f32((uint16_t)h);
+        float next = linattn_f16_to_f32((uint16_t)((h & 0x7fffu) == 0x7bffu ? h : h + 1));
+        float mid = (float)(((double)v + (double)next) / 2); /* exact: halfs have 11 bits */
+        if ((h & 0x7fffu) == 0x7bffu) /* past the largest half: the overflow threshold */
+            mid = h & 0x8000u ? -65520.0f : 65520.0f;
+        x[4 * h] = v;
+        x[4 * h + 1] = mid;
+        x[4 * h + 2] = isfinite(mid) ? nextafterf(mid, 0.0f) : mid;
+        x[4 * h + 3] = isfinite(mid) ? nextafterf(mid, mid > 0 ? INFINITY : -INFINITY) : mid;
+    }
+    uint16_t *y = malloc(n * sizeof *y);
+    k->to_f16(y, x, n);
+    snprintf(shape, sizeof shape, "n=%zu", n);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t want = linattn_f32_to_f16(x[i]);
+        int nan_ok = isnan(x[i]) && (y[i] & 0x7c00u) == 0x7c00u && (y[i] & 0x3ffu) != 0;
+        if (y[i] != want && !nan_ok) {
+            fail(r, "x = %a: got 0x%04x, want 0x%04x", (double)x[i], y[i], want);
+            break;
+        }
+    }
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t off = 0; off < 3; off++) {
+            uint16_t out[48];
+            for (size_t i = 0; i < 48; i++)
+                out[i] = 0xabcd;
+            k->to_f16(out + off, x + 4 * 1000 + 7 * len, len);
+            for (size_t i = 0; i < 48; i++) {
+                int inside = i >= off && i < off + len;
+                uint16_t want = inside ? linattn_f32_to_f16(x[4 * 1000 + 7 * len + i - off]) : 0xabcd;
+                if (out[i] != want) {
+                    fail(r, "len %zu offset %zu: out[%zu] = 0x%04x, want 0x%04x%s", len, off, i,
+                         out[i], want, inside ? "" : " (written outside the output)");
+                    break;
+                }
+            }
+        }
+    }
+    free(x);
+    free(y);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The ISAs this CPU runs                                                    */
 /* ------------------------------------------------------------------------ */
@@ -1438,6 +1580,7 @@ static const bench_case bench_cases[] = {
     {"gemm_nn", 1, 64, 1024, 0, 0},
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
+    {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
 };
 
 typedef struct bench_data {
@@ -1485,6 +1628,8 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_gemv_bf16: k->gemv_bf16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_gemm_nt_f16: k->gemm_nt_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
+    case K_gemm_nn_f16: k->gemm_nn_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->b, bc->a, bc->b, bc->c); break;
+    case K_to_f16: k->to_f16((uint16_t *)(void *)d->y, d->x, n); break;
     default: break;
     }
 }

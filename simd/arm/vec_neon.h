@@ -89,6 +89,20 @@ LINATTN_INLINE void vstore_m(float *p, vf v, vmask m)
     default: vst1q_f32(p, v); break;
     }
 }
+/* v as VL halfs at p, rounded to nearest even (fcvtn in the default
+ * rounding mode; overflow gives infinity, NaN stays NaN); the _m form
+ * writes the first m only. */
+LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
+{
+    vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
+LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
+{
+    uint16_t t[4];
+    vst1_u16(t, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+    for (size_t i = 0; i < m && i < 4; i++)
+        p[i] = t[i];
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return vmulq_f32(a, b); }

@@ -466,9 +466,10 @@ void FN(gemm_nt_bf16)(float *C, size_t ldc, const float *A, size_t lda, const ui
 }
 
 /* c[0, VL nc) += sum_p a[p] B[p, 0..VL nc): one row of C in registers (the
- * last chunk masked when tail), each row of B read start to end. */
-LINATTN_INLINE void row_block(float *c, const float *a, const float *B, size_t ldb, size_t K,
-                              int nc, int tail, vmask tm)
+ * last chunk masked when tail), each row of B (of weight type wt) read
+ * start to end. */
+LINATTN_INLINE void row_block(float *c, const float *a, const void *B, size_t ldb, size_t K,
+                              int nc, int tail, vmask tm, int wt)
 {
     vf acc[8];
 #pragma GCC unroll 8
@@ -476,10 +477,12 @@ LINATTN_INLINE void row_block(float *c, const float *a, const float *B, size_t l
         acc[q] = vzero();
     for (size_t p = 0; p < K; p++) {
         vf ap = vbcast(a + p);
-        const float *b = B + p * ldb;
+        size_t b = p * ldb;
 #pragma GCC unroll 8
-        for (int q = 0; q < nc; q++)
-            acc[q] = vfma(ap, load_chunk(b + VL * q, tail && q == nc - 1, tm), acc[q]);
+        for (int q = 0; q < nc; q++) {
+            vf bq = tail && q == nc - 1 ? wload_m(B, b + VL * q, tm, wt) : wload(B, b + VL * q, wt);
+            acc[q] = vfma(ap, bq, acc[q]);
+        }
     }
 #pragma GCC unroll 8
     for (int q = 0; q < nc; q++) {
@@ -490,14 +493,15 @@ LINATTN_INLINE void row_block(float *c, const float *a, const float *B, size_t l
 
 /* One row of A (decode: one query's probabilities times V): blocks of up to
  * 8 vectors of columns, so B streams row by row instead of in NR strips. */
-static void gemm_nn_row(float *c, const float *a, const float *B, size_t ldb, size_t N, size_t K)
+LINATTN_INLINE void gemm_nn_row(float *c, const float *a, const void *B, size_t ldb, size_t N,
+                                size_t K, int wt)
 {
     for (size_t j = 0; j < N; j += 8 * VL) {
         size_t w = N - j < 8 * VL ? N - j : 8 * VL;
         int tail = (w % VL) != 0;
         vmask tm = vmask_n(tail ? w % VL : VL);
-        const float *b = B + j;
-#define ROW(nc_, tail_) row_block(c + j, a, b, ldb, K, nc_, tail_, tm)
+        const void *b = wptr(B, j, wt);
+#define ROW(nc_, tail_) row_block(c + j, a, b, ldb, K, nc_, tail_, tm, wt)
         switch ((w + VL - 1) / VL * 2 + (size_t)tail) {
         case 2: ROW(1, 0); break;
         case 3: ROW(1, 1); break;
@@ -521,17 +525,38 @@ static void gemm_nn_row(float *c, const float *a, const float *B, size_t ldb, si
     }
 }
 
+/* pack_bn for B of weight type wt: converted to floats (exactly) while
+ * copied. */
+LINATTN_INLINE void pack_bn_w(float *Bp, const void *B, size_t ldb, size_t ncols, size_t kc,
+                              int wt)
+{
+    if (wt == WT_F32) {
+        pack_bn(Bp, B, ldb, ncols, kc);
+        return;
+    }
+    vmask ml = vmask_n(ncols < VL ? ncols : VL);
+    vmask mh = vmask_n(ncols > VL ? ncols - VL : 0);
+    for (size_t p = 0; p < kc; p++) {
+        size_t b = p * ldb;
+        vstore(Bp + p * NR, ncols >= VL ? wload(B, b, wt) : wload_m(B, b, ml, wt));
+        vstore(Bp + p * NR + VL, ncols == NR ? wload(B, b + VL, wt) : wload_m(B, b + VL, mh, wt));
+    }
+}
+
 /* B rows are already contiguous in n, but a panel read in place strides by
  * ldb, and a large power-of-two ldb maps all its rows to a few L1 sets:
  * copying it (once per NR columns, for all M rows) makes it contiguous. A
- * few rows do not repay the copy; then full panels are read in place. */
-void FN(gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
-                 size_t M, size_t N, size_t K)
+ * few rows do not repay the copy; then full fp32 panels are read in place
+ * (half panels are always converted into the copy). The same FMAs in the
+ * same order whatever B's type: a half B gives bit for bit what fp32 B
+ * holding the same values gives. */
+LINATTN_INLINE void gemm_nn_w(float *C, size_t ldc, const float *A, size_t lda, const void *B,
+                              size_t ldb, size_t M, size_t N, size_t K, int wt)
 {
     if (M == 0 || N == 0 || K == 0)
         return;
     if (M == 1) {
-        gemm_nn_row(C, A, B, ldb, N, K);
+        gemm_nn_row(C, A, B, ldb, N, K, wt);
         return;
     }
     _Alignas(64) float Bp[KC * NR];
@@ -539,13 +564,25 @@ void FN(gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *
         size_t kc = K - k0 < KC ? K - k0 : KC;
         for (size_t j0 = 0; j0 < N; j0 += NR) {
             size_t nc = N - j0 < NR ? N - j0 : NR;
-            const float *b = B + k0 * ldb + j0;
-            if (nc == NR && M < NN_PACK_MIN_M) {
+            const void *b = wptr(B, k0 * ldb + j0, wt);
+            if (wt == WT_F32 && nc == NR && M < NN_PACK_MIN_M) {
                 panel_rows(C + j0, ldc, A + k0, lda, b, ldb, M, kc, nc);
             } else {
-                pack_bn(Bp, b, ldb, nc, kc);
+                pack_bn_w(Bp, b, ldb, nc, kc, wt);
                 panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
             }
         }
     }
+}
+
+void FN(gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+                 size_t M, size_t N, size_t K)
+{
+    gemm_nn_w(C, ldc, A, lda, B, ldb, M, N, K, WT_F32);
+}
+
+void FN(gemm_nn_f16)(float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B,
+                     size_t ldb, size_t M, size_t N, size_t K)
+{
+    gemm_nn_w(C, ldc, A, lda, B, ldb, M, N, K, WT_F16);
 }

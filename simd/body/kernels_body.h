@@ -161,6 +161,17 @@ void FN(elu1)(float *y, const float *x, size_t n)
     }
 }
 
+void FN(to_f16)(uint16_t *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore_f16(y + i, vload(x + i));
+    if (i < n) {
+        vmask m = vmask_n(n - i);
+        vstore_f16_m(y + i, vload_m(x + i, m), m);
+    }
+}
+
 void FN(relu)(float *y, const float *x, size_t n)
 {
     const vf zero = vzero();

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../f16.h"
 #include "../kernels.h"
 
 float linattn_dot_scalar(const float *a, const float *b, size_t n)
@@ -239,4 +240,30 @@ void linattn_gemm_nn_scalar(float *C, size_t ldc, const float *A, size_t lda, co
             for (size_t j = 0; j < w; j++)
                 C[i * ldc + j0 + j] += t[j];
         }
+}
+
+/* gemm_nn over half B: the same order as gemm_nn_scalar. */
+void linattn_gemm_nn_f16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                               const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    float t[64];
+    for (size_t i = 0; i < M; i++)
+        for (size_t j0 = 0; j0 < N; j0 += 64) {
+            size_t w = N - j0 < 64 ? N - j0 : 64;
+            for (size_t j = 0; j < w; j++)
+                t[j] = 0.0f;
+            for (size_t p = 0; p < K; p++) {
+                float a = A[i * lda + p];
+                for (size_t j = 0; j < w; j++)
+                    t[j] += a * f16_value(B[p * ldb + j0 + j]);
+            }
+            for (size_t j = 0; j < w; j++)
+                C[i * ldc + j0 + j] += t[j];
+        }
+}
+
+void linattn_to_f16_scalar(uint16_t *y, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = linattn_f32_to_f16(x[i]);
 }

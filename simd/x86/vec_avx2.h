@@ -46,6 +46,16 @@ LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
 }
 LINATTN_INLINE void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm256_maskstore_ps(p, m, v); }
+/* v as VL halfs at p, rounded to nearest even (F16C vcvtps2ph; overflow
+ * gives infinity, NaN stays NaN); the _m form writes the lanes of m only. */
+LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
+{
+    x86_store_halfs_n(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT), avx2_mask_lanes(m));
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }

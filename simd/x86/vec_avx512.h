@@ -41,6 +41,16 @@ LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
 }
 LINATTN_INLINE void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm512_mask_storeu_ps(p, m, v); }
+/* v as VL halfs at p, rounded to nearest even (see vec_avx2.h); the _m
+ * form by a masked 16-bit store (AVX512BW). */
+LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
+{
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
+{
+    _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }

@@ -26,6 +26,15 @@ LINATTN_INLINE __m128i x86_load_halfs_n(const uint16_t *p, size_t n)
     return _mm_loadu_si128((const __m128i *)(const void *)t);
 }
 
+/* The first n (0..8) halfs of h to p; nothing past p + n is written. */
+LINATTN_INLINE void x86_store_halfs_n(uint16_t *p, __m128i h, size_t n)
+{
+    uint16_t t[8];
+    _mm_storeu_si128((__m128i *)(void *)t, h);
+    for (size_t i = 0; i < n; i++)
+        p[i] = t[i];
+}
+
 LINATTN_INLINE float avx2_hsum(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
