@@ -28,6 +28,7 @@ typedef struct sm_buffers {
     float *o;  /* [SM_BQ][dv]     unnormalised output accumulator */
     float *m;  /* [SM_BQ]         running row max */
     float *l;  /* [SM_BQ]         running row sum of exp(score - m) */
+    float *vr; /* [dv]            a value row converted from half (F16 k, v) */
 } sm_buffers;
 
 static size_t sm_thread_floats(size_t dk, size_t dv)
@@ -35,7 +36,8 @@ static size_t sm_thread_floats(size_t dk, size_t dv)
     size_t f = attn_round(attn_mul(SM_BQ, dk));
     f = attn_add(f, attn_round((size_t)SM_BQ * SM_BK));
     f = attn_add(f, attn_round(attn_mul(SM_BQ, dv)));
-    return attn_add(f, 2 * attn_round(SM_BQ));
+    f = attn_add(f, 2 * attn_round(SM_BQ));
+    return attn_add(f, attn_round(dv));
 }
 
 static sm_buffers sm_carve(float *base, size_t dk, size_t dv)
@@ -46,29 +48,51 @@ static sm_buffers sm_carve(float *base, size_t dk, size_t dv)
     b.o = b.s + attn_round((size_t)SM_BQ * SM_BK);
     b.m = b.o + attn_round(SM_BQ * dv);
     b.l = b.m + attn_round(SM_BQ);
+    b.vr = b.l + attn_round(SM_BQ);
     return b;
 }
 
 
 
-/* Pointers to the (b, h) slices of the four tensors. */
+/* Pointers to the (b, h) slices of the four tensors; k and v hold fp32,
+ * or IEEE halfs when kv16 (linattn_attention_softmax_f16kv). */
 typedef struct sm_head {
-    const float *q, *k, *v;
+    const float *q;
+    const void *k, *v;
     float *out;
-    int len; /* valid keys */
+    int len;  /* valid keys */
+    int kv16; /* k, v are halfs */
 } sm_head;
 
-static sm_head sm_head_at(const attn_plan *p, const float *q, const float *k, const float *v,
-                          float *out, size_t bh)
+/* &x[i] of a k or v tensor of fp32 or (kv16) halfs */
+static const void *sm_at(const void *x, size_t i, int kv16)
+{
+    return (const char *)x + i * (kv16 ? sizeof(uint16_t) : sizeof(float));
+}
+
+static sm_head sm_head_at(const attn_plan *p, const float *q, const void *k, const void *v,
+                          float *out, size_t bh, int kv16)
 {
     size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
     sm_head hd;
     hd.q = q + b * p->q.batch + h * p->q.head;
-    hd.k = k + b * p->k.batch + h / (size_t)p->group * p->k.head;
-    hd.v = v + b * p->v.batch + h / (size_t)p->group * p->v.head;
+    hd.k = sm_at(k, b * p->k.batch + h / (size_t)p->group * p->k.head, kv16);
+    hd.v = sm_at(v, b * p->v.batch + h / (size_t)p->group * p->v.head, kv16);
     hd.out = out + b * p->out.batch + h * p->out.head;
     hd.len = attn_len(p, (int)b);
+    hd.kv16 = kv16;
     return hd;
+}
+
+/* C[M x N] += A . V[K x N] for fp32 or half V (the same FMAs either way). */
+static void sm_gemm_nn(const linattn_kernels *kt, float *C, size_t ldc, const float *A,
+                       size_t lda, const void *V, size_t ldv, size_t M, size_t N, size_t K,
+                       int kv16)
+{
+    if (kv16)
+        kt->gemm_nn_f16(C, ldc, A, lda, (const uint16_t *)V, ldv, M, N, K);
+    else
+        kt->gemm_nn(C, ldc, A, lda, (const float *)V, ldv, M, N, K);
 }
 
 /* o[r] += s[r][0..vis[r]) . v_tile rows, for rows [0, nq): each row reads
@@ -77,7 +101,8 @@ static sm_head sm_head_at(const attn_plan *p, const float *q, const float *k, co
  * gemm; a causal diagonal's partial rows go 8 at a time, by gemm over their
  * common visible columns, then axpy over each row's few remaining ones. */
 static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const float *s,
-                          const int *vis, int nq, const float *v, size_t vrow, int n)
+                          const int *vis, int nq, const void *v, size_t vrow, int n, int kv16,
+                          float *vr)
 {
     int r = 0;
     while (r < nq) {
@@ -89,8 +114,8 @@ static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const 
         if (vis[r] == n) {
             while (r2 < nq && vis[r2] == n)
                 r2++;
-            kt->gemm_nn(o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
-                        (size_t)(r2 - r), dv, (size_t)n);
+            sm_gemm_nn(kt, o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
+                       (size_t)(r2 - r), dv, (size_t)n, kv16);
             r = r2;
             continue;
         }
@@ -99,11 +124,20 @@ static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const 
             common = vis[r2] < common ? vis[r2] : common;
             r2++;
         }
-        kt->gemm_nn(o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
-                    (size_t)(r2 - r), dv, (size_t)common);
+        sm_gemm_nn(kt, o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
+                   (size_t)(r2 - r), dv, (size_t)common, kv16);
         for (int x = r; x < r2; x++)
-            for (int j = common; j < vis[x]; j++)
-                kt->axpy(o + (size_t)x * dv, s[(size_t)x * SM_BK + j], v + (size_t)j * vrow, dv);
+            for (int j = common; j < vis[x]; j++) {
+                const void *vj = sm_at(v, (size_t)j * vrow, kv16);
+                const float *row = vj;
+                if (kv16) { /* the row in fp32, exactly: 0 + 1 * v */
+                    static const float one = 1.0f;
+                    memset(vr, 0, dv * sizeof(float));
+                    kt->gemm_nn_f16(vr, dv, &one, 1, vj, dv, 1, dv, 1);
+                    row = vr;
+                }
+                kt->axpy(o + (size_t)x * dv, s[(size_t)x * SM_BK + j], row, dv);
+            }
         r = r2;
     }
 }
@@ -140,8 +174,13 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         for (int r = 0; r < nq; r++)
             memset(b->s + (size_t)r * SM_BK, 0, (size_t)n * sizeof(float));
         /* s = qs . k_tile^T  [nq x n] */
-        kt->gemm_nt(b->s, SM_BK, b->qs, dk, hd->k + (size_t)j0 * p->k.row, p->k.row,
-                    (size_t)nq, (size_t)n, dk);
+        const void *ktile = sm_at(hd->k, (size_t)j0 * p->k.row, hd->kv16);
+        if (hd->kv16)
+            kt->gemm_nt_f16(b->s, SM_BK, b->qs, dk, (const uint16_t *)ktile, p->k.row, (size_t)nq,
+                            (size_t)n, dk);
+        else
+            kt->gemm_nt(b->s, SM_BK, b->qs, dk, (const float *)ktile, p->k.row, (size_t)nq,
+                        (size_t)n, dk);
 
         for (int r = 0; r < nq; r++) {
             float *row = b->s + (size_t)r * SM_BK;
@@ -171,7 +210,8 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             b->m[r] = m_new;
         }
         /* o += p . v_tile  [nq x dv], visible columns only */
-        sm_accumulate(kt, b->o, dv, b->s, vis_of, nq, hd->v + (size_t)j0 * p->v.row, p->v.row, n);
+        sm_accumulate(kt, b->o, dv, b->s, vis_of, nq, sm_at(hd->v, (size_t)j0 * p->v.row, hd->kv16),
+                      p->v.row, n, hd->kv16, b->vr);
     }
 }
 
@@ -273,11 +313,13 @@ size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
                                 attn_threads_max(d->threads));
 }
 
-linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
-                                         const float *k, const float *v, float *out)
+/* The operator over fp32 or (kv16) half k and v. */
+static linattn_status softmax_run(const linattn_attention_desc *d, const float *q, const void *k,
+                                  const void *v, float *out, int kv16)
 {
     attn_plan p;
-    linattn_status st = attn_plan_make(d, "softmax", q, k, v, out, &p);
+    const char *op = kv16 ? "softmax_f16kv" : "softmax";
+    linattn_status st = attn_plan_make(d, op, q, (const float *)k, (const float *)v, out, &p);
     if (st != LINATTN_OK)
         return st;
     const linattn_kernels *kt;
@@ -290,8 +332,8 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
     const size_t split = sm_split_floats(heads, p.Lq, p.Lk, dv);
     float *ws = NULL;
     void *owned;
-    st = attn_workspace_get(d, attn_workspace_bytes(split, per_thread, p.threads), "softmax",
-                            &ws, &owned);
+    st = attn_workspace_get(d, attn_workspace_bytes(split, per_thread, p.threads), op, &ws,
+                            &owned);
     if (st != LINATTN_OK)
         return st;
 
@@ -313,7 +355,7 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
 #endif
             for (long it = 0; it < heads * nseg; it++) {
                 sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it / nseg));
+                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it / nseg), kv16);
                 int g = (int)(it % nseg);
                 sm_range(kt, &p, &hd, 0, p.Lq, g * SM_SPLIT_KEYS, (g + 1) * SM_SPLIT_KEYS, &b);
                 sm_partial_store(parts + (size_t)it * stride, p.Lq, dv, &b);
@@ -322,7 +364,7 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
 #pragma omp for schedule(static)
 #endif
             for (long bh = 0; bh < heads; bh++) {
-                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh);
+                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh, kv16);
                 sm_merge(kt, &p, &hd, p.Lq, parts + (size_t)bh * nseg * stride, stride, nseg);
             }
         }
@@ -333,7 +375,7 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
 #endif
         for (long bh = 0; bh < heads; bh++) {
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh);
+            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh, kv16);
             for (long qb = 0; qb < nqb; qb++) {
                 int i0 = (int)qb * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
                 sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
@@ -348,7 +390,7 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
 #endif
         for (long it = 0; it < heads * nqb; it++) {
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it % heads));
+            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it % heads), kv16);
             int i0 = (int)(nqb - 1 - it / heads) * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
             sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
             sm_finish(&p, &hd, i0, nq, &b);
@@ -356,4 +398,16 @@ linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const 
     }
     mem_free(owned);
     return LINATTN_OK;
+}
+
+linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
+                                         const float *k, const float *v, float *out)
+{
+    return softmax_run(d, q, k, v, out, 0);
+}
+
+linattn_status linattn_attention_softmax_f16kv(const linattn_attention_desc *d, const float *q,
+                                               const uint16_t *k, const uint16_t *v, float *out)
+{
+    return softmax_run(d, q, k, v, out, 1);
 }

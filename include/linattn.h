@@ -173,6 +173,14 @@ LINATTN_API size_t linattn_attention_linear_workspace(const linattn_attention_de
  * Results do not depend on the thread count. */
 LINATTN_API linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
                                          const float *k, const float *v, float *out);
+/* The same with k and v stored as IEEE half (binary16, uint16_t; strides
+ * in elements), converted to fp32 in registers, exactly: the result is bit
+ * for bit what linattn_attention_softmax gives for k and v holding the
+ * same values in fp32. Half the bytes read (a KV cache in F16, [runtime]
+ * kv_cache = f16). Same workspace (linattn_attention_softmax_workspace). */
+LINATTN_API linattn_status linattn_attention_softmax_f16kv(const linattn_attention_desc *d,
+                                                           const float *q, const uint16_t *k,
+                                                           const uint16_t *v, float *out);
 
 /* Linear attention with phi(x) = elu(x) + 1:
  * out_t = phi(q_t)^T S / (phi(q_t)^T z + eps); causal: S, z sum the keys

@@ -8,6 +8,7 @@
 
 #include "linattn.h"
 #include "../engine/attention.h"
+#include "../engine/f16.h"
 #include "../engine/cli/npy.h"
 #include "testutil.h"
 
@@ -1601,4 +1602,135 @@ Test(attention, grouped_query_heads_equal_expanded)
     expect_invalid(&d, buf, buf, buf, buf + 32, "kv_heads 4 of 6");
     d.kv_heads = -1;
     expect_invalid(&d, buf, buf, buf, buf + 32, "kv_heads -1");
+}
+
+/* ------------------------------------------------------------------------ */
+/* k and v stored as halfs (a KV cache in F16)                              */
+/* ------------------------------------------------------------------------ */
+
+/* x rounded to halfs (h) and those halfs' values in fp32 (x itself). */
+static uint16_t *to_halfs(float *x, size_t n)
+{
+    uint16_t *h = malloc(n * sizeof *h + 1);
+    cr_assert(h);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = linattn_f32_to_f16(x[i]);
+        x[i] = linattn_f16_to_f32(h[i]);
+    }
+    return h;
+}
+
+/* linattn_attention_softmax_f16kv gives bit for bit what the fp32 operator
+ * gives for k, v holding the halfs' values: tiles with causal diagonals
+ * (partial rows), lengths, d_v != d_k, grouped k/v heads, one query against
+ * split keys (decode), on every ISA at 1 and 2 threads. */
+Test(softmax_f16kv, equals_fp32_on_the_same_values)
+{
+    const int shapes[][8] = {
+        /* B, H, Lq, Lk, dk, dv, causal, kv_heads */
+        {2, 3, 130, 150, 33, 20, 1, 0}, {1, 4, 1, 5000, 64, 64, 1, 2}, {1, 2, 70, 70, 16, 9, 0, 1},
+        {2, 2, 3, 2049, 17, 31, 1, 0},  {1, 8, 64, 1100, 64, 64, 1, 8},
+    };
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = cpu_isas(isas);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int *x = shapes[s];
+        const int G = x[7] ? x[7] : x[1];
+        problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], x[6], 1200 + s);
+        size_t nk = (size_t)x[0] * G * x[3];
+        uint16_t *hk = to_halfs(p.k, nk * (size_t)x[4]), *hv = to_halfs(p.v, nk * (size_t)x[5]);
+        int lengths[2] = {x[3], x[3] * 2 / 3};
+        if (x[0] > 1)
+            p.lengths = lengths;
+        float *a = malloc(out_size(&p) * sizeof(float)), *b = malloc(out_size(&p) * sizeof(float));
+        cr_assert(a && b);
+        for (int i = 0; i < ni; i++) {
+            cr_assert_eq(linattn_set_isa(isas[i]), LINATTN_OK);
+            for (int t = 1; t <= 2; t++) {
+                p.threads = t;
+                linattn_attention_desc d = desc_of(&p);
+                d.kv_heads = x[7];
+                cr_assert_eq(linattn_attention_softmax(&d, p.q, p.k, p.v, a), LINATTN_OK, "%s",
+                             linattn_last_error());
+                cr_assert_eq(linattn_attention_softmax_f16kv(&d, p.q, hk, hv, b), LINATTN_OK,
+                             "%s", linattn_last_error());
+                cr_expect(!memcmp(a, b, out_size(&p) * sizeof(float)),
+                          "shape %zu isa %s threads %d: F16 k/v differ from fp32 k/v holding "
+                          "the same values (max diff %g)", s, linattn_isa_name(isas[i]), t,
+                          max_diff(a, b, out_size(&p)));
+            }
+        }
+        free(a);
+        free(b);
+        free(hk);
+        free(hv);
+        p.lengths = NULL;
+        drop(&p);
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+}
+
+/* What storing k and v in half costs against the exact result (double
+ * reference on the unrounded k, v), bounded per row: a key's score moves
+ * by at most delta = scale sum_i |q_i| |k_i| 2^-11 (half's relative
+ * rounding, plus 2^-25 absolute below half's normal range), so each
+ * probability by a factor within e^(+-2 delta) and the output by at most
+ * (e^(2 delta) - 1) max|v|; the values' own rounding adds 2^-11 max|v|
+ * (and 2^-25); fp32 arithmetic 1e-5 relative to max|v|. Query/key scales
+ * of 1 and 3 (sharper attention, larger deltas). */
+Test(softmax_f16kv, error_against_exact_is_bounded)
+{
+    for (int sharp = 0; sharp < 2; sharp++) {
+        const int Lq = 40, Lk = 1500, dk = 64, dv = 64;
+        problem p = make(1, 2, Lq, Lk, dk, dv, 1, 1300 + sharp);
+        if (sharp)
+            for (size_t i = 0; i < (size_t)2 * Lq * dk; i++)
+                p.q[i] *= 3.0f;
+        double *ref = reference(SOFTMAX, &p);
+        size_t nk = (size_t)2 * Lk;
+        float *k0 = malloc(nk * dk * sizeof(float)), *v0 = malloc(nk * dv * sizeof(float));
+        cr_assert(k0 && v0);
+        memcpy(k0, p.k, nk * dk * sizeof(float));
+        memcpy(v0, p.v, nk * dv * sizeof(float));
+        uint16_t *hk = to_halfs(p.k, nk * dk), *hv = to_halfs(p.v, nk * dv);
+        float *out = malloc(out_size(&p) * sizeof(float));
+        linattn_attention_desc d = desc_of(&p);
+        cr_assert_eq(linattn_attention_softmax_f16kv(&d, p.q, hk, hv, out), LINATTN_OK);
+        const double scale = 1.0 / sqrt((double)dk), u = 0x1p-11, tiny = 0x1p-25;
+        double worst = 0, worst_err = 0;
+        for (int h = 0; h < 2; h++) {
+            double vmax = 0;
+            for (size_t i = 0; i < (size_t)Lk * dv; i++)
+                vmax = fmax(vmax, fabs(v0[(size_t)h * Lk * dv + i]));
+            for (int r = 0; r < Lq; r++) {
+                const float *q = p.q + ((size_t)h * Lq + r) * dk;
+                double delta = 0;
+                for (int j = 0; j <= r + Lk - Lq; j++) {
+                    const float *k = k0 + ((size_t)h * Lk + j) * dk;
+                    double s = 0;
+                    for (int i = 0; i < dk; i++)
+                        s += fabs(q[i]) * (fabs(k[i]) * u + tiny);
+                    delta = fmax(delta, scale * s);
+                }
+                double bound = (expm1(2 * delta) + u + 1e-5) * vmax + tiny;
+                for (int c = 0; c < dv; c++) {
+                    size_t at = ((size_t)h * Lq + r) * dv + c;
+                    double e = fabs(out[at] - ref[at]);
+                    cr_expect(e <= bound, "sharp %d head %d row %d col %d: error %g, bound %g",
+                              sharp, h, r, c, e, bound);
+                    worst = fmax(worst, e / bound);
+                    worst_err = fmax(worst_err, e);
+                }
+            }
+        }
+        cr_log_info("F16 k/v, q x%d: max error %.3g (%.2f of the bound)", sharp ? 3 : 1, worst_err,
+                    worst);
+        free(out);
+        free(ref);
+        free(k0);
+        free(v0);
+        free(hk);
+        free(hv);
+        drop(&p);
+    }
 }
