@@ -62,7 +62,7 @@ enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
     K_DECAY, K_TOKENIZER, K_ROPE_THETA, K_ROPE_PAIRING, K_BIAS, K_N_KV_HEADS,
-    K_THREADS, K_ISA, K_BATCH, K_WEIGHTS_DTYPE,
+    K_THREADS, K_ISA, K_BATCH, K_WEIGHTS_DTYPE, K_KV_CACHE,
     N_KEYS
 };
 
@@ -74,6 +74,7 @@ static const char *const ffn_names[] = {"relu", "gelu", "swiglu", NULL};
 static const char *const positions_names[] = {"none", "sincos", "learned", "rope", NULL};
 static const char *const rope_pairing_names[] = {"interleaved", "half", NULL};
 static const char *const weights_dtype_names[] = {"stored", "f32", NULL};
+static const char *const kv_cache_names[] = {"f32", "f16", NULL};
 
 struct key {
     enum section section;
@@ -115,6 +116,7 @@ static const struct key keys[N_KEYS] = {
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
     [K_WEIGHTS_DTYPE] = {SEC_RUNTIME, "weights_dtype", T_ENUM, FIELD(weights_dtype),
                          weights_dtype_names},
+    [K_KV_CACHE] = {SEC_RUNTIME, "kv_cache", T_ENUM, FIELD(kv_cache), kv_cache_names},
 };
 
 static const enum key_id required_model_keys[] = {K_WEIGHTS, K_D_MODEL, K_N_HEADS, K_N_LAYERS,
@@ -126,6 +128,7 @@ _Static_assert(sizeof(linattn_attention_kind) == sizeof(int) &&
                    sizeof(linattn_ffn_kind) == sizeof(int) &&
                    sizeof(linattn_positions) == sizeof(int) &&
                    sizeof(linattn_weights_dtype) == sizeof(int) &&
+                   sizeof(linattn_kv_cache) == sizeof(int) &&
                    sizeof(linattn_rope_pairing) == sizeof(int),
                "enum fields are set as int");
 
@@ -370,6 +373,9 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return st;
         if (c->decay.kind != LINATTN_DECAY_NONE && c->attention != LINATTN_ATTN_LINEAR)
             return bad_value(o, K_DECAY, "decay needs attention = linear");
+        if (c->kv_cache == LINATTN_KV_F16 && c->attention != LINATTN_ATTN_SOFTMAX)
+            return bad_value(o, K_KV_CACHE,
+                             "f16 needs attention = softmax (a linear model has no KV cache)");
         if (!check_string(o, K_TOKENIZER, c->tokenizer, sizeof c->tokenizer, &st))
             return st;
         if (c->tokenizer[0] && strcmp(c->tokenizer, "bytes") != 0 &&
@@ -386,6 +392,8 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         return bad_value(o, K_ISA, "unknown ISA value %d", (int)c->isa);
     if ((unsigned)c->weights_dtype > LINATTN_WEIGHTS_F32)
         return bad_value(o, K_WEIGHTS_DTYPE, "unknown value %d", (int)c->weights_dtype);
+    if ((unsigned)c->kv_cache > LINATTN_KV_F16)
+        return bad_value(o, K_KV_CACHE, "unknown value %d", (int)c->kv_cache);
     return LINATTN_OK;
 }
 

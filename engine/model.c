@@ -538,7 +538,8 @@ static size_t state_bytes(const linattn_config *c, uint64_t tokens)
     if (c->attention == LINATTN_ATTN_LINEAR) /* S, z and the waiting rows */
         return L * H * (dh * dh + dh + LINATTN_LINEAR_BLOCK * 2 * dh) * sizeof(float);
     size_t kvd = dh * (size_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads);
-    return L * 2 * kvd * (size_t)tokens * sizeof(float);
+    size_t elem = c->kv_cache == LINATTN_KV_F16 ? sizeof(uint16_t) : sizeof(float);
+    return L * 2 * kvd * (size_t)tokens * elem;
 }
 
 linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out)
@@ -724,9 +725,25 @@ static void embed(const linattn_model *m, float *x, const int *tokens, int n,
     }
 }
 
+/* Stores count floats of k and of v at position pos of s's layer cache:
+ * copied, or rounded to halfs (kv_cache = f16). */
+static void cache_append(const linattn_session *s, const linattn_kernels *kt, int layer,
+                         uint64_t pos, const float *k, const float *v, size_t count)
+{
+    void *kc = linattn_cache_at(s, 0, layer, pos), *vc = linattn_cache_at(s, 1, layer, pos);
+    if (s->kv16) {
+        kt->to_f16(kc, k, count);
+        kt->to_f16(vc, v, count);
+    } else {
+        memcpy(kc, k, count * sizeof(float));
+        memcpy(vc, v, count * sizeof(float));
+    }
+}
+
 /* a[n, d] = attention of n new rows q, k, v [n, d] of stream s against
  * everything it saw before; advances its linear state or fills its cache. */
-static linattn_status attend_rows(linattn_session *s, int layer, const float *q, const float *k,
+static linattn_status attend_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                  const float *q, const float *k,
                                   const float *v, float *a, int n, int threads)
 {
     const linattn_model *m = s->m;
@@ -743,10 +760,9 @@ static linattn_status attend_rows(linattn_session *s, int layer, const float *q,
         return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
     }
     /* softmax: append k, v [n, kvd] to this layer's cache, attend over all of it */
-    size_t kvd = (size_t)m->kvd, layer_off = (size_t)layer * (size_t)m->cfg.max_seq_len * kvd;
-    float *kc = s->kcache + layer_off, *vc = s->vcache + layer_off;
-    memcpy(kc + (size_t)s->tokens * kvd, k, (size_t)n * kvd * sizeof(float));
-    memcpy(vc + (size_t)s->tokens * kvd, v, (size_t)n * kvd * sizeof(float));
+    size_t kvd = (size_t)m->kvd;
+    const void *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
+    cache_append(s, kt, layer, s->tokens, k, v, (size_t)n * kvd);
     linattn_layout kv_views = {0, (size_t)m->dh, kvd};
     linattn_attention_desc desc;
     linattn_attention_desc_init(&desc);
@@ -762,7 +778,8 @@ static linattn_status attend_rows(linattn_session *s, int layer, const float *q,
     desc.k = desc.v = kv_views;
     desc.workspace = s->attn_ws;
     desc.workspace_bytes = s->attn_ws_bytes;
-    return linattn_attention_softmax(&desc, q, kc, vc, a);
+    return s->kv16 ? linattn_attention_softmax_f16kv(&desc, q, kc, vc, a)
+                   : linattn_attention_softmax(&desc, q, kc, vc, a);
 }
 
 /* The scratch one (stream, head) attention step needs: the linear fold's,
@@ -785,7 +802,8 @@ static size_t head_step_bytes(const linattn_session *w, int layer)
  * head) pairs, so a few streams still fill the threads. Each pair does what
  * the stream's own step does for that head (linear: the same arithmetic as
  * linattn_linear_step; softmax: one head of the same call). */
-static linattn_status attend_batch(linattn_session *w, linattn_session *const *streams, int layer,
+static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt,
+                                   linattn_session *const *streams, int layer,
                                    const float *kin, const float *vin, int n)
 {
     const linattn_model *m = w->m;
@@ -811,11 +829,9 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
     double work = 0; /* flops of the attention of all pairs */
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
-        if (!linear) { /* append this token's k, v to the stream's cache */
-            size_t at = ((size_t)layer * (size_t)m->cfg.max_seq_len + s->tokens) * (size_t)kvd;
-            memcpy(s->kcache + at, kin + (size_t)i * kvrow, (size_t)kvd * sizeof(float));
-            memcpy(s->vcache + at, vin + (size_t)i * kvrow, (size_t)kvd * sizeof(float));
-        }
+        if (!linear) /* append this token's k, v to the stream's cache */
+            cache_append(s, kt, layer, s->tokens, kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
+                         (size_t)kvd);
         work += 4.0 * H * dh * (linear ? dh : (double)s->tokens + 1);
     }
     int failed = 0;
@@ -833,8 +849,8 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
                                            kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
                                            w->a + row, scratch);
         } else {
-            size_t off = (size_t)layer * (size_t)m->cfg.max_seq_len * kvd +
-                         (size_t)(h / group) * dh;
+            const char *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
+            size_t off = (size_t)(h / group) * dh * linattn_cache_elem(s); /* its k/v head */
             linattn_layout one = {0, 0, (size_t)d};   /* one head, rows d apart */
             linattn_layout kv = {0, 0, (size_t)kvd}; /* its k/v head, rows kvd apart */
             linattn_attention_desc desc;
@@ -847,8 +863,12 @@ static linattn_status attend_batch(linattn_session *w, linattn_session *const *s
             desc.k = desc.v = kv;
             desc.workspace = scratch;
             desc.workspace_bytes = per;
-            st = linattn_attention_softmax(&desc, w->q + row + (size_t)h * dh, s->kcache + off,
-                                           s->vcache + off, w->a + row + (size_t)h * dh);
+            const float *qh = w->q + row + (size_t)h * dh;
+            float *ah = w->a + row + (size_t)h * dh;
+            st = s->kv16 ? linattn_attention_softmax_f16kv(&desc, qh, (const void *)(kc + off),
+                                                           (const void *)(vc + off), ah)
+                         : linattn_attention_softmax(&desc, qh, (const void *)(kc + off),
+                                                     (const void *)(vc + off), ah);
         }
         if (st != LINATTN_OK)
             failed = 1;
@@ -974,8 +994,8 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             kk = s->kx;
             vv = s->vx;
         }
-        st = streams ? attend_batch(s, streams, l, kk, vv, n)
-                     : attend_rows(s, l, s->q, kk, vv, s->a, n, s->threads);
+        st = streams ? attend_batch(s, k, streams, l, kk, vv, n)
+                     : attend_rows(s, k, l, s->q, kk, vv, s->a, n, s->threads);
         if (st != LINATTN_OK)
             return st;
         linattn_project(k, s->hbuf, s->a, L->wo, L->bo, n, d, d, T);

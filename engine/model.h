@@ -72,9 +72,11 @@ struct linattn_session {
     int threads;       /* in force for the current call, >= 1 */
     uint64_t tokens;  /* position of the next token */
     /* linear: one state per layer (of n_heads heads: grouped k/v are repeated
-     * per query head); softmax: K and V caches [layers][max_seq_len][kv_dim] */
+     * per query head); softmax: K and V caches [layers][max_seq_len][kv_dim]
+     * of fp32, or of halfs when kv16 ([runtime] kv_cache = f16) */
     linattn_linear_state **lin;
-    float *kcache, *vcache;
+    void *kcache, *vcache;
+    int kv16;
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
     size_t attn_ws_bytes;
     /* when this session carries a group of streams (sessions_step): one
@@ -92,6 +94,20 @@ struct linattn_session {
     float *rope;                     /* [CHUNK, d_head]: cos then sin of each pair's angle
                                       * at each row's position (rope only, else NULL) */
 };
+
+/* Bytes of one element of s's KV cache. */
+static inline size_t linattn_cache_elem(const linattn_session *s)
+{
+    return s->kv16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+/* &cache[layer][pos][0] of s's K (which 0) or V (1) cache. */
+static inline void *linattn_cache_at(const linattn_session *s, int which, int layer, uint64_t pos)
+{
+    const linattn_model *m = s->m;
+    size_t row = ((size_t)layer * (size_t)m->cfg.max_seq_len + (size_t)pos) * (size_t)m->kvd;
+    return (char *)(which ? s->vcache : s->kcache) + row * linattn_cache_elem(s);
+}
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and
  * leaves the final hidden states in s->x. streams NULL: n tokens of s at

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "attention.h"
+#include "f16.h"
 #include "file.h"
 #include "model.h"
 
@@ -93,7 +94,11 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
                 st = linattn_linear_state_set_group(s->lin[l], m->h / m->lin_heads);
         }
     } else {
+        /* fp32 or halfs (kv_cache = f16): halfs take half the floats */
         size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->kvd;
+        s->kv16 = m->cfg.kv_cache == LINATTN_KV_F16;
+        if (s->kv16)
+            cache = (cache + 1) / 2;
         s->kcache = alloc_floats(cache, &failed);
         s->vcache = alloc_floats(cache, &failed);
     }
@@ -155,9 +160,9 @@ static void copy_stream(linattn_session *dst, const linattn_session *src)
             linattn_linear_state_set_tokens(dst->lin[l], src->tokens);
             continue;
         }
-        size_t off = (size_t)l * (size_t)m->cfg.max_seq_len * d, n = (size_t)src->tokens * d;
-        memcpy(dst->kcache + off, src->kcache + off, n * sizeof(float));
-        memcpy(dst->vcache + off, src->vcache + off, n * sizeof(float));
+        size_t n = (size_t)src->tokens * d * linattn_cache_elem(src);
+        memcpy(linattn_cache_at(dst, 0, l, 0), linattn_cache_at(src, 0, l, 0), n);
+        memcpy(linattn_cache_at(dst, 1, l, 0), linattn_cache_at(src, 1, l, 0), n);
     }
     memcpy(dst->logits, src->logits, (size_t)m->vocab * sizeof(float));
     dst->tokens = src->tokens;
@@ -418,26 +423,37 @@ linattn_status linattn_sessions_feed(linattn_session *const *sessions, const int
 /* ---- save and load -------------------------------------------------------- */
 
 /* A session file: a header, the payload (linear: per layer and head S, z
- * and the waiting rows; softmax: per layer K then V rows 0..tokens-1), the
- * logits after the last token (version 3), the host's extra bytes, and the
- * CRC32 of all that precedes. Little-endian. Version 2 (no logits, a
- * 48-byte header) still loads. */
+ * and the waiting rows; softmax: per layer K then V rows 0..tokens-1, fp32
+ * or halfs as the header says), the logits after the last token (version
+ * 3), the host's extra bytes, and the CRC32 of all that precedes.
+ * Little-endian. Versions 2 (no logits, a 48-byte header) and 3 still load;
+ * a cache saved as fp32 loads into an F16 cache and the other way round. */
 #define SESSION_MAGIC "LINATTNS"
 /* 2: a linear state also stores its waiting rows (tokens % 16 of them)
- * 3: the logits after the last token follow the payload */
-#define SESSION_VERSION 3u
+ * 3: the logits after the last token follow the payload
+ * 4: the u32 after the logits count says what the KV cache holds: 0 fp32,
+ *    1 halfs (kv_cache = f16); 0 in version 3 files */
+#define SESSION_VERSION 4u
 #define HEADER_V2 48
-#define HEADER_BYTES 56 /* v2's, then u32 logits count (0 or vocab), u32 0 */
+#define HEADER_BYTES 56 /* v2's, then u32 logits count (0 or vocab), u32 cache dtype */
 
-static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
+/* Payload bytes of s's state at `tokens` tokens, its cache held as halfs
+ * when kv16. */
+static size_t payload_bytes_as(const linattn_session *s, uint64_t tokens, int kv16)
 {
     const linattn_model *m = s->m;
     if (m->cfg.attention != LINATTN_ATTN_LINEAR)
-        return linattn_model_state_bytes(m, tokens);
+        return (size_t)m->cfg.n_layers * 2 * (size_t)m->kvd * (size_t)tokens *
+               (kv16 ? sizeof(uint16_t) : sizeof(float));
     /* per layer and head: S, z, and the waiting rows of phi(k) and v */
     size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
     return (size_t)m->cfg.n_layers * (size_t)m->lin_heads * (dh * dh + dh + rows * 2 * dh) *
            sizeof(float);
+}
+
+static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
+{
+    return payload_bytes_as(s, tokens, s->kv16);
 }
 
 static size_t logits_count(const linattn_session *s)
@@ -524,6 +540,7 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
     put_u64(head + 32, payload_bytes(s, s->tokens));
     put_u64(head + 40, extra_bytes);
     put_u32(head + 48, (uint32_t)logits_count(s));
+    put_u32(head + 52, (uint32_t)s->kv16);
     put(w, head, sizeof head);
     size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
     for (int l = 0; l < m->cfg.n_layers; l++) {
@@ -537,9 +554,9 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
             }
             continue;
         }
-        size_t off = (size_t)l * (size_t)m->cfg.max_seq_len * d;
-        put(w, s->kcache + off, (size_t)s->tokens * d * sizeof(float));
-        put(w, s->vcache + off, (size_t)s->tokens * d * sizeof(float));
+        size_t bytes = (size_t)s->tokens * d * linattn_cache_elem(s);
+        put(w, linattn_cache_at(s, 0, l, 0), bytes);
+        put(w, linattn_cache_at(s, 1, l, 0), bytes);
     }
     put(w, s->logits, logits_count(s) * sizeof(float));
     put(w, extra, extra_bytes);
@@ -580,6 +597,29 @@ linattn_status linattn_session_save_mem(const linattn_session *s, const void *ex
     return LINATTN_OK;
 }
 
+/* count cache values from a file (halfs if file16, else fp32) into s's
+ * cache at dst: copied, or converted (fp32 to half rounds to nearest even,
+ * half to fp32 is exact). */
+static void cache_load(const linattn_session *s, void *dst, const unsigned char *src, size_t count,
+                       int file16)
+{
+    if (file16 == s->kv16) {
+        memcpy(dst, src, count * linattn_cache_elem(s));
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (file16) {
+            uint16_t h;
+            memcpy(&h, src + i * sizeof h, sizeof h);
+            ((float *)dst)[i] = linattn_f16_to_f32(h);
+        } else {
+            float f;
+            memcpy(&f, src + i * sizeof f, sizeof f);
+            ((uint16_t *)dst)[i] = linattn_f32_to_f16(f);
+        }
+    }
+}
+
 /* Checks a whole saved session in data[size] (name: for messages) and only
  * then loads it into s. */
 static linattn_status load_bytes(linattn_session *s, const unsigned char *data, size_t size,
@@ -594,12 +634,16 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     uint64_t hash = get_u64(data + 16), tokens = get_u64(data + 24);
     uint64_t payload = get_u64(data + 32), xbytes = get_u64(data + 40);
     const linattn_config *c = &s->m->cfg;
-    if (version != SESSION_VERSION && version != 2)
+    if (version < 2 || version > SESSION_VERSION)
         return linattn_err(LINATTN_ERR_FORMAT,
-                           "%s: session format version %u, this build reads 2 and %u", name,
+                           "%s: session format version %u, this build reads 2 to %u", name,
                            version, SESSION_VERSION);
     size_t head_bytes = version == 2 ? HEADER_V2 : HEADER_BYTES;
     uint64_t nlogits = version == 2 || size < HEADER_BYTES ? 0 : get_u32(data + 48);
+    uint32_t file16 = version < 4 || size < HEADER_BYTES ? 0 : get_u32(data + 52);
+    if (file16 > 1 || (file16 && c->attention != LINATTN_ATTN_SOFTMAX))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: unknown KV cache type %u in the header",
+                           name, file16);
     if (variant != (uint32_t)c->attention || hash != s->m->shape_hash)
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: saved by a model of another shape or attention variant", name);
@@ -609,7 +653,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     if (nlogits != 0 && nlogits != (uint64_t)s->m->vocab)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: %llu logits stored, the model has %d", name,
                            (unsigned long long)nlogits, s->m->vocab);
-    if (payload != payload_bytes(s, tokens) || xbytes > (uint64_t)1 << 32 ||
+    if (payload != payload_bytes_as(s, tokens, (int)file16) || xbytes > (uint64_t)1 << 32 ||
         (uint64_t)size != head_bytes + payload + nlogits * sizeof(float) + xbytes + 4)
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: size does not match its header (truncated or corrupted)", name);
@@ -636,11 +680,11 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
             linattn_linear_state_set_tokens(s->lin[l], tokens);
             continue;
         }
-        size_t off = (size_t)l * (size_t)c->max_seq_len * d, rows = (size_t)tokens * d * sizeof(float);
-        memcpy(s->kcache + off, p, rows);
-        p += rows;
-        memcpy(s->vcache + off, p, rows);
-        p += rows;
+        size_t count = (size_t)tokens * d; /* values of K, then of V */
+        for (int which = 0; which < 2; which++) {
+            cache_load(s, linattn_cache_at(s, which, l, 0), p, count, (int)file16);
+            p += count * (file16 ? sizeof(uint16_t) : sizeof(float));
+        }
     }
     s->tokens = tokens;
     if (nlogits)

@@ -324,11 +324,21 @@ typedef enum linattn_weights_dtype {
     LINATTN_WEIGHTS_F32,
 } linattn_weights_dtype;
 
+/* What a softmax model's KV cache holds: fp32 (default), or IEEE half, half
+ * the memory and half the bytes each decoded token reads from the cache
+ * (k and v are rounded to half when stored; the attention converts them
+ * back exactly, linattn_attention_softmax_f16kv). Linear models have no
+ * cache (F16 there is an error). */
+typedef enum linattn_kv_cache {
+    LINATTN_KV_F32 = 0,
+    LINATTN_KV_F16,
+} linattn_kv_cache;
+
 /* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
  *               decay tokenizer rope_theta rope_pairing bias n_kv_heads
- *   [runtime]   threads isa batch weights_dtype
+ *   [runtime]   threads isa batch weights_dtype kv_cache
  * The linattn program's sections, [generate] and [attention], are skipped
  * unread (the program reads them itself, through linattn_config_load_keys);
  * a host adds its own sections the same way; other sections are errors.
@@ -389,6 +399,7 @@ typedef struct linattn_config {
     int batch;            /* 1..LINATTN_MAX_BATCH, default 1 */
     linattn_isa isa;      /* AUTO (default; also `isa = auto`): not set */
     linattn_weights_dtype weights_dtype; /* stored (default) | f32 */
+    linattn_kv_cache kv_cache;           /* softmax: f32 (default) | f16 */
 
     /* where it came from: the path given to linattn_config_load, "" if built by hand */
     char path[4096];

@@ -466,6 +466,46 @@ Test(cli_info_model, softmax_kv_cache_bytes)
     check_info(SOFTMAX, want);
 }
 
+/* kv_cache = f16: info gives half the cache bytes, generate runs on it, and
+ * a linear model given the key fails in one line naming file, line, key. */
+Test(cli_kv_cache, f16, .init = tu_make_dir, .fini = tu_remove_dir)
+{
+    const char *path = tu_path("kv16.ini");
+    tu_write_text(path, "[model]\nweights = random:3\nd_model = 32\nn_heads = 4\nn_layers = 2\n"
+                        "d_ff = 64\nattention = softmax\nmax_seq_len = 64\n"
+                        "[runtime]\nkv_cache = f16\n");
+    tu_run_result r = tu_run("info", path, NULL);
+    tu_assert_ok(&r);
+    char want[128];
+    snprintf(want, sizeof want, "kv-cache bytes: %d per token, %d at max_seq_len %d (the token "
+             "limit; kv_cache f16)", LAYERS * 2 * D * 2, LAYERS * 2 * D * 2 * MAX_SEQ, MAX_SEQ);
+    cr_expect(strstr(r.out, want), "want '%s' in: %s", want, r.out);
+    tu_run_free(&r);
+    /* greedy text on the F16 cache: the fp32 cache's (this model's top
+     * logits are further apart than the cache's rounding moves them) */
+    r = tu_run("generate", path, "--prompt", "abc", "--tokens", "20", "--temperature", "0",
+               "--print-ids", NULL);
+    tu_assert_ok(&r);
+    const char *p32 = tu_path("kv32.ini");
+    tu_write_text(p32, "[model]\nweights = random:3\nd_model = 32\nn_heads = 4\nn_layers = 2\n"
+                       "d_ff = 64\nattention = softmax\nmax_seq_len = 64\n");
+    tu_run_result r32 = tu_run("generate", p32, "--prompt", "abc", "--tokens", "20",
+                               "--temperature", "0", "--print-ids", NULL);
+    tu_assert_ok(&r32);
+    cr_expect(r.out_len > 20, "%s", r.out);
+    assert_same_out(&r, &r32);
+    tu_run_free(&r);
+    tu_run_free(&r32);
+    tu_write_text(path, "[model]\nweights = random:3\nd_model = 32\nn_heads = 4\nn_layers = 2\n"
+                        "d_ff = 64\nattention = linear\n[runtime]\nkv_cache = f16\n");
+    r = tu_run("info", path, NULL);
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "kv16.ini:9: [runtime] key 'kv_cache'") &&
+                  strstr(r.err, "needs attention = softmax"), "%s", r.err);
+    cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "%s", r.err);
+    tu_run_free(&r);
+}
+
 /* ---- the embedding example (examples/stream.c) ------------------------------ */
 
 Test(example, stream_loads_feeds_saves_resumes)
@@ -621,7 +661,7 @@ Test(cli_info_model, token_limits)
     cr_assert(strstr(r.out, "no token limit"), "%s", r.out);
     tu_run_free(&r);
     r = tu_run("info", tu_data(SOFTMAX), NULL);
-    cr_assert(strstr(r.out, "(the token limit)"), "%s", r.out);
+    cr_assert(strstr(r.out, "(the token limit; kv_cache f32)"), "%s", r.out);
     tu_run_free(&r);
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "linattn.h"
 #include "../engine/cli/npy.h"
@@ -191,6 +192,10 @@ TestSuite(session, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(model, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(host, .init = tu_make_dir, .fini = tu_remove_dir);
 TestSuite(llama, .init = tu_make_dir, .fini = tu_remove_dir);
+TestSuite(kv_cache, .init = tu_make_dir, .fini = tu_remove_dir);
+
+/* The KV cache of the softmax models made below (kv_cache). */
+static linattn_kv_cache test_kv_cache = LINATTN_KV_F32;
 
 static linattn_model *random_model_decay(linattn_attention_kind kind, int max_seq_len,
                                         int positions, const linattn_decay *decay)
@@ -206,6 +211,8 @@ static linattn_model *random_model_decay(linattn_attention_kind kind, int max_se
     c.max_seq_len = max_seq_len;
     c.attention = kind;
     c.positions = (linattn_positions)positions;
+    if (kind == LINATTN_ATTN_SOFTMAX)
+        c.kv_cache = test_kv_cache;
     if (decay)
         c.decay = *decay;
     linattn_model *m = NULL;
@@ -378,6 +385,88 @@ static void save_load_continue(linattn_attention_kind kind)
 
 Test(session, save_load_continue_is_bit_identical_linear) { save_load_continue(LINATTN_ATTN_LINEAR); }
 Test(session, save_load_continue_is_bit_identical_softmax) { save_load_continue(LINATTN_ATTN_SOFTMAX); }
+Test(kv_cache, f16_prefill_equals_steps)
+{
+    test_kv_cache = LINATTN_KV_F16;
+    prefill_equals_steps(LINATTN_ATTN_SOFTMAX);
+}
+Test(kv_cache, f16_save_load_continue_is_bit_identical)
+{
+    test_kv_cache = LINATTN_KV_F16;
+    save_load_continue(LINATTN_ATTN_SOFTMAX);
+}
+
+/* An F16 cache holds half the bytes; its logits stay close to the fp32
+ * cache's (random weights, 150 tokens: measured 4e-5 relative; bound 4e-3,
+ * 8 times half's rounding of a value, 2^-11); a file saved from either loads
+ * into the other (fp32 to half rounded, half to fp32 exact) and continues
+ * as the stream it came from, within the same bound; a linear model
+ * refuses kv_cache = f16, naming the key. */
+Test(kv_cache, f16_against_f32_and_files_across)
+{
+    test_kv_cache = LINATTN_KV_F32;
+    linattn_model *m32 = random_model(LINATTN_ATTN_SOFTMAX, 256, LINATTN_POS_SINCOS);
+    test_kv_cache = LINATTN_KV_F16;
+    linattn_model *m16 = random_model(LINATTN_ATTN_SOFTMAX, 256, LINATTN_POS_SINCOS);
+    test_kv_cache = LINATTN_KV_F32;
+    cr_assert_eq(linattn_model_state_bytes(m16, 100) * 2, linattn_model_state_bytes(m32, 100));
+    cr_assert_eq(linattn_model_shape_hash(m16), linattn_model_shape_hash(m32),
+                 "the cache's dtype is a runtime choice, not the shape");
+    int tokens[200];
+    make_tokens(tokens, 200, 21);
+    float a[256], b[256];
+    linattn_session *s32 = new_session(m32), *s16 = new_session(m16);
+    cr_assert_eq(linattn_session_feed(s32, tokens, 150, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(s16, tokens, 150, b), LINATTN_OK);
+    double err = rel_diff(b, a, 256);
+    cr_log_info("F16 KV cache after 150 tokens: logits %.2g relative to the fp32 cache's", err);
+    cr_assert_leq(err, 4e-3, "F16 cache vs fp32: %g", err);
+    cr_assert_gt(err, 0, "an F16 cache that rounds nothing is not F16");
+    cr_assert_eq(linattn_session_state_bytes(s16) * 2, linattn_session_state_bytes(s32));
+
+    /* across: each file into a session of the other dtype */
+    const char *p32 = tu_path("c32.bin"), *p16 = tu_path("c16.bin");
+    cr_assert_eq(linattn_session_save(s32, p32, NULL, 0), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_save(s16, p16, NULL, 0), LINATTN_OK, "%s", linattn_last_error());
+    linattn_session *r16 = new_session(m16), *r32 = new_session(m32);
+    cr_assert_eq(linattn_session_load(r16, p32, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_load(r32, p16, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(r16), 150u);
+    cr_assert_eq(linattn_session_tokens(r32), 150u);
+    cr_assert_eq(memcmp(linattn_session_logits(r16), a, sizeof a), 0, "the logits stored");
+    float c[256], d[256];
+    for (int i = 150; i < 200; i++) {
+        cr_assert_eq(linattn_session_feed(s32, &tokens[i], 1, a), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(r16, &tokens[i], 1, b), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(s16, &tokens[i], 1, c), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(r32, &tokens[i], 1, d), LINATTN_OK);
+        cr_assert_leq(rel_diff(b, a, 256), 4e-3, "fp32 file in an F16 cache, token %d", i);
+        cr_assert_leq(rel_diff(d, c, 256), 4e-3, "F16 file in an fp32 cache, token %d", i);
+    }
+    /* the same F16 session saved and loaded again: bit for bit (above), and
+     * the file is half the fp32 one's cache bytes */
+    struct stat st32, st16;
+    cr_assert_eq(stat(p32, &st32), 0);
+    cr_assert_eq(stat(p16, &st16), 0);
+    cr_assert_eq((size_t)(st32.st_size - st16.st_size), linattn_model_state_bytes(m16, 150));
+    linattn_session_free(s32);
+    linattn_session_free(s16);
+    linattn_session_free(r16);
+    linattn_session_free(r32);
+    linattn_model_free(m32);
+    linattn_model_free(m16);
+
+    linattn_config cfg;
+    linattn_config_defaults(&cfg);
+    snprintf(cfg.weights, sizeof cfg.weights, "random:1");
+    cfg.d_model = 16, cfg.n_heads = 2, cfg.n_layers = 1, cfg.d_ff = 8;
+    cfg.attention = LINATTN_ATTN_LINEAR;
+    cfg.kv_cache = LINATTN_KV_F16;
+    cr_assert_eq(linattn_config_validate(&cfg), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "kv_cache"), "%s", linattn_last_error());
+}
 
 Test(session, bad_state_files_are_refused_whole)
 {
@@ -551,7 +640,7 @@ static void batch_equals_alone(linattn_attention_kind kind)
  * heads x 64^2 x 4 for linear; 80+ cached tokens for softmax), streams of
  * different lengths, with decays (linear); each stream's logits equal its
  * own steps', and a stream that steps alone afterwards continues the same. */
-static void batch_pairs_equal_alone(linattn_attention_kind kind)
+static void batch_pairs_equal_alone(linattn_attention_kind kind, linattn_kv_cache kv)
 {
     enum { S = 17, N = 200 };
     linattn_config c;
@@ -563,6 +652,7 @@ static void batch_pairs_equal_alone(linattn_attention_kind kind)
     c.positions = LINATTN_POS_SINCOS;
     if (kind == LINATTN_ATTN_LINEAR)
         c.decay.kind = LINATTN_DECAY_RETNET;
+    c.kv_cache = kv;
     linattn_model *m = NULL;
     cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
     linattn_session *batch[S], *alone[S];
@@ -603,8 +693,9 @@ static void batch_pairs_equal_alone(linattn_attention_kind kind)
 }
 
 Test(batch, step_equals_each_alone_linear) { batch_equals_alone(LINATTN_ATTN_LINEAR); }
-Test(batch, stream_head_pairs_equal_alone_linear) { batch_pairs_equal_alone(LINATTN_ATTN_LINEAR); }
-Test(batch, stream_head_pairs_equal_alone_softmax) { batch_pairs_equal_alone(LINATTN_ATTN_SOFTMAX); }
+Test(batch, stream_head_pairs_equal_alone_linear) { batch_pairs_equal_alone(LINATTN_ATTN_LINEAR, LINATTN_KV_F32); }
+Test(batch, stream_head_pairs_equal_alone_softmax) { batch_pairs_equal_alone(LINATTN_ATTN_SOFTMAX, LINATTN_KV_F32); }
+Test(kv_cache, f16_stream_head_pairs_equal_alone) { batch_pairs_equal_alone(LINATTN_ATTN_SOFTMAX, LINATTN_KV_F16); }
 Test(batch, step_equals_each_alone_softmax) { batch_equals_alone(LINATTN_ATTN_SOFTMAX); }
 
 typedef struct worker {
@@ -784,9 +875,10 @@ static void mem_round_trip(linattn_attention_kind kind)
 Test(host, save_mem_load_mem_linear) { mem_round_trip(LINATTN_ATTN_LINEAR); }
 Test(host, save_mem_load_mem_softmax) { mem_round_trip(LINATTN_ATTN_SOFTMAX); }
 
-/* A file of format version 2 (a 48-byte header, no logits) still loads;
- * its logits read as zeros until the next token. Made here from a version
- * 3 save: the same header fields, payload and extra, a new CRC32. */
+/* Files of format versions 2 (a 48-byte header, no logits) and 3 (no cache
+ * dtype: fp32) still load; a version 2 file's logits read as zeros until
+ * the next token. Made here from a version 4 save: the same header fields,
+ * payload and extra, a new CRC32. */
 Test(host, version_2_state_files_load)
 {
     linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
@@ -798,7 +890,15 @@ Test(host, version_2_state_files_load)
     size_t n3 = linattn_session_save_size(s, sizeof extra);
     unsigned char *v3 = malloc(n3), *v2 = malloc(n3);
     cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, v3, n3), LINATTN_OK);
-    cr_assert_eq(v3[8], 3, "saved as version 3");
+    cr_assert_eq(v3[8], 4, "saved as version 4");
+    v3[8] = 3; /* a version 3 file: the same bytes (its cache dtype field 0) */
+    uint32_t crc3 = (uint32_t)crc32(crc32(0L, Z_NULL, 0), v3, (uInt)(n3 - 4));
+    for (int i = 0; i < 4; i++)
+        v3[n3 - 4 + i] = (unsigned char)(crc3 >> (8 * i));
+    cr_assert_eq(linattn_session_load_mem(r, v3, n3, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(r), 21u);
+    linattn_session_reset(r);
     size_t logits = 256 * sizeof(float), payload = n3 - 56 - logits - sizeof extra - 4;
     memcpy(v2, v3, 48);
     v2[8] = 2;

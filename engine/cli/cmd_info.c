@@ -174,8 +174,10 @@ int cmd_info(int argc, char **argv)
             printf("  state bytes per stream: %zu (fixed, whatever the length); no token "
                    "limit\n", sizes.state_bytes);
         else
-            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d (the token limit)\n",
-                   sizes.state_bytes, sizes.state_bytes * (size_t)c->max_seq_len, c->max_seq_len);
+            printf("  kv-cache bytes: %zu per token, %zu at max_seq_len %d (the token limit; "
+                   "kv_cache %s)\n", sizes.state_bytes,
+                   sizes.state_bytes * (size_t)c->max_seq_len, c->max_seq_len,
+                   c->kv_cache == LINATTN_KV_F16 ? "f16" : "f32");
         if (c->threads > 0)
             printf("  threads: %d\n", c->threads);
         else
