@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "../engine/f16.h"
 
 typedef enum op_kind {
     OP_SOFTMAX_PREFILL, /* causal, L queries against L keys: GFLOP/s */
@@ -26,6 +27,7 @@ typedef struct op_workload {
     int decay;                /* linear: RetNet's per-head decays */
     int quick;                /* also in --quick */
     int curve;                /* a point of plot 1 (decode against context) */
+    int kv16;                 /* softmax: k and v as halfs (kv_cache = f16) */
 } op_workload;
 
 #define AUTO LINATTN_LINEAR_AUTO
@@ -40,46 +42,51 @@ typedef struct op_workload {
 /* Fixed rows before and after the decode curves (whose contexts come from
  * --lengths). */
 static const op_workload head_rows[] = {
-    {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", SP, 8, 1024, 64, 0, AUTO, 1, 0, 1, 0},
-    {"softmax-causal-4k", "causal softmax prefill, H=8 L=4096 d=64", SP, 8, 4096, 64, 0, AUTO, 1, 0, 0, 0},
-    {"linear-causal-4k", "causal linear prefill, H=8 L=4096 d=64 (size rule)", LP, 8, 4096, 64, 0, AUTO, 1, 0, 1, 0},
+    {"softmax-causal-1k", "causal softmax prefill, H=8 L=1024 d=64", SP, 8, 1024, 64, 0, AUTO, 1, 0, 1, 0, 0},
+    {"softmax-causal-4k", "causal softmax prefill, H=8 L=4096 d=64", SP, 8, 4096, 64, 0, AUTO, 1, 0, 0, 0, 0},
+    {"linear-causal-4k", "causal linear prefill, H=8 L=4096 d=64 (size rule)", LP, 8, 4096, 64, 0, AUTO, 1, 0, 1, 0, 0},
 };
 
 static const op_workload tail_rows[] = {
-    {"linear-step-ctx1", "linear decode step, 8 heads d=64, context 1", LS, 8, 0, 64, 1, AUTO, 0, 0, 1, 0},
+    {"linear-step-ctx1", "linear decode step, 8 heads d=64, context 1", LS, 8, 0, 64, 1, AUTO, 0, 0, 1, 0, 0},
     /* The chunked-vs-recurrent size rule: both algorithms across d. */
-    {"linear-mode-recurrent-d64", "linear prefill H=8 L=4096 d=64, recurrent", LP, 8, 4096, 64, 0, REC, 0, 0, 0, 0},
-    {"linear-mode-chunked-d64", "linear prefill H=8 L=4096 d=64, chunked", LP, 8, 4096, 64, 0, CHUNK, 0, 0, 0, 0},
-    {"linear-mode-recurrent-d32", "linear prefill H=8 L=4096 d=32, recurrent", LP, 8, 4096, 32, 0, REC, 0, 0, 0, 0},
-    {"linear-mode-chunked-d32", "linear prefill H=8 L=4096 d=32, chunked", LP, 8, 4096, 32, 0, CHUNK, 0, 0, 0, 0},
-    {"linear-mode-recurrent-d128", "linear prefill H=8 L=4096 d=128, recurrent", LP, 8, 4096, 128, 0, REC, 0, 0, 0, 0},
-    {"linear-mode-chunked-d128", "linear prefill H=8 L=4096 d=128, chunked", LP, 8, 4096, 128, 0, CHUNK, 0, 0, 0, 0},
-    {"linear-mode-recurrent-d256", "linear prefill H=2 L=4096 d=256, recurrent", LP, 2, 4096, 256, 0, REC, 0, 0, 0, 0},
-    {"linear-mode-chunked-d256", "linear prefill H=2 L=4096 d=256, chunked", LP, 2, 4096, 256, 0, CHUNK, 0, 0, 0, 0},
+    {"linear-mode-recurrent-d64", "linear prefill H=8 L=4096 d=64, recurrent", LP, 8, 4096, 64, 0, REC, 0, 0, 0, 0, 0},
+    {"linear-mode-chunked-d64", "linear prefill H=8 L=4096 d=64, chunked", LP, 8, 4096, 64, 0, CHUNK, 0, 0, 0, 0, 0},
+    {"linear-mode-recurrent-d32", "linear prefill H=8 L=4096 d=32, recurrent", LP, 8, 4096, 32, 0, REC, 0, 0, 0, 0, 0},
+    {"linear-mode-chunked-d32", "linear prefill H=8 L=4096 d=32, chunked", LP, 8, 4096, 32, 0, CHUNK, 0, 0, 0, 0, 0},
+    {"linear-mode-recurrent-d128", "linear prefill H=8 L=4096 d=128, recurrent", LP, 8, 4096, 128, 0, REC, 0, 0, 0, 0, 0},
+    {"linear-mode-chunked-d128", "linear prefill H=8 L=4096 d=128, chunked", LP, 8, 4096, 128, 0, CHUNK, 0, 0, 0, 0, 0},
+    {"linear-mode-recurrent-d256", "linear prefill H=2 L=4096 d=256, recurrent", LP, 2, 4096, 256, 0, REC, 0, 0, 0, 0, 0},
+    {"linear-mode-chunked-d256", "linear prefill H=2 L=4096 d=256, chunked", LP, 2, 4096, 256, 0, CHUNK, 0, 0, 0, 0, 0},
     /* One head: the split over threads is what 2 threads measure. */
-    {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)", LP, 1, 4096, 64, 0, AUTO, 1, 0, 0, 0},
+    {"linear-split-1head-4k", "causal linear prefill, H=1 L=4096 d=64 (split over threads)", LP, 1, 4096, 64, 0, AUTO, 1, 0, 0, 0, 0},
     /* One query against a long cache: with fewer heads than threads the
      * keys are split over threads (flash-decoding). */
-    {"softmax-decode-1head-64k", "softmax decode, one query, H=1 d=64, 64k keys", SD, 1, 0, 64, 65536, AUTO, 1, 0, 0, 0},
+    {"softmax-decode-1head-64k", "softmax decode, one query, H=1 d=64, 64k keys", SD, 1, 0, 64, 65536, AUTO, 1, 0, 0, 0, 0},
+    /* The same reads with k and v in half (kv_cache = f16): half the bytes
+     * of a cache that lives in memory, against softmax-decode-8head-*. */
+    {"softmax-decode-8head-4k-f16kv", "as softmax-decode-8head-4k, K and V in F16", SD, 8, 0, 64, 4096, AUTO, 1, 0, 0, 0, 1},
+    {"softmax-decode-8head-16k-f16kv", "as softmax-decode-8head-16k, K and V in F16", SD, 8, 0, 64, 16384, AUTO, 1, 0, 1, 0, 1},
+    {"softmax-decode-8head-64k-f16kv", "as softmax-decode-8head-64k, K and V in F16", SD, 8, 0, 64, 65536, AUTO, 1, 0, 0, 0, 1},
     /* The head size of most real models: d=128, H=4. */
-    {"softmax-causal-4k-d128", "causal softmax prefill, H=4 L=4096 d=128", SP, 4, 4096, 128, 0, AUTO, 1, 0, 0, 0},
-    {"linear-causal-4k-d128", "causal linear prefill, H=4 L=4096 d=128 (size rule)", LP, 4, 4096, 128, 0, AUTO, 1, 0, 0, 0},
-    {"linear-mode-recurrent-d128h4", "linear prefill H=4 L=4096 d=128, recurrent", LP, 4, 4096, 128, 0, REC, 0, 0, 0, 0},
-    {"linear-mode-chunked-d128h4", "linear prefill H=4 L=4096 d=128, chunked", LP, 4, 4096, 128, 0, CHUNK, 0, 0, 0, 0},
-    {"linear-step-ctx1k-d128", "linear decode step, 4 heads d=128, context 1k", LS, 4, 0, 128, 1024, AUTO, 0, 0, 0, 0},
+    {"softmax-causal-4k-d128", "causal softmax prefill, H=4 L=4096 d=128", SP, 4, 4096, 128, 0, AUTO, 1, 0, 0, 0, 0},
+    {"linear-causal-4k-d128", "causal linear prefill, H=4 L=4096 d=128 (size rule)", LP, 4, 4096, 128, 0, AUTO, 1, 0, 0, 0, 0},
+    {"linear-mode-recurrent-d128h4", "linear prefill H=4 L=4096 d=128, recurrent", LP, 4, 4096, 128, 0, REC, 0, 0, 0, 0, 0},
+    {"linear-mode-chunked-d128h4", "linear prefill H=4 L=4096 d=128, chunked", LP, 4, 4096, 128, 0, CHUNK, 0, 0, 0, 0, 0},
+    {"linear-step-ctx1k-d128", "linear decode step, 4 heads d=128, context 1k", LS, 4, 0, 128, 1024, AUTO, 0, 0, 0, 0, 0},
     /* Decay (RetNet's per-head values) against the rows above: the extra
      * multiply per state element, the chunk powers, the segment rebuild. */
-    {"linear-decay-causal-4k", "as linear-causal-4k, RetNet decays", LP, 8, 4096, 64, 0, AUTO, 1, 1, 0, 0},
-    {"linear-decay-step-ctx1k", "as linear-step-ctx1k, RetNet decays", LS, 8, 0, 64, 1024, AUTO, 0, 1, 0, 0},
-    {"linear-decay-mode-chunked-d64", "as linear-mode-chunked-d64, RetNet decays", LP, 8, 4096, 64, 0, CHUNK, 0, 1, 0, 0},
-    {"linear-decay-mode-chunked-d128", "as linear-mode-chunked-d128, RetNet decays", LP, 8, 4096, 128, 0, CHUNK, 0, 1, 0, 0},
-    {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay", LP, 1, 4096, 64, 0, AUTO, 1, 1, 0, 0},
+    {"linear-decay-causal-4k", "as linear-causal-4k, RetNet decays", LP, 8, 4096, 64, 0, AUTO, 1, 1, 0, 0, 0},
+    {"linear-decay-step-ctx1k", "as linear-step-ctx1k, RetNet decays", LS, 8, 0, 64, 1024, AUTO, 0, 1, 0, 0, 0},
+    {"linear-decay-mode-chunked-d64", "as linear-mode-chunked-d64, RetNet decays", LP, 8, 4096, 64, 0, CHUNK, 0, 1, 0, 0, 0},
+    {"linear-decay-mode-chunked-d128", "as linear-mode-chunked-d128, RetNet decays", LP, 8, 4096, 128, 0, CHUNK, 0, 1, 0, 0, 0},
+    {"linear-decay-split-1head-4k", "as linear-split-1head-4k, RetNet decay", LP, 1, 4096, 64, 0, AUTO, 1, 1, 0, 0, 0},
     /* The sampler at a llama vocabulary (32,000): the CLI's defaults (T 0.8,
      * top-k 40, top-p 0.95), top-p alone, and no truncation. A 15M-shape
      * token costs about 1.5 ms here: 5% of it is 75 us. */
-    {"sample-32k-topk40-topp95", "one draw, vocab 32000, T=0.8 top-k 40 top-p 0.95", SA, 40, 32000, 95, 0, AUTO, 0, 0, 1, 0},
-    {"sample-32k-topp95", "one draw, vocab 32000, T=0.8 top-p 0.95", SA, 0, 32000, 95, 0, AUTO, 0, 0, 0, 0},
-    {"sample-32k-full", "one draw, vocab 32000, T=0.8, no truncation", SA, 0, 32000, 100, 0, AUTO, 0, 0, 0, 0},
+    {"sample-32k-topk40-topp95", "one draw, vocab 32000, T=0.8 top-k 40 top-p 0.95", SA, 40, 32000, 95, 0, AUTO, 0, 0, 1, 0, 0},
+    {"sample-32k-topp95", "one draw, vocab 32000, T=0.8 top-p 0.95", SA, 0, 32000, 95, 0, AUTO, 0, 0, 0, 0, 0},
+    {"sample-32k-full", "one draw, vocab 32000, T=0.8, no truncation", SA, 0, 32000, 100, 0, AUTO, 0, 0, 0, 0, 0},
 };
 
 #define MAX_OPS 128
@@ -172,6 +179,8 @@ void ops_list(const bench_plan *p)
 static struct {
     float *q, *k, *v, *out;
     size_t nq, nk;
+    uint16_t *hk, *hv; /* k, v as halfs (the first nh of them) */
+    size_t nh;
 } pool;
 
 static void fill_rand(float *x, size_t from, size_t n, uint64_t seed)
@@ -208,9 +217,30 @@ static int pool_get(size_t nq, size_t nk)
     return 0;
 }
 
+/* The first nk values of k and v as halfs (after pool_get). */
+static int pool_halfs(size_t nk)
+{
+    if (nk <= pool.nh)
+        return 0;
+    uint16_t *hk = realloc(pool.hk, nk * sizeof *hk);
+    if (hk)
+        pool.hk = hk;
+    uint16_t *hv = hk ? realloc(pool.hv, nk * sizeof *hv) : NULL;
+    if (!hv)
+        return -1;
+    pool.hv = hv;
+    for (size_t i = pool.nh; i < nk; i++) {
+        pool.hk[i] = linattn_f32_to_f16(pool.k[i]);
+        pool.hv[i] = linattn_f32_to_f16(pool.v[i]);
+    }
+    pool.nh = nk;
+    return 0;
+}
+
 static void pool_free(void)
 {
     free(pool.q), free(pool.k), free(pool.v), free(pool.out);
+    free(pool.hk), free(pool.hv);
     memset(&pool, 0, sizeof pool);
 }
 
@@ -230,7 +260,7 @@ static const float *workload_decay(const op_workload *w)
 
 typedef struct attn_ctx {
     linattn_attention_desc desc;
-    int linear;
+    int linear, kv16;
 } attn_ctx;
 
 static int attn_call(void *p)
@@ -238,6 +268,7 @@ static int attn_call(void *p)
     attn_ctx *c = p;
     linattn_status st =
         c->linear ? linattn_attention_linear(&c->desc, pool.q, pool.k, pool.v, pool.out)
+        : c->kv16 ? linattn_attention_softmax_f16kv(&c->desc, pool.q, pool.hk, pool.hv, pool.out)
                   : linattn_attention_softmax(&c->desc, pool.q, pool.k, pool.v, pool.out);
     if (st != LINATTN_OK) {
         fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
@@ -252,7 +283,8 @@ static int run_attention(const bench_plan *p, const op_workload *w, int threads,
 {
     int linear = w->kind == OP_LINEAR_PREFILL, decode = w->kind == OP_SOFTMAX_DECODE;
     const int lk = decode ? (int)w->ctx : w->len, lq = decode ? 1 : w->len;
-    if (pool_get((size_t)w->heads * lq * w->d, (size_t)w->heads * lk * w->d) != 0) {
+    if (pool_get((size_t)w->heads * lq * w->d, (size_t)w->heads * lk * w->d) != 0 ||
+        (w->kv16 && pool_halfs((size_t)w->heads * lk * w->d) != 0)) {
         fprintf(stderr, "linattn-bench: out of memory\n");
         return -1;
     }
@@ -263,6 +295,7 @@ static int run_attention(const bench_plan *p, const op_workload *w, int threads,
     c.desc.decay = linear ? workload_decay(w) : NULL;
     c.desc.linear_mode = linear ? w->mode : LINATTN_LINEAR_AUTO;
     c.linear = linear;
+    c.kv16 = w->kv16;
     size_t ws = linear ? linattn_attention_linear_workspace(&c.desc)
                        : linattn_attention_softmax_workspace(&c.desc);
     c.desc.workspace = malloc(ws ? ws : 1);
@@ -441,7 +474,8 @@ static int run_one(const bench_plan *p, const op_workload *w, linattn_isa isa, i
         bench_stats_of(s, runs, &r.st);
         /* the softmax cache read once (K and V); the linear state read once */
         if (w->kind == OP_SOFTMAX_DECODE)
-            bytes = 2.0 * w->heads * (double)w->ctx * w->d * sizeof(float);
+            bytes = 2.0 * w->heads * (double)w->ctx * w->d *
+                    (w->kv16 ? sizeof(uint16_t) : sizeof(float));
         r.bytes = bytes;
         r.context = (double)w->ctx;
         if (w->curve)
