@@ -55,6 +55,7 @@ static const bench_case cases[] = {
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
+    {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -113,6 +114,9 @@ static void call_once(const linattn_kernels *k, const bench_case *bc, case_data 
     case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn_f16: k->gemm_nn_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->b, bc->a, bc->b, bc->c); break;
     case K_to_f16: k->to_f16((uint16_t *)(void *)d->y, d->x, n); break;
+    /* int8 weights: the first quarter of S's bytes, scales after them */
+    case K_gemv_q8: k->gemv_q8(d->y, (const int8_t *)(const void *)d->S, d->S + bc->a * bc->b / 4, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemm_nt_q8: k->gemm_nt_q8(d->C, bc->b, d->x, bc->c, (const int8_t *)(const void *)d->S, d->S + bc->b * bc->c / 4, bc->c, bc->a, bc->b, bc->c); break;
     default: break;
     }
 }

@@ -24,6 +24,8 @@ typedef struct recorder {
     int n, cap;
     linattn_dtype matrices, vectors; /* the dtypes to write them in */
     int failed;
+    float **owned; /* int8 matrices: their values and scales, made here */
+    int n_owned;
 } recorder;
 
 /* Where a tensor comes from: the safetensors file, or a seeded generator. */
@@ -37,7 +39,63 @@ typedef struct source {
     recorder *rec;   /* random weights: NULL, or where to note each tensor */
 } source;
 
+static void record_one(recorder *r, const char *name, int rows, int cols, const float *p,
+                       linattn_dtype dtype);
+
+/* A float buffer the recorder frees; NULL (and failed) when out of memory. */
+static float *record_owned(recorder *r, size_t n)
+{
+    float **o = r->failed ? NULL : mem_realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *o);
+    float *p = o ? mem_alloc((n ? n : 1) * sizeof *p) : NULL;
+    if (o)
+        r->owned = o;
+    if (!p) {
+        r->failed = 1;
+        return NULL;
+    }
+    r->owned[r->n_owned++] = p;
+    return p;
+}
+
+/* Quantizes W [rows, cols] by groups of LINATTN_Q8_GROUP along rows (the
+ * scale max|w| / 127, values rounded to nearest, ties to even) into q and
+ * s: what tools/convert_dtype.py --dtype q8 writes. */
+static void quantize_q8(const float *W, int rows, int cols, float *q, float *s)
+{
+    const int G = LINATTN_Q8_GROUP;
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < cols / G; g++) {
+            const float *w = W + (size_t)r * cols + (size_t)g * G;
+            float amax = 0.0f;
+            for (int i = 0; i < G; i++)
+                amax = fabsf(w[i]) > amax ? fabsf(w[i]) : amax;
+            float sc = amax / 127.0f;
+            s[(size_t)r * (cols / G) + g] = sc;
+            for (int i = 0; i < G; i++)
+                q[(size_t)r * cols + (size_t)g * G + i] = sc > 0.0f ? nearbyintf(w[i] / sc) : 0.0f;
+        }
+}
+
 static void record(recorder *r, const char *name, int rows, int cols, char kind, const float *p)
+{
+    if (kind == 'w' && r->matrices == LINATTN_DTYPE_I8 && cols % LINATTN_Q8_GROUP == 0) {
+        float *q = record_owned(r, (size_t)rows * cols);
+        float *s = record_owned(r, (size_t)rows * (cols / LINATTN_Q8_GROUP));
+        char sname[160];
+        snprintf(sname, sizeof sname, "%s_scale", name);
+        if (!q || !s)
+            return;
+        quantize_q8(p, rows, cols, q, s);
+        record_one(r, name, rows, cols, q, LINATTN_DTYPE_I8);
+        record_one(r, sname, rows, cols / LINATTN_Q8_GROUP, s, LINATTN_DTYPE_F32);
+        return;
+    }
+    linattn_dtype dt = kind == 'w' ? r->matrices : r->vectors;
+    record_one(r, name, rows, cols, p, dt == LINATTN_DTYPE_I8 ? LINATTN_DTYPE_F32 : dt);
+}
+
+static void record_one(recorder *r, const char *name, int rows, int cols, const float *p,
+                       linattn_dtype dtype)
 {
     if (r->failed)
         return;
@@ -61,7 +119,7 @@ static void record(recorder *r, const char *name, int rows, int cols, char kind,
     t->shape[0] = rows;
     t->shape[1] = cols;
     t->data = p;
-    t->dtype = kind == 'w' ? r->matrices : r->vectors;
+    t->dtype = dtype;
 }
 
 static uint64_t splitmix64(uint64_t *s)
@@ -104,16 +162,34 @@ static linattn_status take(source *src, const char *name, int rows, int cols, ch
 static linattn_status take_matrix(source *src, const char *name, int rows, int cols,
                                   linattn_matrix *out)
 {
-    if (src->file && src->keep_stored) {
+    out->scales = NULL;
+    if (src->file && (src->keep_stored || linattn_weights_stored_dtype(src->file, name) ==
+                                              (int)LINATTN_DTYPE_I8)) {
         int64_t shape[2] = {rows, cols};
         linattn_dtype dt;
         linattn_status st =
             linattn_weights_get_stored(src->file, name, 2, shape, &out->data, &dt);
-        if (st == LINATTN_OK) {
-            out->dtype = dt;
-            src->bytes += (size_t)rows * (size_t)cols * (dt == LINATTN_DTYPE_F32 ? 4 : 2);
+        if (st != LINATTN_OK)
+            return st;
+        out->dtype = dt;
+        size_t n = (size_t)rows * (size_t)cols;
+        if (dt != LINATTN_DTYPE_I8) {
+            src->bytes += n * (dt == LINATTN_DTYPE_F32 ? 4 : 2);
+            return LINATTN_OK;
         }
-        return st;
+        /* int8: the scales of every group of LINATTN_Q8_GROUP columns */
+        if (cols % LINATTN_Q8_GROUP != 0)
+            return linattn_err(LINATTN_ERR_FORMAT,
+                               "%s: tensor '%.200s': int8 with %d columns (a multiple of %d "
+                               "needed: one scale per %d)", linattn_weights_path(src->file),
+                               name, cols, LINATTN_Q8_GROUP, LINATTN_Q8_GROUP);
+        char sname[160];
+        snprintf(sname, sizeof sname, "%s_scale", name);
+        int64_t sshape[2] = {rows, cols / LINATTN_Q8_GROUP};
+        if ((st = linattn_weights_get(src->file, sname, 2, sshape, &out->scales)) != LINATTN_OK)
+            return st;
+        src->bytes += n + n / LINATTN_Q8_GROUP * sizeof(float);
+        return LINATTN_OK;
     }
     const float *f = NULL;
     linattn_status st = take(src, name, rows, cols, 'w', &f);
@@ -317,7 +393,7 @@ linattn_status linattn_model_random_safetensors(const linattn_config *config,
         return linattn_err(LINATTN_ERR_INVALID,
                            "model_random_safetensors: weights '%.200s' are not random:SEED",
                            config->weights);
-    recorder rec = {NULL, 0, 0, matrices, vectors, 0};
+    recorder rec = {NULL, 0, 0, matrices, vectors, 0, NULL, 0};
     linattn_model *m = NULL;
     linattn_status st = build(config, NULL, 0, &m, &rec);
     if (st == LINATTN_OK && rec.failed)
@@ -327,6 +403,9 @@ linattn_status linattn_model_random_safetensors(const linattn_config *config,
     for (int i = 0; i < rec.n; i++)
         mem_free((void *)rec.t[i].name);
     mem_free(rec.t);
+    for (int i = 0; i < rec.n_owned; i++)
+        mem_free(rec.owned[i]);
+    mem_free(rec.owned);
     linattn_model_free(m);
     return st;
 }
@@ -578,32 +657,38 @@ int linattn_model_default_threads(const linattn_model *m)
 
 /* ---- the forward pass ---------------------------------------------------- */
 
-/* &W[row, 0] of a matrix with cols columns. */
-static const void *matrix_row(linattn_matrix W, size_t row, size_t cols)
+/* W's rows from `row` on (cols columns), its scales too. */
+static linattn_matrix matrix_rows(linattn_matrix W, size_t row, size_t cols)
 {
-    size_t es = W.dtype == LINATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
-    return (const char *)W.data + row * cols * es;
+    static const size_t es[] = {sizeof(float), sizeof(uint16_t), sizeof(uint16_t), 1};
+    linattn_matrix r = W;
+    r.data = (const char *)W.data + row * cols * es[W.dtype];
+    if (W.scales)
+        r.scales = W.scales + row * (cols / LINATTN_Q8_GROUP);
+    return r;
 }
 
 /* y[rows] = W[rows, cols] x + b by the gemv of W's dtype. */
-static void gemv_any(const linattn_kernels *k, float *y, const void *W, linattn_dtype dt,
-                     size_t cols, const float *x, const float *b, size_t rows)
+static void gemv_any(const linattn_kernels *k, float *y, linattn_matrix W, size_t cols,
+                     const float *x, const float *b, size_t rows)
 {
-    switch (dt) {
-    case LINATTN_DTYPE_F16: k->gemv_f16(y, W, cols, x, b, rows, cols); break;
-    case LINATTN_DTYPE_BF16: k->gemv_bf16(y, W, cols, x, b, rows, cols); break;
-    default: k->gemv(y, W, cols, x, b, rows, cols); break;
+    switch (W.dtype) {
+    case LINATTN_DTYPE_F16: k->gemv_f16(y, W.data, cols, x, b, rows, cols); break;
+    case LINATTN_DTYPE_BF16: k->gemv_bf16(y, W.data, cols, x, b, rows, cols); break;
+    case LINATTN_DTYPE_I8: k->gemv_q8(y, W.data, W.scales, cols, x, b, rows, cols); break;
+    default: k->gemv(y, W.data, cols, x, b, rows, cols); break;
     }
 }
 
 /* C[M, N] (stride ldc) += A[M, K] B[N, K]^T by the gemm_nt of B's dtype. */
 static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const float *A,
-                        const void *B, linattn_dtype dt, size_t M, size_t N, size_t K)
+                        linattn_matrix B, size_t M, size_t N, size_t K)
 {
-    switch (dt) {
-    case LINATTN_DTYPE_F16: k->gemm_nt_f16(C, ldc, A, K, B, K, M, N, K); break;
-    case LINATTN_DTYPE_BF16: k->gemm_nt_bf16(C, ldc, A, K, B, K, M, N, K); break;
-    default: k->gemm_nt(C, ldc, A, K, B, K, M, N, K); break;
+    switch (B.dtype) {
+    case LINATTN_DTYPE_F16: k->gemm_nt_f16(C, ldc, A, K, B.data, K, M, N, K); break;
+    case LINATTN_DTYPE_BF16: k->gemm_nt_bf16(C, ldc, A, K, B.data, K, M, N, K); break;
+    case LINATTN_DTYPE_I8: k->gemm_nt_q8(C, ldc, A, K, B.data, B.scales, K, M, N, K); break;
+    default: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
     }
 }
 
@@ -640,8 +725,8 @@ void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int co
             size_t lo = v0 > base ? cut16(v0 - base, out) : 0;
             size_t hi = v1 > base ? cut16(v1 - base, out) : 0;
             if (hi > lo)
-                gemv_any(k, p[i].y + lo, matrix_row(p[i].W, lo, (size_t)in), p[i].W.dtype,
-                         (size_t)in, x, p[i].b ? p[i].b + lo : NULL, hi - lo);
+                gemv_any(k, p[i].y + lo, matrix_rows(p[i].W, lo, (size_t)in), (size_t)in, x,
+                         p[i].b ? p[i].b + lo : NULL, hi - lo);
             base += out;
         }
     }
@@ -669,7 +754,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
             else
                 memset(row, 0, (size_t)nj * sizeof(float));
         }
-        gemm_nt_any(k, y + j0, (size_t)out, x, matrix_row(W, (size_t)j0, (size_t)in), W.dtype,
+        gemm_nt_any(k, y + j0, (size_t)out, x, matrix_rows(W, (size_t)j0, (size_t)in),
                     (size_t)n, (size_t)nj, (size_t)in);
     }
 }
@@ -690,8 +775,12 @@ static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y
 /* xr[d] = row `token` of the embedding, converted from its dtype (exact). */
 static void embed_row(float *xr, linattn_matrix E, int token, int d)
 {
-    const void *row = matrix_row(E, (size_t)token, (size_t)d);
-    if (E.dtype == LINATTN_DTYPE_F16)
+    linattn_matrix r = matrix_rows(E, (size_t)token, (size_t)d);
+    const void *row = r.data;
+    if (E.dtype == LINATTN_DTYPE_I8)
+        for (int i = 0; i < d; i++)
+            xr[i] = (float)((const int8_t *)row)[i] * r.scales[i / LINATTN_Q8_GROUP];
+    else if (E.dtype == LINATTN_DTYPE_F16)
         for (int i = 0; i < d; i++)
             xr[i] = linattn_f16_to_f32(((const uint16_t *)row)[i]);
     else if (E.dtype == LINATTN_DTYPE_BF16)

@@ -20,10 +20,12 @@
 #define LINATTN_CHUNK 128
 
 /* A weight matrix [rows, cols], row-major, as the model holds it: fp32, or
- * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored);
+ * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored), or
+ * int8 with a scale per LINATTN_Q8_GROUP columns (always as stored);
  * linattn_project picks the kernel by dtype. */
 typedef struct linattn_matrix {
     const void *data;
+    const float *scales; /* I8 only: [rows, cols / LINATTN_Q8_GROUP] */
     linattn_dtype dtype;
 } linattn_matrix;
 
@@ -124,7 +126,10 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 /* The random model config describes (weights = random:SEED) as a
  * safetensors image: weight matrices (and the embeddings) stored as
  * `matrices`, norm weights and biases as `vectors`. *bytes is malloc'd
- * (free()). For tests and the bench: F16/BF16 models of any shape. */
+ * (free()). For tests and the bench: F16/BF16 models of any shape; I8:
+ * int8 matrices with their _scale tensors (quantized as
+ * tools/convert_dtype.py --dtype q8 does; a matrix whose columns are not a
+ * multiple of 32 stays F32). */
 linattn_status linattn_model_random_safetensors(const linattn_config *config,
                                                 linattn_dtype matrices, linattn_dtype vectors,
                                                 void **bytes, size_t *size);

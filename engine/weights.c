@@ -59,8 +59,9 @@ struct linattn_weights {
     int n_parts;
 };
 
-static const char *const dtype_names[] = {"F32", "F16", "BF16"};
-static const unsigned dtype_bytes[] = {4, 2, 2};
+static const char *const dtype_names[] = {"F32", "F16", "BF16", "I8"};
+static const unsigned dtype_bytes[] = {4, 2, 2, 1};
+#define N_DTYPES (sizeof dtype_names / sizeof dtype_names[0])
 
 const char *linattn_dtype_name(linattn_dtype dtype)
 {
@@ -150,7 +151,7 @@ static linattn_status parse_entry(const linattn_weights *w, const cJSON *entry, 
         d++;
     if (d == sizeof dtype_names / sizeof dtype_names[0])
         return linattn_err(LINATTN_ERR_FORMAT,
-                           "%s: tensor '%.200s': unsupported dtype '%.20s' (expected F32, F16 or BF16)",
+                           "%s: tensor '%.200s': unsupported dtype '%.20s' (expected F32, F16, BF16 or I8)",
                            w->path, name, dtype->valuestring);
     t->dtype = (linattn_dtype)d;
 
@@ -488,6 +489,12 @@ static struct tensor *find(const linattn_weights *w, const char *name)
     return NULL;
 }
 
+int linattn_weights_stored_dtype(const linattn_weights *w, const char *name)
+{
+    const struct tensor *t = w && name ? find(w, name) : NULL;
+    return t ? (int)t->dtype : -1;
+}
+
 int linattn_weights_has(const linattn_weights *w, const char *name)
 {
     return w && name && find(w, name) != NULL;
@@ -503,6 +510,10 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
         t->f32 = no_elements;
         return LINATTN_OK;
     }
+    if (t->dtype == LINATTN_DTYPE_I8)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tensor '%.200s': int8 values only make a weight matrix (with "
+                           "its _scale tensor), not this tensor", file_of(w, t), label(t));
     if (t->dtype == LINATTN_DTYPE_F32 && (uintptr_t)src % sizeof(float) == 0 &&
         is_little_endian()) {
         t->f32 = (const float *)(const void *)src;
@@ -526,6 +537,8 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
             break;
         case LINATTN_DTYPE_BF16:
             dst[i] = linattn_bf16_to_f32((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+            break;
+        case LINATTN_DTYPE_I8:
             break;
         }
     }
@@ -604,7 +617,7 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
         return LINATTN_OK;
     }
     const uint8_t *src = (t->part ? w->parts[t->part - 1]->data : w->data) + t->begin;
-    if ((uintptr_t)src % sizeof(uint16_t) == 0) {
+    if (t->dtype == LINATTN_DTYPE_I8 || (uintptr_t)src % sizeof(uint16_t) == 0) {
         *data = src;
     } else {
         if (!t->owned_raw) {
@@ -631,13 +644,13 @@ size_t linattn_weights_data_bytes(const linattn_weights *w)
 
 void linattn_weights_dtypes(const linattn_weights *w, char *buf, size_t size)
 {
-    int seen[3] = {0, 0, 0};
+    int seen[N_DTYPES] = {0};
     for (int i = 0; w && i < w->n_tensors; i++)
         seen[w->tensors[i].dtype] = 1;
     size_t n = 0;
     if (size)
         buf[0] = '\0';
-    for (int d = 0; d < 3 && n < size; d++)
+    for (int d = 0; d < (int)N_DTYPES && n < size; d++)
         if (seen[d])
             n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? "+" : "", dtype_names[d]);
 }
@@ -729,7 +742,7 @@ linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, voi
     /* the header: about 120 bytes a tensor plus its name */
     size_t cap = 64, data = 0;
     for (int i = 0; i < n; i++) {
-        if (t[i].ndim < 1 || t[i].ndim > 2 || (unsigned)t[i].dtype > LINATTN_DTYPE_BF16)
+        if (t[i].ndim < 1 || t[i].ndim > 2 || (unsigned)t[i].dtype > LINATTN_DTYPE_I8)
             return linattn_err(LINATTN_ERR_INVALID, "weights_write_mem: tensor '%.200s': bad "
                                "ndim or dtype", t[i].name);
         cap += strlen(t[i].name) + 128;
@@ -772,6 +785,8 @@ linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, voi
             memcpy(&bits, &v, sizeof bits);
             if (t[i].dtype == LINATTN_DTYPE_F16)
                 bits = linattn_f32_to_f16(v);
+            else if (t[i].dtype == LINATTN_DTYPE_I8) /* an integer -128..127 */
+                bits = (uint32_t)(uint8_t)(int8_t)(v < -128.0f ? -128 : v > 127.0f ? 127 : (int)v);
             else if (t[i].dtype == LINATTN_DTYPE_BF16)
                 bits = linattn_f32_to_bf16(v);
             for (unsigned b = 0; b < dtype_bytes[t[i].dtype]; b++)

@@ -11,6 +11,8 @@ typedef enum linattn_dtype {
     LINATTN_DTYPE_F32,
     LINATTN_DTYPE_F16,
     LINATTN_DTYPE_BF16,
+    LINATTN_DTYPE_I8, /* a weight matrix's int8 values; its scales are the F32 tensor
+                       * NAME_scale [rows, cols / LINATTN_Q8_GROUP] (Q8) */
 } linattn_dtype;
 
 #define LINATTN_WEIGHTS_MAX_DIMS 8
@@ -51,7 +53,7 @@ linattn_status linattn_weights_get(linattn_weights *w, const char *name, int ndi
                                    const int64_t *shape, const float **data);
 
 /* The tensor `name` as the file stores it (shape checked as by get), for
- * the kernels that read F16/BF16 weights: *dtype F16 or BF16 with *data
+ * the kernels that read F16/BF16/int8 weights: *dtype F16, BF16 or I8 with *data
  * into the map (an aligned copy owned by w when the file's offset is odd);
  * F32 tensors (and every tensor on a big-endian host) come as get gives
  * them, with *dtype F32. Valid until close. Marks the tensor used. */
@@ -85,6 +87,9 @@ linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, voi
  * asked for: "unexpected tensor 'x'". */
 linattn_status linattn_weights_check_all_used(const linattn_weights *w);
 
+/* The dtype (linattn_dtype) the file stores tensor `name` in; -1 if none. */
+int linattn_weights_stored_dtype(const linattn_weights *w, const char *name);
+
 /* 1 if the file has a tensor `name` (for optional tensors). */
 int linattn_weights_has(const linattn_weights *w, const char *name);
 
@@ -101,7 +106,7 @@ linattn_status linattn_weights_check_unchanged(const linattn_weights *w);
 
 const char *linattn_weights_path(const linattn_weights *w);
 
-/* "F32", "F16", "BF16". */
+/* "F32", "F16", "BF16", "I8". */
 const char *linattn_dtype_name(linattn_dtype dtype);
 
 #endif

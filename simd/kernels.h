@@ -8,6 +8,8 @@
 /* Rows a blocked linear-attention state keeps before folding them into its
  * sums (engine/attention_linear.c): the most linear_block_read takes. */
 #define LINATTN_BLOCK_ROWS 16
+/* Weights per scale of an int8 (Q8) matrix, along its rows. */
+#define LINATTN_Q8_GROUP 32
 
 /* The kernels. All tensors fp32, row-major; pointers need no alignment; n
  * may be 0. "y may alias x" where said.
@@ -52,6 +54,12 @@
  *              without losing their low bits (checked exactly by checkasm).
  * gemm_nn_f16  gemm_nn with B stored as half (a KV cache in F16): the same
  *              FMAs in the same order as gemm_nn on B's values in fp32.
+ * gemv_q8      gemv with W stored as int8 with one fp32 scale per
+ *              LINATTN_Q8_GROUP columns of a row: W[r, c] = Wq[r, c] S[r, c/32]
+ *              (S row stride ldw / 32); cols and ldw multiples of 32.
+ * gemm_nt_q8   gemm_nt with B int8 and scales S likewise (K, ldb multiples
+ *              of 32); each weight dequantized (w s, rounded once) while
+ *              packing.
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  *
@@ -99,7 +107,13 @@
     X(gemm_nn_f16, void,                                                                           \
       (float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B, size_t ldb, size_t M, \
        size_t N, size_t K))                                                                        \
-    X(to_f16, void, (uint16_t *y, const float *x, size_t n))
+    X(to_f16, void, (uint16_t *y, const float *x, size_t n))                                       \
+    X(gemv_q8, void,                                                                               \
+      (float *y, const int8_t *W, const float *S, size_t ldw, const float *x, const float *b,     \
+       size_t rows, size_t cols))                                                                  \
+    X(gemm_nt_q8, void,                                                                            \
+      (float *C, size_t ldc, const float *A, size_t lda, const int8_t *B, const float *S,         \
+       size_t ldb, size_t M, size_t N, size_t K))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;

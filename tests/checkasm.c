@@ -119,6 +119,11 @@ static const struct tolerance {
      "gemm_nn's bound: B's halfs convert exactly; the same FMAs in the same order as this "
      "ISA's gemm_nn on B in fp32 (checked exactly: a KV cache in F16 changes only the rounding "
      "of what it stores)"},
+    [K_gemv_q8] = {TOL_BOUND, 4, "(cols+c) u (sum|s w x| + |b|) + cols tiny",
+     "each 32-column group summed (32 rounded terms), scaled (one rounding) and added into the "
+     "row's sum (cols/32 terms): under (cols + 3) u of the absolute sum, c = 4 with the bias"},
+    [K_gemm_nt_q8] = {TOL_BOUND, 4, "(K+c) u (|C| + sum|A s w|) + K tiny",
+     "gemm_nt's bound plus one rounding of each dequantized weight w s"},
     [K_to_f16] = {TOL_EXACT, 0, "equal (any NaN for NaN)",
      "round to nearest even is one correctly rounded result: ties, the subnormal range, "
      "overflow to infinity"},
@@ -1389,6 +1394,131 @@ static void check_to_f16(const linattn_kernels *k, const linattn_kernels *sc, re
     free(y);
 }
 
+/* An int8 matrix rows x cols (ld a multiple of 32) and its scales [rows,
+ * ld/32] in guarded buffers; values: every int8 (-128..127, the extremes
+ * often), scales 2^-12..2^-2 of either sign (times 2^-8..2^8 if wide);
+ * vals[i cols + j] = w s exactly (double). The gap columns hold 127, so a
+ * kernel reading them is off by far. */
+static int8_t *q8_matrix_new(buf *bq, buf *bs, float **scales, size_t rows, size_t cols,
+                             size_t ld, int wide, double *vals)
+{
+    size_t n = rows ? (rows - 1) * ld + cols : 0, ns = rows * (ld / 32);
+    int8_t *q = (int8_t *)(void *)buf_make(bq, (n + 3) / 4 + 1, GUARD_IN);
+    memset(q, 127, n);
+    float *S = buf_make(bs, ns ? ns : 1, GUARD_IN);
+    for (size_t i = 0; i < ns; i++) {
+        double sc = ldexp(1.0 + rnd_range(0, 1), -2 - (int)rnd_below(11));
+        if (wide)
+            sc = ldexp(sc, (int)rnd_below(17) - 8);
+        S[i] = (float)(rnd_below(2) ? sc : -sc);
+    }
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            uint64_t k = rnd_below(8);
+            int v = k == 0 ? -128 : k == 1 ? 127 : (int)rnd_below(256) - 128;
+            q[i * ld + j] = (int8_t)v;
+            vals[i * cols + j] = (double)v * S[i * (ld / 32) + j / 32];
+        }
+    *scales = S;
+    return q;
+}
+
+static void check_gemv_q8(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemv_q8")->c;
+    static const size_t rowss[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 100};
+    static const size_t colss[] = {32, 64, 96, 160, 1024, 2048};
+    for (size_t a = 0; a < sizeof rowss / sizeof rowss[0]; a++)
+        for (size_t bi = 0; bi < sizeof colss / sizeof colss[0]; bi++)
+            for (int bias = 0; bias < 2; bias++) {
+                size_t rows = rowss[a], cols = colss[bi], ldw = cols + 32 * rnd_below(3);
+                buf bW, bS, bx, bb, by, bs;
+                double *Wv = malloc((rows * cols + 1) * sizeof *Wv);
+                float *S;
+                const int8_t *W = q8_matrix_new(&bW, &bS, &S, rows, cols, ldw, bias, Wv);
+                float *x = buf_new(&bx, cols), *bv = buf_new(&bb, rows);
+                float *y = buf_out(&by, rows), *ys = buf_out(&bs, rows);
+                fill(x, cols, FILL_RANDOM, -1, 1);
+                fill(bv, rows, FILL_RANDOM, -1, 1);
+                const float *bp = bias ? bv : NULL;
+                k->gemv_q8(y, W, S, ldw, x, bp, rows, cols);
+                sc->gemv_q8(ys, W, S, ldw, x, bp, rows, cols);
+                snprintf(shape, sizeof shape, "q8 rows=%zu cols=%zu ldw=%zu bias=%d y", rows,
+                         cols, ldw, bias);
+                for (size_t i = 0; i < rows; i++) {
+                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
+                    for (size_t j = 0; j < cols; j++) {
+                        ref += Wv[i * cols + j] * x[j];
+                        abs += fabs(Wv[i * cols + j] * x[j]);
+                    }
+                    double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                free(Wv);
+                buf_free(&bW);
+                buf_free(&bS);
+                buf_free(&bx);
+                buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+}
+
+static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemm_nt_q8")->c;
+    static const size_t Ms[] = {1, 2, 5, 12, 13, 64, 70}, Ns[] = {1, 5, 16, 33, 64};
+    static const size_t Ks[] = {32, 64, 288, 512};
+    for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+        for (size_t bi = 0; bi < sizeof Ns / sizeof Ns[0]; bi++)
+            for (size_t d = 0; d < sizeof Ks / sizeof Ks[0]; d++) {
+                size_t M = Ms[a], N = Ns[bi], K = Ks[d];
+                int wide = rnd_below(3) == 0;
+                size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4);
+                size_t ldb = K + 32 * rnd_below(2);
+                buf bA, bB, bS, bC, bCs;
+                double *Bv = malloc((N * K + 1) * sizeof *Bv);
+                float *S;
+                float *A = matrix_new(&bA, M, K, lda, wide, 0);
+                const int8_t *B = q8_matrix_new(&bB, &bS, &S, N, K, ldb, wide, Bv);
+                float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bCs, bC.n);
+                memcpy(Cs, C, bC.n * sizeof *C);
+                double *C0 = malloc((M * N + 1) * sizeof *C0);
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++)
+                        C0[i * N + j] = C[i * ldc + j];
+                k->gemm_nt_q8(C, ldc, A, lda, B, S, ldb, M, N, K);
+                sc->gemm_nt_q8(Cs, ldc, A, lda, B, S, ldb, M, N, K);
+                snprintf(shape, sizeof shape, "q8 M=%zu N=%zu K=%zu ldb=%zu C", M, N, K, ldb);
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++) {
+                        double ref = C0[i * N + j], abs = fabs(ref);
+                        for (size_t p = 0; p < K; p++) {
+                            double t = (double)A[i * lda + p] * Bv[j * K + p];
+                            ref += t;
+                            abs += fabs(t);
+                        }
+                        double bound = ((double)K + c) * U * abs + (double)K * TINY;
+                        size_t at = i * ldc + j;
+                        note(r, bound_ratio(C[at], ref, bound), 1,
+                             bound_ratio(C[at], Cs[at], bound), shape, i * N + j, C[at], ref,
+                             Cs[at]);
+                    }
+                check_guards(r, &bC, "C");
+                if (!gaps_ok(&bC, M, N, ldc))
+                    fail(r, "%s: wrote into the gap between rows", shape);
+                free(C0);
+                free(Bv);
+                buf_free(&bA);
+                buf_free(&bB);
+                buf_free(&bS);
+                buf_free(&bC);
+                buf_free(&bCs);
+            }
+}
+
 /* ------------------------------------------------------------------------ */
 /* The ISAs this CPU runs                                                    */
 /* ------------------------------------------------------------------------ */
@@ -1581,6 +1711,7 @@ static const bench_case bench_cases[] = {
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
+    {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
 };
 
 typedef struct bench_data {
@@ -1630,6 +1761,10 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn_f16: k->gemm_nn_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->b, bc->a, bc->b, bc->c); break;
     case K_to_f16: k->to_f16((uint16_t *)(void *)d->y, d->x, n); break;
+    /* int8 weights: the first quarter of S's bytes as int8s, scales after
+     * them (values do not matter for the time) */
+    case K_gemv_q8: k->gemv_q8(d->y, (const int8_t *)(const void *)d->S, d->S + bc->a * bc->b / 4, bc->b, d->x, d->b, bc->a, bc->b); break;
+    case K_gemm_nt_q8: k->gemm_nt_q8(d->C, bc->b, d->x, bc->c, (const int8_t *)(const void *)d->S, d->S + bc->b * bc->c / 4, bc->c, bc->a, bc->b, bc->c); break;
     default: break;
     }
 }

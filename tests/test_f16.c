@@ -279,3 +279,168 @@ Test(f16, info_shows_stored_and_used)
         tu_run_free(&r);
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* int8 (Q8) weight matrices                                                 */
+/* ------------------------------------------------------------------------ */
+
+#include "../engine/weights.h"
+
+/* Width 64, d_ff 160: every matrix a whole number of 32-column groups. */
+static linattn_config q8_config(linattn_attention_kind kind, int tied)
+{
+    linattn_config c = model_config(kind, tied);
+    c.d_model = 64;
+    c.n_heads = 4;
+    c.d_ff = 160;
+    return c;
+}
+
+/* The Q8 file `name` with every int8 matrix replaced by its values w s in
+ * fp32 (and its _scale tensors dropped), into tu_path(out). */
+static void write_dequantized(const char *name, const char *out)
+{
+    linattn_weights *w = NULL;
+    cr_assert_eq(linattn_weights_open(tu_path(name), &w), LINATTN_OK, "%s", linattn_last_error());
+    int n = linattn_weights_count(w), k = 0;
+    linattn_tensor_out *t = calloc((size_t)n, sizeof *t);
+    float **own = calloc((size_t)n, sizeof *own);
+    for (int i = 0; i < n; i++) {
+        linattn_tensor_info info;
+        linattn_weights_tensor(w, i, &info);
+        size_t len = strlen(info.name);
+        if (len > 6 && !strcmp(info.name + len - 6, "_scale"))
+            continue;
+        t[k].name = info.name;
+        t[k].ndim = info.ndim;
+        t[k].shape[0] = info.shape[0];
+        t[k].shape[1] = info.ndim > 1 ? info.shape[1] : 0;
+        t[k].dtype = LINATTN_DTYPE_F32;
+        if (info.dtype == LINATTN_DTYPE_I8) {
+            const void *q;
+            linattn_dtype dt;
+            const float *s;
+            char sname[160];
+            snprintf(sname, sizeof sname, "%s_scale", info.name);
+            int64_t ss[2] = {info.shape[0], info.shape[1] / 32};
+            cr_assert_eq(linattn_weights_get_stored(w, info.name, 2, info.shape, &q, &dt),
+                         LINATTN_OK);
+            cr_assert_eq(linattn_weights_get(w, sname, 2, ss, &s), LINATTN_OK);
+            own[k] = malloc(info.n_elements * sizeof(float));
+            for (size_t e = 0; e < info.n_elements; e++)
+                own[k][e] = (float)((const int8_t *)q)[e] *
+                            s[e / (size_t)info.shape[1] * (size_t)ss[1] + e % (size_t)info.shape[1] / 32];
+            t[k].data = own[k];
+        } else {
+            cr_assert_eq(linattn_weights_get(w, info.name, info.ndim, info.shape, &t[k].data),
+                         LINATTN_OK, "%s", linattn_last_error());
+        }
+        k++;
+    }
+    void *bytes;
+    size_t size;
+    cr_assert_eq(linattn_weights_write_mem(t, k, &bytes, &size), LINATTN_OK, "%s",
+                 linattn_last_error());
+    tu_write_file(tu_path(out), bytes, size);
+    free(bytes);
+    for (int i = 0; i < n; i++)
+        free(own[i]);
+    free(own);
+    free(t);
+    linattn_weights_close(w);
+}
+
+/* A Q8 file (every matrix int8 with a scale per 32 weights of a row: the
+ * embedding, q/k/v/o, FFN, the head) against the same values in fp32, on
+ * every ISA: int8 times its scale is exact in double, so the two differ
+ * only in the order of the sums (gemv_q8 scales each group's sum; the
+ * prefill dequantizes while packing, w s rounded once) and the logits agree
+ * to fp32 rounding: 1e-5 relative. The bytes: one a weight and a 4-byte
+ * scale per 32. */
+static void check_q8(linattn_attention_kind kind, int tied)
+{
+    linattn_config c = q8_config(kind, tied);
+    size_t data = write_model(&c, "q.safetensors", LINATTN_DTYPE_I8, LINATTN_DTYPE_F32, 0);
+    write_dequantized("q.safetensors", "d.safetensors");
+    const size_t D8 = 64, F8 = 160;
+    size_t mat = (size_t)VOCAB * D8 * (tied ? 1 : 2) + (size_t)LAYERS * (4 * D8 * D8 + 2 * D8 * F8);
+    size_t vec = (size_t)LAYERS * (4 * D8 + 4 * D8 + F8 + D8) + 2 * D8;
+    cr_assert_eq(data, mat + mat / 32 * 4 + vec * 4);
+    size_t n = (size_t)(PREFILL + STEPS) * VOCAB;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    for (int isa = LINATTN_ISA_SCALAR; isa < LINATTN_ISA_COUNT; isa++) {
+        if (linattn_set_isa((linattn_isa)isa) != LINATTN_OK)
+            continue;
+        /* weights_dtype = f32 keeps int8 matrices as they are too */
+        linattn_model *q = load_file(&c, "q.safetensors", (linattn_weights_dtype)(isa & 1));
+        linattn_model *d = load_file(&c, "d.safetensors", LINATTN_WEIGHTS_STORED);
+        cr_assert_eq(linattn_model_weight_bytes(q), data);
+        cr_assert_str_eq(linattn_model_weight_dtypes(q), "F32+I8");
+        run(q, a);
+        run(d, b);
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < n; i++) {
+            cr_assert(isfinite(a[i]));
+            worst = fmax(worst, fabs((double)a[i] - b[i]));
+            scale = fmax(scale, fabs((double)b[i]));
+        }
+        cr_assert_gt(scale, 0.1);
+        cr_assert_leq(worst / scale, 1e-5, "%s: int8 vs its values in fp32: %g relative",
+                      linattn_isa_name((linattn_isa)isa), worst / scale);
+        linattn_model_free(q);
+        linattn_model_free(d);
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    free(a);
+    free(b);
+}
+
+Test(f16, q8_file_is_its_values_in_fp32_linear) { check_q8(LINATTN_ATTN_LINEAR, 0); }
+Test(f16, q8_file_is_its_values_in_fp32_softmax_tied) { check_q8(LINATTN_ATTN_SOFTMAX, 1); }
+
+/* A matrix without its scales, int8 columns not a multiple of 32, an int8
+ * vector: each refused, naming the tensor. */
+Test(f16, q8_bad_files)
+{
+    linattn_config c = q8_config(LINATTN_ATTN_LINEAR, 0);
+    float q[64 * 64], s[64 * 2], v[64];
+    for (int i = 0; i < 64 * 64; i++)
+        q[i] = (float)(i % 255 - 127);
+    for (int i = 0; i < 128; i++)
+        s[i] = 0.01f;
+    for (int i = 0; i < 64; i++)
+        v[i] = 1.0f;
+    linattn_tensor_out t[3] = {
+        {"layers.0.attn.q.weight", 2, {64, 64}, q, LINATTN_DTYPE_I8},
+        {"layers.0.attn.q.weight_scale", 2, {64, 2}, s, LINATTN_DTYPE_F32},
+        {"layers.0.norm1.weight", 1, {64, 0}, v, LINATTN_DTYPE_I8},
+    };
+    const struct { int n; const char *want; } cases[] = {
+        {1, "'layers.0.attn.q.weight_scale': missing"},
+        {3, "'layers.0.norm1.weight': int8 values only make a weight matrix"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        void *bytes;
+        size_t size;
+        cr_assert_eq(linattn_weights_write_mem(t, cases[i].n, &bytes, &size), LINATTN_OK);
+        linattn_weights *w = NULL;
+        cr_assert_eq(linattn_weights_open_mem(bytes, size, "bad.safetensors", &w), LINATTN_OK);
+        const void *data;
+        const float *f;
+        linattn_dtype dt;
+        int64_t shape[2] = {64, 64};
+        if (i == 0) {
+            cr_assert_eq(linattn_weights_get_stored(w, t[0].name, 2, shape, &data, &dt), LINATTN_OK);
+            cr_assert_eq(dt, LINATTN_DTYPE_I8);
+            int64_t ss[2] = {64, 2};
+            cr_assert_eq(linattn_weights_get(w, t[1].name, 2, ss, &f), LINATTN_ERR_FORMAT);
+        } else {
+            int64_t vs[1] = {64};
+            cr_assert_eq(linattn_weights_get(w, t[2].name, 1, vs, &f), LINATTN_ERR_FORMAT);
+        }
+        cr_assert(strstr(linattn_last_error(), cases[i].want), "%s", linattn_last_error());
+        linattn_weights_close(w);
+        free(bytes);
+    }
+    (void)c;
+}

@@ -3,6 +3,7 @@
 #define LINATTN_SIMD_VEC_H
 
 #include <arm_neon.h>
+#include <string.h>
 #include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,14 @@ LINATTN_INLINE void vstore_m(float *p, vf v, vmask m)
 LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
 {
     vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
+/* VL int8s at p as floats (exact): widened twice, then converted. */
+LINATTN_INLINE vf vload_i8(const int8_t *p)
+{
+    int32_t four;
+    memcpy(&four, p, sizeof four);
+    int16x8_t w = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
 }
 LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
 {

@@ -586,3 +586,83 @@ void FN(gemm_nn_f16)(float *C, size_t ldc, const float *A, size_t lda, const uin
 {
     gemm_nn_w(C, ldc, A, lda, B, ldb, M, N, K, WT_F16);
 }
+
+/* ------------------------------------------------------------------------ */
+/* int8 weights, one fp32 scale per group of LINATTN_Q8_GROUP along a row   */
+/* ------------------------------------------------------------------------ */
+
+#define QG LINATTN_Q8_GROUP
+_Static_assert(QG % VL == 0, "a group is a whole number of vectors");
+
+/* sum over groups g of s[g] (W[g] . x[g]) for `nr` (1..4) rows: each
+ * group's products summed in two chains, then scaled into the row's sum. */
+LINATTN_INLINE void q8_rows(float *out, const int8_t *W, const float *S, size_t ldw, size_t lds,
+                            const float *x, size_t cols, int nr)
+{
+    vf acc[4] = {vzero(), vzero(), vzero(), vzero()};
+    for (size_t g = 0; g * QG < cols; g++) {
+        const size_t p0 = g * QG;
+        vf t0[4] = {vzero(), vzero(), vzero(), vzero()}, t1[4] = {vzero(), vzero(), vzero(), vzero()};
+#pragma GCC unroll 8
+        for (size_t v = 0; v < QG / VL; v += 2) {
+            vf x0 = vload(x + p0 + v * VL);
+#pragma GCC unroll 4
+            for (int q = 0; q < nr; q++)
+                t0[q] = vfma(vload_i8(W + (size_t)q * ldw + p0 + v * VL), x0, t0[q]);
+            if (v + 1 < QG / VL) {
+                vf x1 = vload(x + p0 + (v + 1) * VL);
+#pragma GCC unroll 4
+                for (int q = 0; q < nr; q++)
+                    t1[q] = vfma(vload_i8(W + (size_t)q * ldw + p0 + (v + 1) * VL), x1, t1[q]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int q = 0; q < nr; q++)
+            acc[q] = vfma(vadd(t0[q], t1[q]), vset1(S[(size_t)q * lds + g]), acc[q]);
+    }
+    if (nr == 4) {
+        vhsum4_add(out, acc[0], acc[1], acc[2], acc[3]);
+    } else {
+        for (int q = 0; q < nr; q++)
+            out[q] += vhsum(acc[q]);
+    }
+}
+
+void FN(gemv_q8)(float *y, const int8_t *W, const float *S, size_t ldw, const float *x,
+                 const float *b, size_t rows, size_t cols)
+{
+    const size_t lds = ldw / QG;
+    for (size_t r = 0; r < rows; r += 4) {
+        int nr = rows - r < 4 ? (int)(rows - r) : 4;
+        float s[4] = {0, 0, 0, 0};
+        q8_rows(s, W + r * ldw, S + r * lds, ldw, lds, x, cols, nr);
+        for (int q = 0; q < nr; q++)
+            y[r + q] = s[q] + (b ? b[r + q] : 0.0f);
+    }
+}
+
+/* C += A . B^T with B int8 (scales S): rows of B dequantized (w s, one
+ * rounding) into a strip, then packed and multiplied as fp32. */
+void FN(gemm_nt_q8)(float *C, size_t ldc, const float *A, size_t lda, const int8_t *B,
+                    const float *S, size_t ldb, size_t M, size_t N, size_t K)
+{
+    if (M == 0 || N == 0 || K == 0)
+        return;
+    const size_t lds = ldb / QG;
+    _Alignas(64) float Bp[KC * NR];
+    _Alignas(64) float T[NR * KC];
+    for (size_t j0 = 0; j0 < N; j0 += NR) {
+        size_t nc = N - j0 < NR ? N - j0 : NR;
+        for (size_t k0 = 0; k0 < K; k0 += KC) {
+            size_t kc = K - k0 < KC ? K - k0 : KC;
+            for (size_t j = 0; j < nc; j++) {
+                const int8_t *w = B + (j0 + j) * ldb + k0;
+                const float *s = S + (j0 + j) * lds + k0 / QG;
+                for (size_t p = 0; p < kc; p += VL)
+                    vstore(T + j * KC + p, vmul(vload_i8(w + p), vset1(s[p / QG])));
+            }
+            pack_bt(Bp, T, KC, nc, kc);
+            panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
+        }
+    }
+}

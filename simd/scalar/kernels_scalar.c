@@ -267,3 +267,34 @@ void linattn_to_f16_scalar(uint16_t *y, const float *x, size_t n)
     for (size_t i = 0; i < n; i++)
         y[i] = linattn_f32_to_f16(x[i]);
 }
+
+/* The group sums in order, each scaled into the row's sum (the SIMD
+ * kernels' association, one lane). */
+void linattn_gemv_q8_scalar(float *y, const int8_t *W, const float *S, size_t ldw, const float *x,
+                           const float *b, size_t rows, size_t cols)
+{
+    const size_t G = LINATTN_Q8_GROUP, lds = ldw / G;
+    for (size_t r = 0; r < rows; r++) {
+        float acc = 0.0f;
+        for (size_t g = 0; g * G < cols; g++) {
+            float t = 0.0f;
+            for (size_t i = 0; i < G; i++)
+                t += (float)W[r * ldw + g * G + i] * x[g * G + i];
+            acc += t * S[r * lds + g];
+        }
+        y[r] = acc + (b ? b[r] : 0.0f);
+    }
+}
+
+void linattn_gemm_nt_q8_scalar(float *C, size_t ldc, const float *A, size_t lda, const int8_t *B,
+                              const float *S, size_t ldb, size_t M, size_t N, size_t K)
+{
+    const size_t G = LINATTN_Q8_GROUP, lds = ldb / G;
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (size_t p = 0; p < K; p++)
+                s += (float)B[j * ldb + p] * S[j * lds + p / G] * A[i * lda + p];
+            C[i * ldc + j] += s;
+        }
+}

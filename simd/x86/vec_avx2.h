@@ -46,6 +46,11 @@ LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
 }
 LINATTN_INLINE void vstore(float *p, vf v) { _mm256_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm256_maskstore_ps(p, m, v); }
+/* VL int8s at p as floats (exact). */
+LINATTN_INLINE vf vload_i8(const int8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
 /* v as VL halfs at p, rounded to nearest even (F16C vcvtps2ph; overflow
  * gives infinity, NaN stays NaN); the _m form writes the lanes of m only. */
 LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)

@@ -41,6 +41,11 @@ LINATTN_INLINE vf vload_bf16_m(const uint16_t *p, vmask m)
 }
 LINATTN_INLINE void vstore(float *p, vf v) { _mm512_storeu_ps(p, v); }
 LINATTN_INLINE void vstore_m(float *p, vf v, vmask m) { _mm512_mask_storeu_ps(p, m, v); }
+/* VL int8s at p as floats (exact). */
+LINATTN_INLINE vf vload_i8(const int8_t *p)
+{
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));
+}
 /* v as VL halfs at p, rounded to nearest even (see vec_avx2.h); the _m
  * form by a masked 16-bit store (AVX512BW). */
 LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
