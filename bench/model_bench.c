@@ -1,4 +1,4 @@
-/* model_bench.c: whole models from config files (and F16 copies of the random ones): prefill and decode tokens/s, decode against the weights' bandwidth floor, streams stepped together. */
+/* model_bench.c: whole models from config files (and F16 and int8 copies of the random ones): prefill and decode tokens/s, decode against the weights' bandwidth floor, streams stepped together. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,18 @@ typedef struct bench_model {
     void *bytes;   /* an F16 copy's safetensors image (the model reads it in place) */
 } bench_model;
 
-static bench_model models[BENCH_MAX_CONFIGS];
+/* The copies of a random-weights model the suite also runs, and how its
+ * matrices and vectors are stored. */
+static const struct twin {
+    const char *suffix, *name, *what;
+    linattn_dtype matrices, vectors;
+} twins[] = {
+    {"-f16", "F16", " (F16 weights)", LINATTN_DTYPE_F16, LINATTN_DTYPE_F16},
+    {"-q8", "int8", " (int8 weights)", LINATTN_DTYPE_I8, LINATTN_DTYPE_F32},
+};
+#define N_TWINS ((int)(sizeof twins / sizeof twins[0]))
+#define MAX_MODELS (BENCH_MAX_CONFIGS * 3) /* each config and its two twins */
+static bench_model models[MAX_MODELS];
 static int n_models;
 
 /* "configs/bench-linear.ini" -> "linear"; "my-model.ini" -> "my-model". */
@@ -89,38 +100,43 @@ static int load_models(const bench_plan *p)
         }
         n_models++;
     }
-    /* An F16 twin of every random-weights model ("linear-f16"): the same
-     * random model stored as F16 and used as stored (weights_dtype =
-     * stored), after the configs so their indices stay the configs'. */
-    for (int i = 0, n = n_models; i < n && n_models < BENCH_MAX_CONFIGS; i++) {
-        const bench_model *base = &models[i];
-        if (strncmp(base->cfg->weights, "random:", 7) != 0)
-            continue;
-        bench_model *bm = &models[n_models];
-        memset(bm, 0, sizeof *bm);
-        bm->path = base->path;
-        snprintf(bm->label, sizeof bm->label, "%.40s-f16", base->label);
-        snprintf(bm->note, sizeof bm->note, "F16 copy of the random weights%s%s",
-                 base->note[0] ? "; " : "", base->note[0] ? "built-in shape" : "");
-        size_t size;
-        if (!(bm->cfg = malloc(sizeof *bm->cfg)))
-            return -1;
-        *bm->cfg = *base->cfg;
-        bm->cfg->weights_dtype = LINATTN_WEIGHTS_STORED;
-        if (linattn_model_random_safetensors(base->cfg, LINATTN_DTYPE_F16, LINATTN_DTYPE_F16,
-                                             &bm->bytes, &size) != LINATTN_OK ||
-            linattn_model_from_config_mem(bm->cfg, bm->bytes, size, &bm->m) != LINATTN_OK) {
-            fprintf(stderr, "linattn-bench: %s (F16): %s\n", bm->path, linattn_last_error());
-            free(bm->bytes);
-            free(bm->cfg);
-            return -1;
+    /* Twins of every random-weights model ("linear-f16", "linear-q8"): the
+     * same random model stored as F16, or as int8 with its scales, and used
+     * as stored (weights_dtype = stored), after the configs so their
+     * indices stay the configs'. */
+    for (int tw = 0; tw < N_TWINS; tw++)
+        for (int i = 0, n = p->n_configs; i < n && i < n_models && n_models < MAX_MODELS;
+             i++) {
+            const bench_model *base = &models[i];
+            if (strncmp(base->cfg->weights, "random:", 7) != 0)
+                continue;
+            bench_model *bm = &models[n_models];
+            memset(bm, 0, sizeof *bm);
+            bm->path = base->path;
+            snprintf(bm->label, sizeof bm->label, "%.40s%s", base->label, twins[tw].suffix);
+            snprintf(bm->note, sizeof bm->note, "%s copy of the random weights%s%s",
+                     twins[tw].name, base->note[0] ? "; " : "",
+                     base->note[0] ? "built-in shape" : "");
+            size_t size;
+            if (!(bm->cfg = malloc(sizeof *bm->cfg)))
+                return -1;
+            *bm->cfg = *base->cfg;
+            bm->cfg->weights_dtype = LINATTN_WEIGHTS_STORED;
+            if (linattn_model_random_safetensors(base->cfg, twins[tw].matrices, twins[tw].vectors,
+                                                 &bm->bytes, &size) != LINATTN_OK ||
+                linattn_model_from_config_mem(bm->cfg, bm->bytes, size, &bm->m) != LINATTN_OK) {
+                fprintf(stderr, "linattn-bench: %s (%s): %s\n", bm->path, twins[tw].name,
+                        linattn_last_error());
+                free(bm->bytes);
+                free(bm->cfg);
+                return -1;
+            }
+            n_models++;
         }
-        n_models++;
-    }
     return 0;
 }
 
-/* 1 if config i has random weights (it then gets an F16 twin). */
+/* 1 if config i has random weights (it then gets its twins). */
 static int config_random(const bench_plan *p, int i)
 {
     if (n_models > i)
@@ -201,11 +217,11 @@ size_t model_units(const bench_plan *p)
     for (size_t c = 0; c < nctx; c++) {
         long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
         for (int i = 0; i < p->n_configs; i++)
-            for (int f16 = 0; f16 <= config_random(p, i); f16++) {
+            for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++) {
                 char label[48], a[96], b[96];
                 label_of(p->configs[i], label, sizeof label);
-                if (f16)
-                    strncat(label, "-f16", sizeof label - strlen(label) - 1);
+                if (tw >= 0)
+                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
                 row_name(a, sizeof a, label, "prefill", ctx);
                 row_name(b, sizeof b, label, "decode", ctx);
                 if (bench_wanted(p, a) || bench_wanted(p, b))
@@ -224,12 +240,12 @@ void model_list(const bench_plan *p)
     for (size_t c = 0; c < nctx; c++) {
         long ctx = p->quick ? quick_contexts[c] : full_contexts[c];
         for (int i = 0; i < p->n_configs; i++)
-            for (int f16 = 0; f16 <= config_random(p, i); f16++) {
+            for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++) {
                 char label[48], a[96];
-                const char *w = f16 ? " (F16 weights)" : "";
+                const char *w = tw >= 0 ? twins[tw].what : "";
                 label_of(p->configs[i], label, sizeof label);
-                if (f16)
-                    strncat(label, "-f16", sizeof label - strlen(label) - 1);
+                if (tw >= 0)
+                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
                 row_name(a, sizeof a, label, "prefill", ctx);
                 if (bench_wanted(p, a))
                     printf("%-30s model    %s%s, prefill %ld tokens\n", a, p->configs[i], w, ctx);

@@ -595,36 +595,46 @@ void FN(gemm_nn_f16)(float *C, size_t ldc, const float *A, size_t lda, const uin
 _Static_assert(QG % VL == 0, "a group is a whole number of vectors");
 
 /* sum over groups g of s[g] (W[g] . x[g]) for `nr` (1..4) rows: each
- * group's products summed in two chains, then scaled into the row's sum. */
+ * group's products summed in one chain (a multiply, then FMAs), then
+ * scaled into one of two running sums a row (even and odd groups, so the
+ * scaling FMAs of consecutive groups do not wait on each other). */
 LINATTN_INLINE void q8_rows(float *out, const int8_t *W, const float *S, size_t ldw, size_t lds,
-                            const float *x, size_t cols, int nr)
+                            const float *x, size_t cols, int nr, int prefetch)
 {
-    vf acc[4] = {vzero(), vzero(), vzero(), vzero()};
-    for (size_t g = 0; g * QG < cols; g++) {
+    vf acc0[4] = {vzero(), vzero(), vzero(), vzero()};
+    vf acc1[4] = {vzero(), vzero(), vzero(), vzero()};
+    size_t g = 0;
+    for (; (g + 1) * QG <= cols; g++) {
         const size_t p0 = g * QG;
-        vf t0[4] = {vzero(), vzero(), vzero(), vzero()}, t1[4] = {vzero(), vzero(), vzero(), vzero()};
+        /* the next 4 rows' line of these columns, while these stream (as
+         * gemv_w does for half weights) */
+        if (prefetch && p0 % 64 == 0)
+            for (size_t q = 4; q < 8; q++)
+                vprefetch((const float *)(const void *)(W + q * ldw + p0));
+        vf xv[QG / VL];
 #pragma GCC unroll 8
-        for (size_t v = 0; v < QG / VL; v += 2) {
-            vf x0 = vload(x + p0 + v * VL);
+        for (size_t v = 0; v < QG / VL; v++)
+            xv[v] = vload(x + p0 + v * VL);
 #pragma GCC unroll 4
-            for (int q = 0; q < nr; q++)
-                t0[q] = vfma(vload_i8(W + (size_t)q * ldw + p0 + v * VL), x0, t0[q]);
-            if (v + 1 < QG / VL) {
-                vf x1 = vload(x + p0 + (v + 1) * VL);
-#pragma GCC unroll 4
-                for (int q = 0; q < nr; q++)
-                    t1[q] = vfma(vload_i8(W + (size_t)q * ldw + p0 + (v + 1) * VL), x1, t1[q]);
-            }
+        for (int q = 0; q < nr; q++) {
+            const int8_t *w = W + (size_t)q * ldw + p0;
+            vf t = vmul(vload_i8(w), xv[0]);
+#pragma GCC unroll 8
+            for (size_t v = 1; v < QG / VL; v++)
+                t = vfma(vload_i8(w + v * VL), xv[v], t);
+            vf sc = vset1(S[(size_t)q * lds + g]);
+            if (g & 1)
+                acc1[q] = vfma(t, sc, acc1[q]);
+            else
+                acc0[q] = vfma(t, sc, acc0[q]);
         }
-#pragma GCC unroll 4
-        for (int q = 0; q < nr; q++)
-            acc[q] = vfma(vadd(t0[q], t1[q]), vset1(S[(size_t)q * lds + g]), acc[q]);
     }
     if (nr == 4) {
-        vhsum4_add(out, acc[0], acc[1], acc[2], acc[3]);
+        vhsum4_add(out, vadd(acc0[0], acc1[0]), vadd(acc0[1], acc1[1]), vadd(acc0[2], acc1[2]),
+                   vadd(acc0[3], acc1[3]));
     } else {
         for (int q = 0; q < nr; q++)
-            out[q] += vhsum(acc[q]);
+            out[q] += vhsum(vadd(acc0[q], acc1[q]));
     }
 }
 
@@ -635,7 +645,7 @@ void FN(gemv_q8)(float *y, const int8_t *W, const float *S, size_t ldw, const fl
     for (size_t r = 0; r < rows; r += 4) {
         int nr = rows - r < 4 ? (int)(rows - r) : 4;
         float s[4] = {0, 0, 0, 0};
-        q8_rows(s, W + r * ldw, S + r * lds, ldw, lds, x, cols, nr);
+        q8_rows(s, W + r * ldw, S + r * lds, ldw, lds, x, cols, nr, r + 8 <= rows);
         for (int q = 0; q < nr; q++)
             y[r + q] = s[q] + (b ? b[r + q] : 0.0f);
     }
