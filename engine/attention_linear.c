@@ -96,7 +96,7 @@ typedef struct lin_buffers {
     lin_sums seg;   /* a segment's own sums (parallel split) */
     float *pq;      /* [RC][dk]  phi(q) rows */
     float *pk;      /* [RC][dk]  phi(k) rows */
-    float *pkt;     /* [dk][RC]  phi(k) transposed */
+    float *pkt;     /* [RC][dk]  phi(k) rows weighed (a decayed fold) */
     float *a;       /* [C][C]    masked phi(Q) phi(K)^T */
     float *den;     /* [RC]      denominators */
 } lin_buffers;
@@ -256,22 +256,26 @@ static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src
 }
 
 /* S, z = g^m S, z + the sums of m rows of phi(k) (K, row stride kr) and
- * v (V, row stride vr), row r weighed g^(m-1-r). gemm_nn forms the rows'
- * sums apart and adds them to S and z once (kernels.h). */
+ * v (V, row stride vr), row r weighed g^(m-1-r). gemm_tn (K^T V, the rows
+ * read as they are) and gemm_nn form the rows' sums apart and add them to
+ * S and z once (kernels.h). */
 static void lin_fold_rows(const lin_seq *s, lin_buffers *b, float *S, float *z, const float *K,
                           size_t kr, const float *V, size_t vr, int m)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const float *w = s->pow->rw + LIN_RC - m; /* all 1 without decay */
-    for (int r = 0; r < m; r++) /* transposed, each row weighed */
-        for (size_t c = 0; c < dk; c++)
-            b->pkt[c * LIN_RC + (size_t)r] = w[r] * K[(size_t)r * kr + c];
+    const float *A = K;
+    size_t lda = kr;
     if (s->decay != 1.0f) {
+        for (int r = 0; r < m; r++) /* each row weighed, into dense rows */
+            for (size_t c = 0; c < dk; c++)
+                b->pkt[(size_t)r * dk + c] = w[r] * K[(size_t)r * kr + c];
+        A = b->pkt, lda = dk;
         kt->scale(S, s->pow->pw[m], dk * dv);
         kt->scale(z, s->pow->pw[m], dk);
     }
-    kt->gemm_nn(S, dv, b->pkt, LIN_RC, V, vr, dk, dv, (size_t)m);
+    kt->gemm_tn(S, dv, A, lda, V, vr, dk, dv, (size_t)m);
     kt->gemm_nn(z, dk, w, (size_t)m, K, kr, 1, dk, (size_t)m);
 }
 

@@ -50,6 +50,9 @@
  *              is formed apart from C and added to it once (per 256 terms):
  *              a linear state folds a block of keys into a large S this way
  *              without losing their low bits (checked exactly by checkasm).
+ * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
+ *              A's element (i, p) at A[p lda + i] (A is K x M); the same
+ *              contract. A block of key rows folds into S as they are.
  *
  * X(name, return type, (parameters)): adding a kernel is one line here, its
  * implementations (linattn_<name>_<isa> in each ISA's files), and its check
@@ -90,6 +93,9 @@
       (float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B, size_t ldb, size_t M, \
        size_t N, size_t K))                                                                        \
     X(gemm_nn, void,                                                                               \
+      (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
+       size_t N, size_t K))                                                                        \
+    X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
        size_t N, size_t K))
 
