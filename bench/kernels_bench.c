@@ -52,6 +52,7 @@ static const bench_case cases[] = {
     {"gemm_nt", 256, 1024, 1024, 0, 0},
     {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
     {"gemm_nn", 1, 64, 1024, 0, 0},
+    {"gemm_tn", 64, 64, 16, 0, 0},    {"gemm_tn", 128, 512, 512, 0, 0},
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
@@ -106,6 +107,7 @@ static void call_once(const linattn_kernels *k, const bench_case *bc, case_data 
     case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
+    case K_gemm_tn: k->gemm_tn(d->C, bc->b, d->x, bc->a, d->S, bc->b, bc->a, bc->b, bc->c); break;
     /* half weights: S's floats read as pairs of 16-bit values (the values
      * do not change the time) */
     case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;

@@ -96,7 +96,7 @@ typedef struct lin_buffers {
     lin_sums seg;   /* a segment's own sums (parallel split) */
     float *pq;      /* [RC][dk]  phi(q) rows */
     float *pk;      /* [RC][dk]  phi(k) rows */
-    float *pkt;     /* [dk][RC]  phi(k) transposed */
+    float *pkt;     /* [RC][dk]  phi(k) rows weighed (a decayed fold) */
     float *a;       /* [C][C]    masked phi(Q) phi(K)^T */
     float *den;     /* [RC]      denominators */
 } lin_buffers;
@@ -256,22 +256,26 @@ static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src
 }
 
 /* S, z = g^m S, z + the sums of m rows of phi(k) (K, row stride kr) and
- * v (V, row stride vr), row r weighed g^(m-1-r). gemm_nn forms the rows'
- * sums apart and adds them to S and z once (kernels.h). */
+ * v (V, row stride vr), row r weighed g^(m-1-r). gemm_tn (K^T V, the rows
+ * read as they are) and gemm_nn form the rows' sums apart and add them to
+ * S and z once (kernels.h). */
 static void lin_fold_rows(const lin_seq *s, lin_buffers *b, float *S, float *z, const float *K,
                           size_t kr, const float *V, size_t vr, int m)
 {
     const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const float *w = s->pow->rw + LIN_RC - m; /* all 1 without decay */
-    for (int r = 0; r < m; r++) /* transposed, each row weighed */
-        for (size_t c = 0; c < dk; c++)
-            b->pkt[c * LIN_RC + (size_t)r] = w[r] * K[(size_t)r * kr + c];
+    const float *A = K;
+    size_t lda = kr;
     if (s->decay != 1.0f) {
+        for (int r = 0; r < m; r++) /* each row weighed, into dense rows */
+            for (size_t c = 0; c < dk; c++)
+                b->pkt[(size_t)r * dk + c] = w[r] * K[(size_t)r * kr + c];
+        A = b->pkt, lda = dk;
         kt->scale(S, s->pow->pw[m], dk * dv);
         kt->scale(z, s->pow->pw[m], dk);
     }
-    kt->gemm_nn(S, dv, b->pkt, LIN_RC, V, vr, dk, dv, (size_t)m);
+    kt->gemm_tn(S, dv, A, lda, V, vr, dk, dv, (size_t)m);
     kt->gemm_nn(z, dk, w, (size_t)m, K, kr, 1, dk, (size_t)m);
 }
 
@@ -727,7 +731,7 @@ struct linattn_linear_state {
     linattn_linear_mode mode; /* prefill algorithm (linattn_linear_state_set_mode) */
     size_t stride; /* floats from one head to the next */
     float *sums;   /* [heads][stride] */
-    float *phi;    /* step scratch: phi(q) [heads * group][dk], then phi(k) [heads][dk] */
+    float *phi;    /* step scratch: phi(q) [heads * group][dk] (phi(k) goes into the rows) */
     /* Prefill workspace: ws_threads blocks of lin_thread_floats, sized at
      * creation for the OpenMP default so that feeding tokens allocates
      * nothing (the step folds in block 0); a call asking for more threads
@@ -804,7 +808,7 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     s->eps = eps;
     s->stride = stride;
     s->sums = lin_calloc(n);
-    s->phi = lin_calloc(2 * (size_t)heads * (size_t)d_k);
+    s->phi = lin_calloc((size_t)heads * (size_t)d_k);
     s->decay = lin_calloc((size_t)heads);
     s->pows = mem_calloc((size_t)heads, sizeof *s->pows);
     if (s->decay && s->pows)
@@ -855,7 +859,7 @@ linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group
         if (s->decay[h] != 1.0f)
             return linattn_err(LINATTN_ERR_INVALID,
                                "linear state: grouped query heads cannot share a decayed state");
-    float *phi = lin_calloc((size_t)(group + 1) * (size_t)s->heads * (size_t)s->dk);
+    float *phi = lin_calloc((size_t)group * (size_t)s->heads * (size_t)s->dk);
     float *start = lin_calloc(attn_mul((size_t)s->heads, s->stride));
     if (!phi || !start) {
         mem_free(phi);
@@ -1050,17 +1054,14 @@ size_t linattn_linear_step_scratch_bytes(const linattn_linear_state *s)
     return attn_workspace_bytes(0, lin_thread_floats((size_t)s->dk, (size_t)s->dv), 1);
 }
 
-/* The step of heads [h0, h1): phi of their q and k rows (into the state's
- * phi rows of those heads), each key joins its head's rows, the head
- * reads, a full block folds (in ws, lin_thread_floats). */
+/* The step of heads [h0, h1), head by head: phi of its q rows (into the
+ * state's phi rows) and of its k (straight into its rows), the key joins
+ * the rows, the head reads, a full block folds (in ws, lin_thread_floats). */
 static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float *ws, int h0,
                        int h1, const float *q, const float *k, const float *v, float *out)
 {
     const size_t dk = (size_t)s->dk, dv = (size_t)s->dv, G = (size_t)s->group;
-    const size_t n = (size_t)s->heads * G * dk;
-    float *pq = s->phi, *pk = s->phi + n;
-    kt->elu1(pq + (size_t)h0 * G * dk, q + (size_t)h0 * G * dk, (size_t)(h1 - h0) * G * dk);
-    kt->elu1(pk + (size_t)h0 * dk, k + (size_t)h0 * dk, (size_t)(h1 - h0) * dk);
+    float *pq = s->phi;
     lin_buffers b = lin_carve(ws, dk, dv);
     lin_seq sq;
     memset(&sq, 0, sizeof sq);
@@ -1079,7 +1080,10 @@ static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float
         lin_sums sums = state_sums(s, h);
         sq.decay = s->decay[h];
         sq.pow = &s->pows[h];
-        memcpy(sums.K + (size_t)sums.rows * dk, pk + (size_t)h * dk, dk * sizeof(float));
+        /* phi of the head's q and k here, not for all heads first: the
+         * exps overlap the previous head's stream of S from L2 */
+        kt->elu1(pq + (size_t)h * G * dk, q + (size_t)h * G * dk, G * dk);
+        kt->elu1(sums.K + (size_t)sums.rows * dk, k + (size_t)h * dk, dk);
         memcpy(sums.V + (size_t)sums.rows * dv, v + (size_t)h * dv, dv * sizeof(float));
         sums.rows++;
         for (size_t r = 0; r < G; r++) /* the query heads reading this head */

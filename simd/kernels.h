@@ -62,6 +62,9 @@
  *              packing.
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
+ * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
+ *              A's element (i, p) at A[p lda + i] (A is K x M); the same
+ *              contract. A block of key rows folds into S as they are.
  *
  * X(name, return type, (parameters)): adding a kernel is one line here, its
  * implementations (linattn_<name>_<isa> in each ISA's files), and its check
@@ -113,7 +116,10 @@
        size_t rows, size_t cols))                                                                  \
     X(gemm_nt_q8, void,                                                                            \
       (float *C, size_t ldc, const float *A, size_t lda, const int8_t *B, const float *S,         \
-       size_t ldb, size_t M, size_t N, size_t K))
+       size_t ldb, size_t M, size_t N, size_t K))                                                  \
+    X(gemm_tn, void,                                                                               \
+      (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
+       size_t N, size_t K))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;

@@ -127,6 +127,8 @@ static const struct tolerance {
     [K_to_f16] = {TOL_EXACT, 0, "equal (any NaN for NaN)",
      "round to nearest even is one correctly rounded result: ties, the subnormal range, "
      "overflow to infinity"},
+    [K_gemm_tn] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
+     "gemm_nn's bound and contract: A transposed changes only where its elements are read"},
 };
 
 
@@ -973,14 +975,18 @@ static void check_gemv(const linattn_kernels *k, const linattn_kernels *sc, repo
 typedef void (*gemm_fn)(float *C, size_t ldc, const float *A, size_t lda, const float *B,
                         size_t ldb, size_t M, size_t N, size_t K);
 
-static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t M, size_t N,
+/* The gemms: C += A B (NN), A B^T (NT) or A^T B (TN, A stored K x M). */
+enum { GEMM_NN, GEMM_NT, GEMM_TN };
+
+static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int form, double c, size_t M, size_t N,
                       size_t K)
 {
+    const int nt = form == GEMM_NT, tn = form == GEMM_TN;
     int wide = rnd_below(3) == 0;
-    size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4);
+    size_t lda = (tn ? M : K) + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4);
     size_t ldb = (nt ? K : N) + 1 + rnd_below(4);
     buf bA, bB, bC, bS;
-    float *A = matrix_new(&bA, M, K, lda, wide, 0);
+    float *A = tn ? matrix_new(&bA, K, M, lda, wide, 0) : matrix_new(&bA, M, K, lda, wide, 0);
     float *B = nt ? matrix_new(&bB, N, K, ldb, wide, 0) : matrix_new(&bB, K, N, ldb, wide, 0);
     float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
     memcpy(Cs, C, bC.n * sizeof *C);
@@ -996,7 +1002,8 @@ static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t
         for (size_t j = 0; j < N; j++) {
             double ref = C0[i * N + j], abs = fabs(ref);
             for (size_t p = 0; p < K; p++) {
-                double t = (double)A[i * lda + p] * (nt ? B[j * ldb + p] : B[p * ldb + j]);
+                double t = (double)(tn ? A[p * lda + i] : A[i * lda + p]) *
+                           (nt ? B[j * ldb + p] : B[p * ldb + j]);
                 ref += t;
                 abs += fabs(t);
             }
@@ -1016,13 +1023,13 @@ static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int nt, double c, size_t
     buf_free(&bS);
 }
 
-/* gemm_nn's contract (kernels.h): each C element's K-term sum is formed
+/* gemm_nn's (and gemm_tn's) contract (kernels.h): each C element's K-term sum is formed
  * apart and added once, which a linear state relies on to fold a block
  * of keys into a large S. With C = 2^24 and K products of 0.5, adding
  * them one at a time rounds every one away (2^24 + 0.5 ties to 2^24);
  * added as one sum they give 2^24 + K/2 exactly. Every path: one row, few
  * rows (panels read in place), many (packed), column tails. */
-static void check_gemm_nn_sums_apart(const linattn_kernels *k, report *r)
+static void check_sums_apart(gemm_fn f, int tn, report *r)
 {
     static const size_t Ms[] = {1, 3, 7, 11, 40, 64, 71}, Ns[] = {5, 16, 37, 64}, Ks[] = {2, 16, 64};
     for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
@@ -1037,7 +1044,7 @@ static void check_gemm_nn_sums_apart(const linattn_kernels *k, report *r)
                     A[i] = 1.0f;
                 for (size_t i = 0; i < K * N; i++)
                     B[i] = 0.5f;
-                k->gemm_nn(C, N, A, K, B, N, M, N, K);
+                f(C, N, A, tn ? M : K, B, N, M, N, K); /* A all ones, either layout */
                 snprintf(shape, sizeof shape, "sums apart M=%zu N=%zu K=%zu", M, N, K);
                 for (size_t i = 0; i < M * N; i++)
                     if (C[i] != 0x1p24f + 0.5f * (float)K) {
@@ -1051,15 +1058,17 @@ static void check_gemm_nn_sums_apart(const linattn_kernels *k, report *r)
             }
 }
 
-static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, report *r, int nt)
+static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, report *r, int form)
 {
-    const double c = tol_of(nt ? "gemm_nt" : "gemm_nn")->c;
-    gemm_fn f = nt ? k->gemm_nt : k->gemm_nn, fs = nt ? sc->gemm_nt : sc->gemm_nn;
+    static const char *const names[] = {"gemm_nn", "gemm_nt", "gemm_tn"};
+    const double c = tol_of(names[form])->c;
+    gemm_fn f = form == GEMM_NT ? k->gemm_nt : form == GEMM_TN ? k->gemm_tn : k->gemm_nn;
+    gemm_fn fs = form == GEMM_NT ? sc->gemm_nt : form == GEMM_TN ? sc->gemm_tn : sc->gemm_nn;
     for (size_t a = 0; a < N_SIZES; a++)
         for (size_t b = 0; b < N_SIZES; b++)
             for (size_t d = 0; d < N_SIZES; d++)
                 if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
-                    gemm_case(r, f, fs, nt, c, sizes[a], sizes[b], sizes[d]);
+                    gemm_case(r, f, fs, form, c, sizes[a], sizes[b], sizes[d]);
     /* k blocking (K past a cache block) with full and edge tiles; A too big
      * to stay in L2 whole (M K > 128 Ki floats, another loop order); rows
      * left after whole micro-tiles (6 rows in AVX2, 10 in NEON, 12 in
@@ -1069,11 +1078,11 @@ static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, repo
                                       {69, 33, 300}, {70, 64, 17}, {71, 31, 260}, {10, 65, 40},
                                       {11, 48, 33}, {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
-        gemm_case(r, f, fs, nt, c, extra[i][0], extra[i][1], extra[i][2]);
+        gemm_case(r, f, fs, form, c, extra[i][0], extra[i][1], extra[i][2]);
     /* every remainder of rows after whole micro-tiles of up to 12 rows, past
      * gemm_nt's dot-tile limit too, with edge panels of several widths */
     for (size_t m = 64; m < 76; m++)
-        gemm_case(r, f, fs, nt, c, m, 24 + m % 9, 37);
+        gemm_case(r, f, fs, form, c, m, 24 + m % 9, 37);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1615,7 +1624,7 @@ static void check_silu_mul(const linattn_kernels *k, const linattn_kernels *sc, 
 
 static void check_gemm_nt(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
-    check_gemm(k, sc, r, 1);
+    check_gemm(k, sc, r, GEMM_NT);
 }
 
 static void check_gemv_f16(const linattn_kernels *k, const linattn_kernels *sc, report *r)
@@ -1640,8 +1649,14 @@ static void check_gemm_nt_bf16(const linattn_kernels *k, const linattn_kernels *
 
 static void check_gemm_nn(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
-    check_gemm(k, sc, r, 0);
-    check_gemm_nn_sums_apart(k, r);
+    check_gemm(k, sc, r, GEMM_NN);
+    check_sums_apart(k->gemm_nn, 0, r);
+}
+
+static void check_gemm_tn(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    check_gemm(k, sc, r, GEMM_TN);
+    check_sums_apart(k->gemm_tn, 1, r);
 }
 
 /* check_<name> for every kernel of the list: a kernel without one does not
@@ -1708,6 +1723,7 @@ static const bench_case bench_cases[] = {
     {"gemm_nt", 256, 1024, 1024, 0, 0},
     {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
     {"gemm_nn", 1, 64, 1024, 0, 0},
+    {"gemm_tn", 64, 64, 16, 0, 0},    {"gemm_tn", 128, 512, 512, 0, 0},
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
@@ -1753,6 +1769,7 @@ static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_dat
     case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
     case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
     case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
+    case K_gemm_tn: k->gemm_tn(d->C, bc->b, d->x, bc->a, d->S, bc->b, bc->a, bc->b, bc->c); break;
     /* half weights: S's floats read as pairs of 16-bit values (values do
      * not matter for the time) */
     case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;

@@ -228,12 +228,19 @@ LINATTN_INLINE void gemm_nt_dots(float *C, size_t ldc, const float *A, size_t ld
 /* The micro-tile: rows x NR of C over a B panel laid out [k][NR]           */
 /* ------------------------------------------------------------------------ */
 
+/* A's element (i, p): A[i lda + p], or A[p lda + i] when at (A stored
+ * transposed, gemm_tn). at is a constant in every copy. */
+LINATTN_INLINE const float *a_elem(const float *A, size_t lda, size_t i, size_t p, int at)
+{
+    return at ? A + p * lda + i : A + i * lda + p;
+}
+
 /* C[rows x NR] += A[rows x kc] . Bp[kc x NR] (Bp row stride ldbp): 2 rows
  * accumulators, two B loads and rows broadcasts per k. Only the first
  * ncols columns of C are touched (masks ml, mh). The k-term sums are
  * formed in registers and added to C once (the gemm_nn contract). */
 LINATTN_INLINE void tile(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
-                         size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh)
+                         size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh, int at)
 {
     vf c0[GEMM_MR], c1[GEMM_MR];
 #pragma GCC unroll 16
@@ -249,7 +256,7 @@ LINATTN_INLINE void tile(float *C, size_t ldc, const float *A, size_t lda, const
         vf b1 = vload(Bp + p * ldbp + VL);
 #pragma GCC unroll 16
         for (int r = 0; r < rows; r++) {
-            vf a = vbcast(A + r * lda + p);
+            vf a = vbcast(a_elem(A, lda, (size_t)r, p, at));
             c0[r] = vfma(a, b0, c0[r]);
             c1[r] = vfma(a, b1, c1[r]);
         }
@@ -270,7 +277,8 @@ LINATTN_INLINE void tile(float *C, size_t ldc, const float *A, size_t lda, const
 /* Few rows leave few independent accumulators; two k-parities double them
  * so the FMA latency stays hidden. */
 LINATTN_INLINE void tile_small(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
-                               size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh)
+                               size_t ldbp, size_t kc, int rows, int full, vmask ml, vmask mh,
+                               int at)
 {
     vf c0[3], c1[3], d0[3], d1[3];
 #pragma GCC unroll 3
@@ -283,8 +291,8 @@ LINATTN_INLINE void tile_small(float *C, size_t ldc, const float *A, size_t lda,
         vf e0 = vload(bp + ldbp), e1 = vload(bp + ldbp + VL);
 #pragma GCC unroll 3
         for (int r = 0; r < rows; r++) {
-            vf a = vbcast(A + r * lda + p);
-            vf a2 = vbcast(A + r * lda + p + 1);
+            vf a = vbcast(a_elem(A, lda, (size_t)r, p, at));
+            vf a2 = vbcast(a_elem(A, lda, (size_t)r, p + 1, at));
             c0[r] = vfma(a, b0, c0[r]);
             c1[r] = vfma(a, b1, c1[r]);
             d0[r] = vfma(a2, e0, d0[r]);
@@ -295,7 +303,7 @@ LINATTN_INLINE void tile_small(float *C, size_t ldc, const float *A, size_t lda,
         vf b0 = vload(Bp + p * ldbp), b1 = vload(Bp + p * ldbp + VL);
 #pragma GCC unroll 3
         for (int r = 0; r < rows; r++) {
-            vf a = vbcast(A + r * lda + p);
+            vf a = vbcast(a_elem(A, lda, (size_t)r, p, at));
             c0[r] = vfma(a, b0, c0[r]);
             c1[r] = vfma(a, b1, c1[r]);
         }
@@ -314,19 +322,22 @@ LINATTN_INLINE void tile_small(float *C, size_t ldc, const float *A, size_t lda,
     }
 }
 
-/* All M rows of C against one panel: C[M x ncols] += A[M x kc] . Bp[kc x NR]. */
-static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
-                       size_t ldbp, size_t M, size_t kc, size_t ncols)
+/* All M rows of C against one panel: C[M x ncols] += A[M x kc] . Bp[kc x NR]
+ * (A transposed when at). */
+LINATTN_INLINE void panel_rows_any(float *C, size_t ldc, const float *A, size_t lda,
+                                   const float *Bp, size_t ldbp, size_t M, size_t kc,
+                                   size_t ncols, int at)
 {
     int full = ncols == NR;
     vmask ml = vmask_n(ncols < VL ? ncols : VL);
     vmask mh = vmask_n(ncols > VL ? ncols - VL : 0);
     size_t i = 0;
     for (; i + GEMM_MR <= M; i += GEMM_MR)
-        tile(C + i * ldc, ldc, A + i * lda, lda, Bp, ldbp, kc, GEMM_MR, full, ml, mh);
+        tile(C + i * ldc, ldc, a_elem(A, lda, i, 0, at), lda, Bp, ldbp, kc, GEMM_MR, full, ml, mh,
+             at);
     float *c = C + i * ldc;
-    const float *a = A + i * lda;
-#define TILE(rows) tile(c, ldc, a, lda, Bp, ldbp, kc, rows, full, ml, mh)
+    const float *a = a_elem(A, lda, i, 0, at);
+#define TILE(rows) tile(c, ldc, a, lda, Bp, ldbp, kc, rows, full, ml, mh, at)
     /* one case for every remainder below GEMM_MR (and none above: a tile
      * of more rows would overrun its accumulator arrays) */
     switch (M - i) {
@@ -350,12 +361,24 @@ static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const f
 #endif
     case 5: TILE(5); break;
     case 4: TILE(4); break;
-    case 3: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 3, full, ml, mh); break;
-    case 2: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 2, full, ml, mh); break;
-    case 1: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 1, full, ml, mh); break;
+    case 3: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 3, full, ml, mh, at); break;
+    case 2: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 2, full, ml, mh, at); break;
+    case 1: tile_small(c, ldc, a, lda, Bp, ldbp, kc, 1, full, ml, mh, at); break;
     default: break;
     }
 #undef TILE
+}
+
+static void panel_rows(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
+                       size_t ldbp, size_t M, size_t kc, size_t ncols)
+{
+    panel_rows_any(C, ldc, A, lda, Bp, ldbp, M, kc, ncols, 0);
+}
+
+static void panel_rows_tn(float *C, size_t ldc, const float *A, size_t lda, const float *Bp,
+                          size_t ldbp, size_t M, size_t kc, size_t ncols)
+{
+    panel_rows_any(C, ldc, A, lda, Bp, ldbp, M, kc, ncols, 1);
 }
 
 /* Bp[p][j] = B[j][p] for j < nrows (B rows of length kc, stride ldb), 0 for
@@ -549,28 +572,33 @@ LINATTN_INLINE void pack_bn_w(float *Bp, const void *B, size_t ldb, size_t ncols
  * few rows do not repay the copy; then full fp32 panels are read in place
  * (half panels are always converted into the copy). The same FMAs in the
  * same order whatever B's type: a half B gives bit for bit what fp32 B
- * holding the same values gives. */
-LINATTN_INLINE void gemm_nn_w(float *C, size_t ldc, const float *A, size_t lda, const void *B,
-                              size_t ldb, size_t M, size_t N, size_t K, int wt)
+ * holding the same values gives. at: A stored transposed (gemm_tn). */
+LINATTN_INLINE void gemm_nn_any(float *C, size_t ldc, const float *A, size_t lda, const void *B,
+                                size_t ldb, size_t M, size_t N, size_t K, int at, int wt)
 {
     if (M == 0 || N == 0 || K == 0)
         return;
-    if (M == 1) {
+    if (M == 1 && !at) {
         gemm_nn_row(C, A, B, ldb, N, K, wt);
         return;
     }
     _Alignas(64) float Bp[KC * NR];
     for (size_t k0 = 0; k0 < K; k0 += KC) {
         size_t kc = K - k0 < KC ? K - k0 : KC;
+        const float *a = a_elem(A, lda, 0, k0, at);
         for (size_t j0 = 0; j0 < N; j0 += NR) {
             size_t nc = N - j0 < NR ? N - j0 : NR;
             const void *b = wptr(B, k0 * ldb + j0, wt);
-            if (wt == WT_F32 && nc == NR && M < NN_PACK_MIN_M) {
-                panel_rows(C + j0, ldc, A + k0, lda, b, ldb, M, kc, nc);
-            } else {
+            const float *bp = b;
+            size_t ldbp = ldb;
+            if (wt != WT_F32 || nc != NR || M >= NN_PACK_MIN_M) {
                 pack_bn_w(Bp, b, ldb, nc, kc, wt);
-                panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
+                bp = Bp, ldbp = NR;
             }
+            if (at)
+                panel_rows_tn(C + j0, ldc, a, lda, bp, ldbp, M, kc, nc);
+            else
+                panel_rows(C + j0, ldc, a, lda, bp, ldbp, M, kc, nc);
         }
     }
 }
@@ -578,13 +606,13 @@ LINATTN_INLINE void gemm_nn_w(float *C, size_t ldc, const float *A, size_t lda, 
 void FN(gemm_nn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
                  size_t M, size_t N, size_t K)
 {
-    gemm_nn_w(C, ldc, A, lda, B, ldb, M, N, K, WT_F32);
+    gemm_nn_any(C, ldc, A, lda, B, ldb, M, N, K, 0, WT_F32);
 }
 
 void FN(gemm_nn_f16)(float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B,
                      size_t ldb, size_t M, size_t N, size_t K)
 {
-    gemm_nn_w(C, ldc, A, lda, B, ldb, M, N, K, WT_F16);
+    gemm_nn_any(C, ldc, A, lda, B, ldb, M, N, K, 0, WT_F16);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -675,4 +703,12 @@ void FN(gemm_nt_q8)(float *C, size_t ldc, const float *A, size_t lda, const int8
             panel_rows(C + j0, ldc, A + k0, lda, Bp, NR, M, kc, nc);
         }
     }
+}
+
+/* gemm_nn with A stored transposed: a block of keys (rows of A) folds into
+ * a state without copying them into columns. */
+void FN(gemm_tn)(float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb,
+                 size_t M, size_t N, size_t K)
+{
+    gemm_nn_any(C, ldc, A, lda, B, ldb, M, N, K, 1, WT_F32);
 }

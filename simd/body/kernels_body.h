@@ -402,16 +402,49 @@ static void lbr_dispatch(float *out, const float *phiq, const float *S, const fl
 #undef LBR
 }
 
-/* The row weights and the denominator first (dots), then out in column
- * blocks of up to 8 vectors so each block's accumulator stays in registers. */
+/* d[0..4) += phiq . r[0..4) (rows of dk): four dots in one pass, their
+ * sums reduced together (one horizontal step for four dots). */
+LINATTN_INLINE void dots4(float *d, const float *phiq, const float *const r[4], size_t dk)
+{
+    vf a0 = vzero(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + VL <= dk; i += VL) {
+        vf q = vload(phiq + i);
+        a0 = vfma(q, vload(r[0] + i), a0);
+        a1 = vfma(q, vload(r[1] + i), a1);
+        a2 = vfma(q, vload(r[2] + i), a2);
+        a3 = vfma(q, vload(r[3] + i), a3);
+    }
+    if (i < dk) {
+        vmask m = vmask_n(dk - i);
+        vf q = vload_m(phiq + i, m);
+        a0 = vfma(q, vload_m(r[0] + i, m), a0);
+        a1 = vfma(q, vload_m(r[1] + i, m), a1);
+        a2 = vfma(q, vload_m(r[2] + i, m), a2);
+        a3 = vfma(q, vload_m(r[3] + i, m), a3);
+    }
+    vhsum4_add(d, a0, a1, a2, a3);
+}
+
+/* The row weights and the denominator first (the dots of z and the n rows,
+ * four at a time), then out in column blocks of up to 8 vectors so each
+ * block's accumulator stays in registers. */
 void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
                            const float *K, const float *V, const float *pw, int n, float c,
                            size_t dk, size_t dv, float eps)
 {
-    float w[LINATTN_BLOCK_ROWS];
-    float den = c * FN(dot)(phiq, z, dk);
+    /* d[0] = phiq . z, d[1 + j] = phiq . K_j; groups past n + 1 repeat z
+     * (their sums are not used) */
+    float d4[LINATTN_BLOCK_ROWS + 4] = {0}, w[LINATTN_BLOCK_ROWS];
+    for (int j0 = 0; j0 < n + 1; j0 += 4) {
+        const float *r[4];
+        for (int t = 0; t < 4; t++)
+            r[t] = j0 + t == 0 || j0 + t > n ? z : K + (size_t)(j0 + t - 1) * dk;
+        dots4(d4 + j0, phiq, r, dk);
+    }
+    float den = c * d4[0];
     for (int j = 0; j < n; j++) {
-        w[j] = pw[j] * FN(dot)(phiq, K + (size_t)j * dk, dk);
+        w[j] = pw[j] * d4[1 + j];
         den += w[j];
     }
     const float d = den + eps;

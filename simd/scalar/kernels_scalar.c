@@ -298,3 +298,20 @@ void linattn_gemm_nt_q8_scalar(float *C, size_t ldc, const float *A, size_t lda,
             C[i * ldc + j] += s;
         }
 }
+
+/* gemm_nn with A's element (i, p) at A[p lda + i]. */
+void linattn_gemm_tn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                           size_t ldb, size_t M, size_t N, size_t K)
+{
+    float t[64];
+    for (size_t i = 0; i < M; i++)
+        for (size_t j0 = 0; j0 < N; j0 += 64) {
+            size_t w = N - j0 < 64 ? N - j0 : 64;
+            for (size_t j = 0; j < w; j++)
+                t[j] = 0.0f;
+            for (size_t p = 0; p < K; p++)
+                linattn_axpy_scalar(t, A[p * lda + i], B + p * ldb + j0, w);
+            for (size_t j = 0; j < w; j++)
+                C[i * ldc + j0 + j] += t[j];
+        }
+}
