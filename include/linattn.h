@@ -499,7 +499,8 @@ LINATTN_API uint64_t linattn_model_params(const linattn_model *m);
  * (weights_dtype = stored) 2. */
 LINATTN_API size_t linattn_model_weight_bytes(const linattn_model *m);
 /* The weights as the file stores them: the bytes of its tensors, and its
- * dtypes ("F16", "F32", "BF16", or a list such as "F16+F32" when mixed).
+ * dtypes ("F16", "F32", "BF16", "I8", or a list such as "F16+F32" when mixed;
+ * int8 matrices come with F32 scales: "F32+I8").
  * Random weights: the bytes made (fp32) and "F32". */
 LINATTN_API size_t linattn_model_weight_bytes_stored(const linattn_model *m);
 LINATTN_API const char *linattn_model_weight_dtypes(const linattn_model *m);
