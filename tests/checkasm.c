@@ -990,7 +990,7 @@ static void gemm_case(report *r, gemm_fn f, gemm_fn fs, int form, double c, size
     float *B = nt ? matrix_new(&bB, N, K, ldb, wide, 0) : matrix_new(&bB, K, N, ldb, wide, 0);
     float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
     memcpy(Cs, C, bC.n * sizeof *C);
-    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    double *C0 = calloc(M * N + 1, sizeof *C0);
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C0[i * N + j] = C[i * ldc + j];
@@ -1089,6 +1089,44 @@ static void check_gemm(const linattn_kernels *k, const linattn_kernels *sc, repo
 /* gemv and gemm_nt with half or bfloat16 weights                            */
 /* ------------------------------------------------------------------------ */
 
+/* y[rows] (ys: scalar's) against b + W x in double, W's values Wv[rows x
+ * cols], within (cols + c) u (sum|W x| + |b|) + cols tiny. */
+static void note_gemv(report *r, const float *y, const float *ys, const double *Wv,
+                      const float *x, const float *b, size_t rows, size_t cols, double c)
+{
+    for (size_t i = 0; i < rows; i++) {
+        double ref = b ? b[i] : 0, abs = b ? fabs(b[i]) : 0;
+        for (size_t j = 0; j < cols; j++) {
+            ref += Wv[i * cols + j] * x[j];
+            abs += fabs(Wv[i * cols + j] * x[j]);
+        }
+        double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
+        note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound), shape, i, y[i],
+             ref, ys[i]);
+    }
+}
+
+/* C (stride ldc; Cs: scalar's) against C0 + A B in double, B's values Bv
+ * as [N x K] (bt) or [K x N], within (K + c) u (|C0| + sum|A B|) + K tiny. */
+static void note_gemm(report *r, const float *C, const float *Cs, size_t ldc, const double *C0,
+                      const float *A, size_t lda, const double *Bv, int bt, size_t M, size_t N,
+                      size_t K, double c)
+{
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double ref = C0[i * N + j], abs = fabs(ref);
+            for (size_t p = 0; p < K; p++) {
+                double t = (double)A[i * lda + p] * (bt ? Bv[j * K + p] : Bv[p * N + j]);
+                ref += t;
+                abs += fabs(t);
+            }
+            double bound = ((double)K + c) * U * abs + (double)K * TINY;
+            size_t at = i * ldc + j;
+            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
+                 i * N + j, C[at], ref, Cs[at]);
+        }
+}
+
 /* A rows x cols matrix of halfs (bfloat16s if bf), leading dimension ld,
  * at a random half (2-byte) offset in a guarded buffer. Every half of the
  * buffer that is no element (the gaps between rows, the slack at either
@@ -1177,16 +1215,7 @@ static void check_gemv_half(const linattn_kernels *k, const linattn_kernels *sc,
                 fs(ys, W, ldw, x, bp, rows, cols);
                 snprintf(shape, sizeof shape, "%s rows=%zu cols=%zu ldw=%zu bias=%d y",
                          bf ? "bf16" : "f16", rows, cols, ldw, bias);
-                for (size_t i = 0; i < rows; i++) {
-                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
-                    for (size_t j = 0; j < cols; j++) {
-                        ref += Wv[i * cols + j] * x[j];
-                        abs += fabs(Wv[i * cols + j] * x[j]);
-                    }
-                    double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
-                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
-                         shape, i, y[i], ref, ys[i]);
-                }
+                note_gemv(r, y, ys, Wv, x, bp, rows, cols, c);
                 check_guards(r, &by, "y");
                 free(Wv);
                 buf_free(&bW);
@@ -1213,7 +1242,7 @@ static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, int bf, d
     const uint16_t *B = half_matrix_new(&bB, N, K, ldb, bf, wide, Bv);
     float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bS, bC.n);
     memcpy(Cs, C, bC.n * sizeof *C);
-    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    double *C0 = calloc(M * N + 1, sizeof *C0);
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C0[i * N + j] = C[i * ldc + j];
@@ -1221,20 +1250,7 @@ static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, int bf, d
     fs(Cs, ldc, A, lda, B, ldb, M, N, K);
     snprintf(shape, sizeof shape, "%s M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C",
              bf ? "bf16" : "f16", M, N, K, lda, ldb, ldc);
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) {
-            double ref = C0[i * N + j], abs = fabs(ref);
-            for (size_t p = 0; p < K; p++) {
-                double t = (double)A[i * lda + p] * Bv[j * K + p];
-                ref += t;
-                abs += fabs(t);
-            }
-            double bound = ((double)K + c) * U * abs + (double)K * TINY;
-            size_t at = i * ldc + j;
-            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
-                 i * N + j, C[at], ref, Cs[at]);
-        }
-    }
+    note_gemm(r, C, Cs, ldc, C0, A, lda, Bv, 1, M, N, K, c);
     check_guards(r, &bC, "C");
     if (!gaps_ok(&bC, M, N, ldc))
         fail(r, "%s: wrote into the gap between rows (columns N..ldc-1)", shape);
@@ -1288,7 +1304,7 @@ static void gemm_nn_f16_case(const linattn_kernels *k, const linattn_kernels *sc
             Bf[p * ldb + j] = (float)Bv[p * N + j];
     memcpy(Cs, C, bC.n * sizeof *C);
     memcpy(Cf, C, bC.n * sizeof *C);
-    double *C0 = malloc((M * N + 1) * sizeof *C0);
+    double *C0 = calloc(M * N + 1, sizeof *C0);
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C0[i * N + j] = C[i * ldc + j];
@@ -1297,24 +1313,13 @@ static void gemm_nn_f16_case(const linattn_kernels *k, const linattn_kernels *sc
     k->gemm_nn(Cf, ldc, A, lda, Bf, ldb, M, N, K);
     snprintf(shape, sizeof shape, "f16 M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C", M, N, K, lda,
              ldb, ldc);
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) {
-            double ref = C0[i * N + j], abs = fabs(ref);
-            for (size_t p = 0; p < K; p++) {
-                double t = (double)A[i * lda + p] * Bv[p * N + j];
-                ref += t;
-                abs += fabs(t);
-            }
-            double bound = ((double)K + c) * U * abs + (double)K * TINY;
-            size_t at = i * ldc + j;
-            note(r, bound_ratio(C[at], ref, bound), 1, bound_ratio(C[at], Cs[at], bound), shape,
-                 i * N + j, C[at], ref, Cs[at]);
-            if (memcmp(&C[at], &Cf[at], sizeof(float)) != 0) {
-                fail(r, "%s[%zu]: %.9g, gemm_nn on the same values in fp32 gives %.9g (not "
-                        "bit for bit)", shape, i * N + j, (double)C[at], (double)Cf[at]);
-                i = M;
-                break;
-            }
+    note_gemm(r, C, Cs, ldc, C0, A, lda, Bv, 0, M, N, K, c);
+    for (size_t i = 0; i < M * N; i++) {
+        size_t at = i / N * ldc + i % N;
+        if (memcmp(&C[at], &Cf[at], sizeof(float)) != 0) {
+            fail(r, "%s[%zu]: %.9g, gemm_nn on the same values in fp32 gives %.9g (not bit for "
+                    "bit)", shape, i, (double)C[at], (double)Cf[at]);
+            break;
         }
     }
     check_guards(r, &bC, "C");
@@ -1454,16 +1459,7 @@ static void check_gemv_q8(const linattn_kernels *k, const linattn_kernels *sc, r
                 sc->gemv_q8(ys, W, S, ldw, x, bp, rows, cols);
                 snprintf(shape, sizeof shape, "q8 rows=%zu cols=%zu ldw=%zu bias=%d y", rows,
                          cols, ldw, bias);
-                for (size_t i = 0; i < rows; i++) {
-                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
-                    for (size_t j = 0; j < cols; j++) {
-                        ref += Wv[i * cols + j] * x[j];
-                        abs += fabs(Wv[i * cols + j] * x[j]);
-                    }
-                    double bound = ((double)cols + c) * U * abs + (double)cols * TINY;
-                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
-                         shape, i, y[i], ref, ys[i]);
-                }
+                note_gemv(r, y, ys, Wv, x, bp, rows, cols, c);
                 check_guards(r, &by, "y");
                 free(Wv);
                 buf_free(&bW);
@@ -1494,27 +1490,14 @@ static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc
                 const int8_t *B = q8_matrix_new(&bB, &bS, &S, N, K, ldb, wide, Bv);
                 float *C = matrix_new(&bC, M, N, ldc, 0, 1), *Cs = buf_out(&bCs, bC.n);
                 memcpy(Cs, C, bC.n * sizeof *C);
-                double *C0 = malloc((M * N + 1) * sizeof *C0);
+                double *C0 = calloc(M * N + 1, sizeof *C0);
                 for (size_t i = 0; i < M; i++)
                     for (size_t j = 0; j < N; j++)
                         C0[i * N + j] = C[i * ldc + j];
                 k->gemm_nt_q8(C, ldc, A, lda, B, S, ldb, M, N, K);
                 sc->gemm_nt_q8(Cs, ldc, A, lda, B, S, ldb, M, N, K);
                 snprintf(shape, sizeof shape, "q8 M=%zu N=%zu K=%zu ldb=%zu C", M, N, K, ldb);
-                for (size_t i = 0; i < M; i++)
-                    for (size_t j = 0; j < N; j++) {
-                        double ref = C0[i * N + j], abs = fabs(ref);
-                        for (size_t p = 0; p < K; p++) {
-                            double t = (double)A[i * lda + p] * Bv[j * K + p];
-                            ref += t;
-                            abs += fabs(t);
-                        }
-                        double bound = ((double)K + c) * U * abs + (double)K * TINY;
-                        size_t at = i * ldc + j;
-                        note(r, bound_ratio(C[at], ref, bound), 1,
-                             bound_ratio(C[at], Cs[at], bound), shape, i * N + j, C[at], ref,
-                             Cs[at]);
-                    }
+                note_gemm(r, C, Cs, ldc, C0, A, lda, Bv, 1, M, N, K, c);
                 check_guards(r, &bC, "C");
                 if (!gaps_ok(&bC, M, N, ldc))
                     fail(r, "%s: wrote into the gap between rows", shape);

@@ -53,6 +53,38 @@ static unsigned char *file_data(const char *path, size_t *n)
     return d;
 }
 
+/* tools/convert_dtype.py SRC DST --dtype DTYPE, which must succeed. */
+static void run_tool(const char *src, const char *dst, const char *dtype)
+{
+    char tool[1024];
+    snprintf(tool, sizeof tool, "%s/../../tools/convert_dtype.py", tu_data_dir());
+    char *argv[] = {"/usr/bin/python3", tool, (char *)src, (char *)dst, "--dtype", (char *)dtype,
+                    NULL};
+    tu_run_result r = tu_run_argv("/usr/bin/python3", argv);
+    cr_assert_eq(r.status, 0, "convert_dtype.py: %s", r.err);
+    tu_run_free(&r);
+}
+
+/* The tool's output tu_path("tool.safetensors") holds the same tensor
+ * bytes as the library's tu_path("lib.safetensors"), and loads with
+ * weight dtypes `dtypes`. */
+static void same_as_library(const linattn_config *c, const char *what, const char *dtypes)
+{
+    size_t na, nb;
+    unsigned char *a = file_data(tu_path("tool.safetensors"), &na);
+    unsigned char *b = file_data(tu_path("lib.safetensors"), &nb);
+    cr_assert_eq(na, nb);
+    cr_assert(memcmp(a, b, na) == 0, "%s: the tool's bytes differ from the library's", what);
+    free(a);
+    free(b);
+    linattn_config f = *c;
+    snprintf(f.weights, sizeof f.weights, "%s", tu_path("tool.safetensors"));
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&f, &m), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_str_eq(linattn_model_weight_dtypes(m), dtypes);
+    linattn_model_free(m);
+}
+
 /* tools/convert_dtype.py (numpy) turns the fp32 model into the same F16
  * and BF16 bytes as the library's own rounding (nearest, ties to even),
  * and its output loads and runs. */
@@ -60,31 +92,11 @@ Test(convert_dtype, same_bytes_as_the_library)
 {
     linattn_config c = model_config();
     write_model(&c, "f32.safetensors", LINATTN_DTYPE_F32);
-    char tool[1024];
-    snprintf(tool, sizeof tool, "%s/../../tools/convert_dtype.py", tu_data_dir());
     static const char *const kinds[2] = {"f16", "bf16"};
     for (int k = 0; k < 2; k++) {
-        linattn_dtype dt = k ? LINATTN_DTYPE_BF16 : LINATTN_DTYPE_F16;
-        write_model(&c, "lib.safetensors", dt);
-        char *argv[] = {"/usr/bin/python3", tool, (char *)tu_path("f32.safetensors"),
-                        (char *)tu_path("tool.safetensors"), "--dtype", (char *)kinds[k], NULL};
-        tu_run_result r = tu_run_argv("/usr/bin/python3", argv);
-        cr_assert_eq(r.status, 0, "convert_dtype.py: %s", r.err);
-        tu_run_free(&r);
-        size_t na, nb;
-        unsigned char *a = file_data(tu_path("tool.safetensors"), &na);
-        unsigned char *b = file_data(tu_path("lib.safetensors"), &nb);
-        cr_assert_eq(na, nb);
-        cr_assert(memcmp(a, b, na) == 0, "%s: the tool's bytes differ from the library's",
-                  kinds[k]);
-        free(a);
-        free(b);
-        linattn_config f = c;
-        snprintf(f.weights, sizeof f.weights, "%s", tu_path("tool.safetensors"));
-        linattn_model *m = NULL;
-        cr_assert_eq(linattn_model_from_config(&f, &m), LINATTN_OK, "%s", linattn_last_error());
-        cr_assert_str_eq(linattn_model_weight_dtypes(m), k ? "BF16" : "F16");
-        linattn_model_free(m);
+        write_model(&c, "lib.safetensors", k ? LINATTN_DTYPE_BF16 : LINATTN_DTYPE_F16);
+        run_tool(tu_path("f32.safetensors"), tu_path("tool.safetensors"), kinds[k]);
+        same_as_library(&c, kinds[k], k ? "BF16" : "F16");
     }
 }
 
@@ -96,26 +108,8 @@ Test(convert_dtype, q8_same_bytes_as_the_library)
     linattn_config c = model_config();
     write_model(&c, "f32.safetensors", LINATTN_DTYPE_F32);
     write_model(&c, "lib.safetensors", LINATTN_DTYPE_I8);
-    char tool[1024];
-    snprintf(tool, sizeof tool, "%s/../../tools/convert_dtype.py", tu_data_dir());
-    char *argv[] = {"/usr/bin/python3", tool, (char *)tu_path("f32.safetensors"),
-                    (char *)tu_path("tool.safetensors"), "--dtype", "q8", NULL};
-    tu_run_result r = tu_run_argv("/usr/bin/python3", argv);
-    cr_assert_eq(r.status, 0, "convert_dtype.py: %s", r.err);
-    tu_run_free(&r);
-    size_t na, nb;
-    unsigned char *a = file_data(tu_path("tool.safetensors"), &na);
-    unsigned char *b = file_data(tu_path("lib.safetensors"), &nb);
-    cr_assert_eq(na, nb);
-    cr_assert(memcmp(a, b, na) == 0, "q8: the tool's bytes differ from the library's");
-    free(a);
-    free(b);
-    linattn_config f = c;
-    snprintf(f.weights, sizeof f.weights, "%s", tu_path("tool.safetensors"));
-    linattn_model *m = NULL;
-    cr_assert_eq(linattn_model_from_config(&f, &m), LINATTN_OK, "%s", linattn_last_error());
-    cr_assert_str_eq(linattn_model_weight_dtypes(m), "F32+I8");
-    linattn_model_free(m);
+    run_tool(tu_path("f32.safetensors"), tu_path("tool.safetensors"), "q8");
+    same_as_library(&c, "q8", "F32+I8");
 }
 
 /* bits/byte `linattn eval` prints for a config on the held-out KJV text. */
@@ -138,15 +132,10 @@ static double eval_bits(const char *config)
  * weight bytes. */
 Test(convert_dtype, q8_costs_the_shipped_model_under_a_thousandth_of_its_bits)
 {
-    char src[1024], tool[1024], ini[1024];
+    char src[1024], ini[1024];
     snprintf(src, sizeof src, "%s/../../models/kjv-linear.safetensors", tu_data_dir());
-    snprintf(tool, sizeof tool, "%s/../../tools/convert_dtype.py", tu_data_dir());
     snprintf(ini, sizeof ini, "%s/../../configs/kjv-linear.ini", tu_data_dir());
-    char *argv[] = {"/usr/bin/python3", tool, src, (char *)tu_path("q8.safetensors"), "--dtype",
-                    "q8", NULL};
-    tu_run_result r = tu_run_argv("/usr/bin/python3", argv);
-    cr_assert_eq(r.status, 0, "convert_dtype.py: %s", r.err);
-    tu_run_free(&r);
+    run_tool(src, tu_path("q8.safetensors"), "q8");
     /* the shipped config with its weights swapped */
     size_t n;
     char *text = tu_read_file(ini, &n);

@@ -225,26 +225,12 @@ void linattn_gemm_nt_bf16_scalar(float *C, size_t ldc, const float *A, size_t ld
             C[i * ldc + j] += dot_half(B + j * ldb, A + i * lda, K, 1);
 }
 
-/* Each row's sums are formed in t, then added to C once (see kernels.h). */
-void linattn_gemm_nn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                           size_t ldb, size_t M, size_t N, size_t K)
-{
-    float t[64];
-    for (size_t i = 0; i < M; i++)
-        for (size_t j0 = 0; j0 < N; j0 += 64) {
-            size_t w = N - j0 < 64 ? N - j0 : 64;
-            for (size_t j = 0; j < w; j++)
-                t[j] = 0.0f;
-            for (size_t p = 0; p < K; p++)
-                linattn_axpy_scalar(t, A[i * lda + p], B + p * ldb + j0, w);
-            for (size_t j = 0; j < w; j++)
-                C[i * ldc + j0 + j] += t[j];
-        }
-}
-
-/* gemm_nn over half B: the same order as gemm_nn_scalar. */
-void linattn_gemm_nn_f16_scalar(float *C, size_t ldc, const float *A, size_t lda,
-                               const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+/* C += A . B, A's element (i, p) at A[i lda + p], or at A[p lda + i] when
+ * at (gemm_tn); B fp32, or halfs when half. Each row's sums are formed in
+ * t, then added to C once (see kernels.h); the same order for every
+ * variant, so a half B gives what its values in fp32 give. */
+static void gemm_nn_rows(float *C, size_t ldc, const float *A, size_t lda, int at, const void *B,
+                         int half, size_t ldb, size_t M, size_t N, size_t K)
 {
     float t[64];
     for (size_t i = 0; i < M; i++)
@@ -253,13 +239,33 @@ void linattn_gemm_nn_f16_scalar(float *C, size_t ldc, const float *A, size_t lda
             for (size_t j = 0; j < w; j++)
                 t[j] = 0.0f;
             for (size_t p = 0; p < K; p++) {
-                float a = A[i * lda + p];
+                float a = at ? A[p * lda + i] : A[i * lda + p];
+                const float *bf = (const float *)B + p * ldb + j0;
+                const uint16_t *bh = (const uint16_t *)B + p * ldb + j0;
                 for (size_t j = 0; j < w; j++)
-                    t[j] += a * f16_value(B[p * ldb + j0 + j]);
+                    t[j] += a * (half ? f16_value(bh[j]) : bf[j]);
             }
             for (size_t j = 0; j < w; j++)
                 C[i * ldc + j0 + j] += t[j];
         }
+}
+
+void linattn_gemm_nn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                           size_t ldb, size_t M, size_t N, size_t K)
+{
+    gemm_nn_rows(C, ldc, A, lda, 0, B, 0, ldb, M, N, K);
+}
+
+void linattn_gemm_nn_f16_scalar(float *C, size_t ldc, const float *A, size_t lda,
+                               const uint16_t *B, size_t ldb, size_t M, size_t N, size_t K)
+{
+    gemm_nn_rows(C, ldc, A, lda, 0, B, 1, ldb, M, N, K);
+}
+
+void linattn_gemm_tn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
+                           size_t ldb, size_t M, size_t N, size_t K)
+{
+    gemm_nn_rows(C, ldc, A, lda, 1, B, 0, ldb, M, N, K);
 }
 
 void linattn_to_f16_scalar(uint16_t *y, const float *x, size_t n)
@@ -296,22 +302,5 @@ void linattn_gemm_nt_q8_scalar(float *C, size_t ldc, const float *A, size_t lda,
             for (size_t p = 0; p < K; p++)
                 s += (float)B[j * ldb + p] * S[j * lds + p / G] * A[i * lda + p];
             C[i * ldc + j] += s;
-        }
-}
-
-/* gemm_nn with A's element (i, p) at A[p lda + i]. */
-void linattn_gemm_tn_scalar(float *C, size_t ldc, const float *A, size_t lda, const float *B,
-                           size_t ldb, size_t M, size_t N, size_t K)
-{
-    float t[64];
-    for (size_t i = 0; i < M; i++)
-        for (size_t j0 = 0; j0 < N; j0 += 64) {
-            size_t w = N - j0 < 64 ? N - j0 : 64;
-            for (size_t j = 0; j < w; j++)
-                t[j] = 0.0f;
-            for (size_t p = 0; p < K; p++)
-                linattn_axpy_scalar(t, A[p * lda + i], B + p * ldb + j0, w);
-            for (size_t j = 0; j < w; j++)
-                C[i * ldc + j0 + j] += t[j];
         }
 }
