@@ -12,7 +12,8 @@
 # beside `linattn generate --stats` (the decode tokens/s) on the same
 # checkpoints, loaded as `weights = llama2c:PATH`, with softmax attention
 # (the checkpoint as trained) and linear attention, and the same weights as
-# an F16 safetensors file (softmax, used as stored). Prints the ratios, the
+# an F16 safetensors file and as int8 (tools/convert_dtype.py --dtype q8;
+# softmax, used as stored). Prints the ratios, the
 # weight bytes each token reads and the memory-bandwidth floor from
 # `linattn-bench --suite bandwidth` (triad).
 #
@@ -119,6 +120,11 @@ with open(f"{out}/tokenizer.bin", "wb") as f:
     for i, p in enumerate(pieces):
         f.write(struct.pack("fi", -float(i), len(p)) + p)
 EOF
+for size in $SIZES; do
+    "$PY" "$(dirname "$0")/convert_dtype.py" "$TMP/$size-f16.safetensors" \
+        "$TMP/$size-q8.safetensors" --dtype q8
+    sed "s/$size-f16.safetensors/$size-q8.safetensors/" "$TMP/$size-f16.ini" > "$TMP/$size-q8.ini"
+done
 
 # --- timing ----------------------------------------------------------------
 # One figure of each program per round, rounds in turn (a passing load hits
@@ -145,9 +151,9 @@ fi
 echo "memory bandwidth (triad): ${TRIAD1:-?} GB/s at 1 thread, ${TRIAD2:-?} GB/s at 2"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf '%-5s %-7s %-10s %-10s %-10s %-10s %-7s %-7s %-7s %-9s %s\n' model threads "llama2.c" \
-    "linattn-sm" "linattn-li" "sm-f16" "sm/l2c" "li/l2c" "f16/l2c" "MB/token" \
-    "floor tok/s (triad), softmax at"
+printf '%-5s %-7s %-10s %-10s %-10s %-10s %-10s %-7s %-7s %-7s %-7s %-9s %s\n' model threads \
+    "llama2.c" "linattn-sm" "linattn-li" "sm-f16" "sm-q8" "sm/l2c" "li/l2c" "f16/l2c" "q8/l2c" \
+    "MB/token" "floor tok/s (triad), softmax at"
 for size in $SIZES; do
     for att in softmax linear; do
         printf '[model]\nweights = llama2c:%s.bin\nattention = %s\n' "$size" "$att" \
@@ -162,17 +168,20 @@ for size in $SIZES; do
             echo "b $(linattn_tps "$size" "$t" softmax)" >> "$TMP/r"
             echo "c $(linattn_tps "$size" "$t" linear)" >> "$TMP/r"
             echo "d $(linattn_tps "$size" "$t" f16)" >> "$TMP/r"
+            echo "e $(linattn_tps "$size" "$t" q8)" >> "$TMP/r"
         done
         a=$(awk '$1 == "a" {print $2}' "$TMP/r" | best)
         b=$(awk '$1 == "b" {print $2}' "$TMP/r" | best)
         c=$(awk '$1 == "c" {print $2}' "$TMP/r" | best)
         d=$(awk '$1 == "d" {print $2}' "$TMP/r" | best)
+        e=$(awk '$1 == "e" {print $2}' "$TMP/r" | best)
         tri=$([ "$t" = 1 ] && echo "${TRIAD1:-}" || echo "${TRIAD2:-}")
         awk -v s="$size" -v t="$t" -v a="${a:-0}" -v b="${b:-0}" -v c="${c:-0}" -v d="${d:-0}" \
-            -v by="${bytes:-0}" -v tri="${tri:-0}" 'BEGIN {
+            -v e="${e:-0}" -v by="${bytes:-0}" -v tri="${tri:-0}" 'BEGIN {
             floor = (by > 0 && tri > 0) ? tri * 1e9 / by : 0;
-            printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-7.2f %-9.1f %s\n", s, t, a, b, c, d,
-                   (a > 0 ? b / a : 0), (a > 0 ? c / a : 0), (a > 0 ? d / a : 0), by / 1e6,
+            printf "%-5s %-7s %-10.1f %-10.1f %-10.1f %-10.1f %-10.1f %-7.2f %-7.2f %-7.2f %-7.2f %-9.1f %s\n",
+                   s, t, a, b, c, d, e, (a > 0 ? b / a : 0), (a > 0 ? c / a : 0),
+                   (a > 0 ? d / a : 0), (a > 0 ? e / a : 0), by / 1e6,
                    (floor > 0 ? sprintf("%.1f, %.0f%%", floor, 100 * b / floor) : "?")
         }'
     done
