@@ -112,10 +112,10 @@ Test(convert_dtype, q8_same_bytes_as_the_library)
     same_as_library(&c, "q8", "F32+I8");
 }
 
-/* bits/byte `linattn eval` prints for a config on the held-out KJV text. */
-static double eval_bits(const char *config)
+/* bits/byte `linattn eval` prints for a config on `text`. */
+static double eval_bits(const char *config, const char *text)
 {
-    tu_run_result r = tu_run("eval", config, "--text", tu_data("kjv-heldout-64k.txt"), NULL);
+    tu_run_result r = tu_run("eval", config, "--text", text, NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     const char *p = strstr(r.out, "bits/byte ");
     while (p && strstr(p + 1, "bits/byte "))
@@ -127,9 +127,10 @@ static double eval_bits(const char *config)
 }
 
 /* What int8 weights cost the shipped streaming model: kjv-linear quantized
- * by the tool scores the held-out 64 KiB as one stream within 0.003
- * bits/byte of fp32 (measured: 1.4731 -> 1.4739, +0.05%), in 57% of the
- * weight bytes. */
+ * by the tool scores the first 16 KiB of the held-out text as one stream
+ * within 0.003 bits/byte of fp32 (measured 1.5783 -> 1.5791; on the whole
+ * 64 KiB 1.4731 -> 1.4739, +0.05%), in 57% of the weight bytes. 16 KiB keeps
+ * the test short under the sanitizers. */
 Test(convert_dtype, q8_costs_the_shipped_model_under_a_thousandth_of_its_bits)
 {
     char src[1024], ini[1024];
@@ -147,8 +148,13 @@ Test(convert_dtype, q8_costs_the_shipped_model_under_a_thousandth_of_its_bits)
              eol);
     free(text);
     tu_write_text(tu_path("q8.ini"), out);
-    double f32 = eval_bits(ini), q8 = eval_bits(tu_path("q8.ini"));
+    size_t len;
+    char *held = tu_read_file(tu_data("kjv-heldout-64k.txt"), &len);
+    cr_assert_geq(len, 16384);
+    tu_write_file(tu_path("text.txt"), held, 16384);
+    free(held);
+    double f32 = eval_bits(ini, tu_path("text.txt")), q8 = eval_bits(tu_path("q8.ini"), tu_path("text.txt"));
     cr_log_info("kjv-linear, one stream: fp32 %.4f, int8 %.4f bits/byte", f32, q8);
     cr_expect(fabs(q8 - f32) <= 0.003, "fp32 %.4f vs int8 %.4f bits/byte", f32, q8);
-    cr_expect(f32 > 1.3 && f32 < 1.6, "%.4f: not the shipped model's figure", f32);
+    cr_expect(f32 > 1.3 && f32 < 1.8, "%.4f: not the shipped model's figure", f32);
 }
