@@ -360,6 +360,21 @@ static void lin_read_row(const lin_seq *s, const lin_sums *st, const float *pq, 
                              s->pow->pw[n], (size_t)s->dk, (size_t)s->dv, s->eps);
 }
 
+/* Asks for the n bytes at p in cache soon (w: to be written). A batch of
+ * 16 rows of d = 64 is one 4 KiB page, where the hardware prefetchers stop:
+ * without this every batch's q and k rows came from memory as phi read
+ * them (a third of phi's time). */
+static void lin_prefetch(const void *p, size_t n, int w)
+{
+    const char *c = (const char *)p;
+    for (size_t i = 0; i < n; i += 64) {
+        if (w)
+            __builtin_prefetch(c + i, 1);
+        else
+            __builtin_prefetch(c + i, 0);
+    }
+}
+
 /* Paired rows [i0, i1), token by token: each key joins the rows, the row
  * reads, a full block folds. */
 static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
@@ -373,7 +388,15 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, 
         lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
         const float *v = s->v + (size_t)(c0 + off) * s->vr;
         float *o = s->out + (size_t)c0 * s->orow;
+        const int nx = i1 - (c0 + m) < m ? i1 - (c0 + m) : m; /* rows of the next batch */
         for (int r = 0; r < m; r++) {
+            if (r < nx) { /* row r of the next batch */
+                const size_t x = (size_t)(c0 + m + r);
+                lin_prefetch(s->q + x * s->qr, dk * sizeof(float), 0);
+                lin_prefetch(s->k + (x + off) * s->kr, dk * sizeof(float), 0);
+                lin_prefetch(s->v + (x + off) * s->vr, (size_t)s->dv * sizeof(float), 0);
+                lin_prefetch(s->out + x * s->orow, (size_t)s->dv * sizeof(float), 1);
+            }
             memcpy(st->K + (size_t)st->rows * dk, b->pk + (size_t)r * dk, dk * sizeof(float));
             memcpy(st->V + (size_t)st->rows * s->dv, v + (size_t)r * s->vr,
                    (size_t)s->dv * sizeof(float));

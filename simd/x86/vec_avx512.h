@@ -2,6 +2,7 @@
 #ifndef LINATTN_SIMD_VEC_H
 #define LINATTN_SIMD_VEC_H
 
+#include <math.h>
 #include <sleef.h>
 
 #include "x86.h"
@@ -83,7 +84,28 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
                                                                   LINATTN_HALF(c), LINATTN_HALF(d))));
 #undef LINATTN_HALF
 }
-LINATTN_INLINE vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
+/* exp(x): SLEEF's expf u10 (Sleef_expf16_u10avx512f) written out, the
+ * same bits inlined (see vec_avx2.h). */
+LINATTN_INLINE vf vexp(vf x)
+{
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)));
+    const __m512 fq = _mm512_cvtepi32_ps(q);
+    __m512 s = _mm512_fmadd_ps(fq, _mm512_set1_ps(-0.693145752f), x);
+    s = _mm512_fmadd_ps(fq, _mm512_set1_ps(-1.42860677e-06f), s);
+    __m512 u = _mm512_fmadd_ps(s, _mm512_set1_ps(0.000198527618f), _mm512_set1_ps(0.00139304355f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.00833336078f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.0416664854f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.166666672f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.5f));
+    u = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s), _mm512_set1_ps(1.0f));
+    const __m512i one = _mm512_set1_epi32(0x3f800000), h = _mm512_srai_epi32(q, 1);
+    u = _mm512_mul_ps(u, _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(h, 23), one)));
+    u = _mm512_maskz_mul_ps(
+        _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_US), u,
+        _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(_mm512_sub_epi32(q, h), 23), one)));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(100.0f), _CMP_GT_OS), u,
+                                _mm512_set1_ps(INFINITY));
+}
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
