@@ -426,16 +426,16 @@ LINATTN_INLINE void dots4(float *d, const float *phiq, const float *const r[4], 
     vhsum4_add(d, a0, a1, a2, a3);
 }
 
-/* The row weights and the denominator first (the dots of z and the n rows,
- * four at a time), then out in column blocks of up to 8 vectors so each
- * block's accumulator stays in registers. */
-void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
-                           const float *K, const float *V, const float *pw, int n, float c,
-                           size_t dk, size_t dv, float eps)
+/* The row weights w[0..n) and the denominator d of one query row (the dots
+ * of z and the n rows, four at a time); returns the factor out is scaled
+ * by (1/d, or 1 when d is below FLT_MIN: then out is divided after). */
+LINATTN_INLINE float lbr_weights(float *w, float *d, const float *phiq, const float *z,
+                                 const float *K, const float *pw, int n, float c, size_t dk,
+                                 float eps)
 {
-    /* d[0] = phiq . z, d[1 + j] = phiq . K_j; groups past n + 1 repeat z
+    /* d4[0] = phiq . z, d4[1 + j] = phiq . K_j; groups past n + 1 repeat z
      * (their sums are not used) */
-    float d4[LINATTN_BLOCK_ROWS + 4] = {0}, w[LINATTN_BLOCK_ROWS];
+    float d4[LINATTN_BLOCK_ROWS + 4] = {0};
     for (int j0 = 0; j0 < n + 1; j0 += 4) {
         const float *r[4];
         for (int t = 0; t < 4; t++)
@@ -447,13 +447,130 @@ void FN(linear_block_read)(float *out, const float *phiq, const float *S, const 
         w[j] = pw[j] * d4[1 + j];
         den += w[j];
     }
-    const float d = den + eps;
-    const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
-    const float inv = normal ? 1.0f / d : 1.0f;
+    *d = den + eps;
+    return *d >= FLT_MIN ? 1.0f / *d : 1.0f;
+}
+
+LINATTN_INLINE void lbr_finish(float *out, size_t dv, float d)
+{
+    if (!(d >= FLT_MIN))
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+}
+
+/* The row weights and the denominator first, then out in column blocks of
+ * up to 8 vectors so each block's accumulator stays in registers. */
+void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
+                           const float *K, const float *V, const float *pw, int n, float c,
+                           size_t dk, size_t dv, float eps)
+{
+    float w[LINATTN_BLOCK_ROWS], d;
+    const float inv = lbr_weights(w, &d, phiq, z, K, pw, n, c, dk, eps);
     for (size_t j = 0; j < dv; j += 8 * VL)
         lbr_dispatch(out + j, phiq, S + j, V + j, w, n, c, dk, dv, inv,
                      dv - j < 8 * VL ? dv - j : 8 * VL);
-    if (!normal)
-        for (size_t j = 0; j < dv; j++)
-            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+    lbr_finish(out, dv, d);
+}
+
+/* linear_block_rows: R (<= 3) query rows at once against 4 full vectors of
+ * S's columns, each S vector loaded once for the R rows: 12 sums, 3
+ * broadcasts and the S vector fill 16 registers. Each row's column sums are
+ * lbr_block's for an 8-vector block, term for term: one chain over S's rows
+ * in order, then c, the row's waiting rows in order (nr[r] of them), inv. */
+LINATTN_INLINE void lbr_rows4(float *out, size_t ldo, const float *phiq, size_t dk,
+                              const float *S, size_t dv, const float *V, const float *const *w,
+                              const int *nr, const float *c, const float *inv, int R)
+{
+    vf acc[3][4];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vzero();
+    for (size_t i = 0; i < dk; i++) {
+        const float *s0 = S + i * dv;
+        vf q[3];
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++)
+            q[r] = vbcast(phiq + (size_t)r * dk + i);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const vf sv = vload(s0 + VL * k);
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                acc[r][k] = vfma(q[r], sv, acc[r][k]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) { /* row by row: V's loads as operands, no spill */
+        const vf vc = vset1(c[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vmul(acc[r][k], vc);
+        for (int j = 0; j < nr[r]; j++) {
+            const vf wj = vbcast(w[r] + j);
+            const float *vj = V + (size_t)j * dv;
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vinv = vset1(inv[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
+    }
+}
+
+/* Rows [0, R) of a group of linear_block_rows (R <= 3), one column block of
+ * linear_block_read (j, width) at a time: lbr_rows4 where the block is 8
+ * full vectors (summed in one chain, as lbr_rows4 sums), else row by row
+ * (a block of up to 4 vectors splits its sums in two chains: with 3 rows
+ * their 24 sums would not fit in 16 registers, and with 32 registers,
+ * AVX-512 at d = 64, 2 or 3 rows measured slower than one). */
+static void lbr_rows_group(float *out, size_t ldo, const float *phiq, const float *S,
+                           const float *V, float (*w)[LINATTN_BLOCK_ROWS], const int *nr,
+                           const float *c, const float *inv, size_t dk, size_t dv, int R)
+{
+    const float *wp[3] = {w[0], R > 1 ? w[1] : w[0], R > 2 ? w[2] : w[0]};
+    for (size_t j = 0; j < dv; j += 8 * VL) {
+        const size_t width = dv - j < 8 * VL ? dv - j : 8 * VL;
+        if (R > 1 && width == 8 * VL) {
+            for (size_t h = 0; h < 8 * VL; h += 4 * VL) {
+                if (R == 3)
+                    lbr_rows4(out + j + h, ldo, phiq, dk, S + j + h, dv, V + j + h, wp, nr, c, inv, 3);
+                else
+                    lbr_rows4(out + j + h, ldo, phiq, dk, S + j + h, dv, V + j + h, wp, nr, c, inv, 2);
+            }
+        } else {
+            for (int r = 0; r < R; r++)
+                lbr_dispatch(out + (size_t)r * ldo + j, phiq + (size_t)r * dk, S + j, V + j, w[r],
+                             nr[r], c[r], dk, dv, inv[r], width);
+        }
+    }
+}
+
+/* Each row exactly as linear_block_read (see kernels.h); S read once per
+ * group of rows instead of once per row. */
+void FN(linear_block_rows)(float *out, size_t ldo, const float *phiq, const float *S,
+                           const float *z, const float *K, const float *V, const float *pw,
+                           const float *c, int n0, int m, size_t dk, size_t dv, float eps)
+{
+    for (int r0 = 0; r0 < m; r0 += 3) {
+        const int R = m - r0 < 3 ? m - r0 : 3;
+        float w[3][LINATTN_BLOCK_ROWS], d[3], inv[3];
+        int nr[3];
+        for (int r = 0; r < R; r++) {
+            const int row = r0 + r;
+            nr[r] = n0 + row + 1;
+            inv[r] = lbr_weights(w[r], &d[r], phiq + (size_t)row * dk, z, K, pw + (m - 1 - row),
+                                 nr[r], c[row], dk, eps);
+        }
+        float *o = out + (size_t)r0 * ldo;
+        lbr_rows_group(o, ldo, phiq + (size_t)r0 * dk, S, V, w, nr, c + r0, inv, dk, dv, R);
+        for (int r = 0; r < R; r++)
+            lbr_finish(o + (size_t)r * ldo, dv, d[r]);
+    }
 }
