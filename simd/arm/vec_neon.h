@@ -142,6 +142,8 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
 }
 LINATTN_INLINE vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f4_u10advsimd(x); }
+/* vexp(x) for x <= 0 (or NaN): elu1's exps (x86 has a shorter form). */
+LINATTN_INLINE vf vexp_nonpos(vf x) { return vexp(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { __builtin_prefetch(p); }
 

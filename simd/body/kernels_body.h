@@ -147,7 +147,7 @@ float FN(exp_sub_sum)(float *y, const float *x, float m, size_t n)
 
 LINATTN_INLINE vf elu1_v(vf x)
 {
-    return vpos_sel(x, vadd(x, vset1(1.0f)), vexp(x));
+    return vpos_sel(x, vadd(x, vset1(1.0f)), vexp_nonpos(x));
 }
 
 void FN(elu1)(float *y, const float *x, size_t n)

@@ -119,6 +119,27 @@ LINATTN_INLINE vf vexp(vf x)
                             _mm256_cmp_ps(_mm256_set1_ps(100.0f), x, _CMP_LT_OS));
 }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
+/* vexp(x) for x <= 0 (or NaN), the same bits, in fewer instructions (phi's
+ * exps): below -104, where exp rounds to 0, x is raised to -104 (which
+ * gives 0 too), so 2^q needs no split: u 2^(q+64) is exact (normal) and
+ * times 2^-64 rounds once, as the split's second product does; and nothing
+ * overflows. Other x > 0 give garbage (elu1 does not use them). */
+LINATTN_INLINE vf vexp_nonpos(vf x)
+{
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x); /* NaN stays */
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(1.44269502f)));
+    const __m256 fq = _mm256_cvtepi32_ps(q);
+    __m256 s = _mm256_fmadd_ps(fq, _mm256_set1_ps(-0.693145752f), x);
+    s = _mm256_fmadd_ps(fq, _mm256_set1_ps(-1.42860677e-06f), s);
+    __m256 u = _mm256_fmadd_ps(s, _mm256_set1_ps(0.000198527618f), _mm256_set1_ps(0.00139304355f));
+    u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.00833336078f));
+    u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.0416664854f));
+    u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.166666672f));
+    u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.5f));
+    u = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s), _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_add_epi32(_mm256_slli_epi32(q, 23), _mm256_set1_epi32((127 + 64) << 23));
+    return _mm256_mul_ps(_mm256_mul_ps(u, _mm256_castsi256_ps(e)), _mm256_set1_ps(0x1p-64f));
+}
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 /* pack_bt's blocks: TB x TB, transposed by the AVX2 8x8 shuffles. */

@@ -107,6 +107,24 @@ LINATTN_INLINE vf vexp(vf x)
                                 _mm512_set1_ps(INFINITY));
 }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
+/* vexp(x) for x <= 0 (or NaN), the same bits in fewer instructions (see
+ * vec_avx2.h). */
+LINATTN_INLINE vf vexp_nonpos(vf x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* NaN stays */
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502f)));
+    const __m512 fq = _mm512_cvtepi32_ps(q);
+    __m512 s = _mm512_fmadd_ps(fq, _mm512_set1_ps(-0.693145752f), x);
+    s = _mm512_fmadd_ps(fq, _mm512_set1_ps(-1.42860677e-06f), s);
+    __m512 u = _mm512_fmadd_ps(s, _mm512_set1_ps(0.000198527618f), _mm512_set1_ps(0.00139304355f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.00833336078f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.0416664854f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.166666672f));
+    u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.5f));
+    u = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s), _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_add_epi32(_mm512_slli_epi32(q, 23), _mm512_set1_epi32((127 + 64) << 23));
+    return _mm512_mul_ps(_mm512_mul_ps(u, _mm512_castsi512_ps(e)), _mm512_set1_ps(0x1p-64f));
+}
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 /* pack_bt's blocks: TB x TB, transposed by the AVX2 8x8 shuffles. */
