@@ -502,19 +502,36 @@ LINATTN_INLINE void lbr_rows4(float *out, size_t ldo, const float *phiq, size_t 
         }
     }
 #pragma GCC unroll 3
-    for (int r = 0; r < R; r++) { /* row by row: V's loads as operands, no spill */
+    for (int r = 0; r < R; r++) {
         const vf vc = vset1(c[r]);
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++)
             acc[r][k] = vmul(acc[r][k], vc);
-        for (int j = 0; j < nr[r]; j++) {
-            const vf wj = vbcast(w[r] + j);
-            const float *vj = V + (size_t)j * dv;
+    }
+    /* the waiting rows every row sees, for all rows at once (12 chains),
+     * then each row's own (nr[] grows by one a row) */
+    int j = 0;
+    for (; j < nr[0]; j++) {
+        const float *vj = V + (size_t)j * dv;
+        vf wj[3];
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++)
+            wj[r] = vbcast(w[r] + j);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                acc[r][k] = vfma(wj[r], vload(vj + VL * k), acc[r][k]);
+    }
+#pragma GCC unroll 3
+    for (int r = 1; r < R; r++)
+        for (int jr = j; jr < nr[r]; jr++) {
+            const vf wj = vbcast(w[r] + jr);
+            const float *vj = V + (size_t)jr * dv;
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
         }
-    }
 #pragma GCC unroll 3
     for (int r = 0; r < R; r++) {
         const vf vinv = vset1(inv[r]);
