@@ -426,22 +426,13 @@ LINATTN_INLINE void dots4(float *d, const float *phiq, const float *const r[4], 
     vhsum4_add(d, a0, a1, a2, a3);
 }
 
-/* The row weights w[0..n) and the denominator d of one query row (the dots
- * of z and the n rows, four at a time); returns the factor out is scaled
- * by (1/d, or 1 when d is below FLT_MIN: then out is divided after). */
-LINATTN_INLINE float lbr_weights(float *w, float *d, const float *phiq, const float *z,
-                                 const float *K, const float *pw, int n, float c, size_t dk,
-                                 float eps)
+/* The row weights w[0..n) and the denominator d of one query row from its
+ * dots (d4[0] = phiq . z, d4[1 + j] = phiq . K_j); returns the factor out
+ * is scaled by (1/d, or 1 when d is below FLT_MIN: then out is divided
+ * after). */
+LINATTN_INLINE float lbr_weights_of(float *w, float *d, const float *d4, const float *pw, int n,
+                                    float c, float eps)
 {
-    /* d4[0] = phiq . z, d4[1 + j] = phiq . K_j; groups past n + 1 repeat z
-     * (their sums are not used) */
-    float d4[LINATTN_BLOCK_ROWS + 4] = {0};
-    for (int j0 = 0; j0 < n + 1; j0 += 4) {
-        const float *r[4];
-        for (int t = 0; t < 4; t++)
-            r[t] = j0 + t == 0 || j0 + t > n ? z : K + (size_t)(j0 + t - 1) * dk;
-        dots4(d4 + j0, phiq, r, dk);
-    }
     float den = c * d4[0];
     for (int j = 0; j < n; j++) {
         w[j] = pw[j] * d4[1 + j];
@@ -449,6 +440,74 @@ LINATTN_INLINE float lbr_weights(float *w, float *d, const float *phiq, const fl
     }
     *d = den + eps;
     return *d >= FLT_MIN ? 1.0f / *d : 1.0f;
+}
+
+/* The 4 dots of a group (r[0..4): z or rows of K) at j0 (dots, four at a
+ * time): d4[1 + j] for j < n, groups past n + 1 repeat z (their sums are
+ * not used). */
+LINATTN_INLINE void lbr_group_rows(const float *r[4], int j0, const float *z, const float *K,
+                                   int n, size_t dk)
+{
+    for (int t = 0; t < 4; t++)
+        r[t] = j0 + t == 0 || j0 + t > n ? z : K + (size_t)(j0 + t - 1) * dk;
+}
+
+LINATTN_INLINE float lbr_weights(float *w, float *d, const float *phiq, const float *z,
+                                 const float *K, const float *pw, int n, float c, size_t dk,
+                                 float eps)
+{
+    float d4[LINATTN_BLOCK_ROWS + 4] = {0};
+    for (int j0 = 0; j0 < n + 1; j0 += 4) {
+        const float *r[4];
+        lbr_group_rows(r, j0, z, K, n, dk);
+        dots4(d4 + j0, phiq, r, dk);
+    }
+    return lbr_weights_of(w, d, d4, pw, n, c, eps);
+}
+
+/* dots4 for R (<= 3) rows of phiq at once (row stride dk), each r[t]
+ * vector loaded once for them: 12 sums, 3 rows' vectors and one r vector
+ * in 16 registers. Each row's sums are dots4's, term for term. */
+LINATTN_INLINE void dots4_rows(float (*d)[LINATTN_BLOCK_ROWS + 4], int j0, const float *phiq,
+                               const float *const r[4], size_t dk, int R)
+{
+    vf a[3][4];
+#pragma GCC unroll 3
+    for (int q = 0; q < R; q++)
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++)
+            a[q][t] = vzero();
+    size_t i = 0;
+    for (; i + VL <= dk; i += VL) {
+        vf x[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < R; q++)
+            x[q] = vload(phiq + (size_t)q * dk + i);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const vf k = vload(r[t] + i);
+#pragma GCC unroll 3
+            for (int q = 0; q < R; q++)
+                a[q][t] = vfma(x[q], k, a[q][t]);
+        }
+    }
+    if (i < dk) {
+        vmask m = vmask_n(dk - i);
+        vf x[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < R; q++)
+            x[q] = vload_m(phiq + (size_t)q * dk + i, m);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const vf k = vload_m(r[t] + i, m);
+#pragma GCC unroll 3
+            for (int q = 0; q < R; q++)
+                a[q][t] = vfma(x[q], k, a[q][t]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int q = 0; q < R; q++)
+        vhsum4_add(d[q] + j0, a[q][0], a[q][1], a[q][2], a[q][3]);
 }
 
 LINATTN_INLINE void lbr_finish(float *out, size_t dv, float d)
@@ -578,12 +637,25 @@ void FN(linear_block_rows)(float *out, size_t ldo, const float *phiq, const floa
     for (int r0 = 0; r0 < m; r0 += 3) {
         const int R = m - r0 < 3 ? m - r0 : 3;
         float w[3][LINATTN_BLOCK_ROWS], d[3], inv[3];
+        float d4[3][LINATTN_BLOCK_ROWS + 4] = {{0}};
         int nr[3];
+        /* the dots of the group's last row (which sees the most rows) for
+         * all: an earlier row's extra ones are not used */
+        const int nmax = n0 + r0 + R;
+        for (int j0 = 0; j0 < nmax + 1; j0 += 4) {
+            const float *g[4];
+            lbr_group_rows(g, j0, z, K, nmax, dk);
+            if (R == 3)
+                dots4_rows(d4, j0, phiq + (size_t)r0 * dk, g, dk, 3);
+            else if (R == 2)
+                dots4_rows(d4, j0, phiq + (size_t)r0 * dk, g, dk, 2);
+            else
+                dots4(d4[0] + j0, phiq + (size_t)r0 * dk, g, dk);
+        }
         for (int r = 0; r < R; r++) {
             const int row = r0 + r;
             nr[r] = n0 + row + 1;
-            inv[r] = lbr_weights(w[r], &d[r], phiq + (size_t)row * dk, z, K, pw + (m - 1 - row),
-                                 nr[r], c[row], dk, eps);
+            inv[r] = lbr_weights_of(w[r], &d[r], d4[r], pw + (m - 1 - row), nr[r], c[row], eps);
         }
         float *o = out + (size_t)r0 * ldo;
         lbr_rows_group(o, ldo, phiq + (size_t)r0 * dk, S, V, w, nr, c + r0, inv, dk, dv, R);
