@@ -468,8 +468,16 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, lin_sums *st, in
         }
         /* Row r reads values 0..r only: a masked zero times a later inf or
          * NaN value would be NaN, and causality must hold for those too. */
-        for (size_t r = 0; r < m; r++)
+        for (size_t r = 0; r < m; r++) {
+            if (c0 + LIN_C < i1) { /* row r of the next chunk (see lin_prefetch) */
+                const size_t x = (size_t)c0 + LIN_C + r;
+                lin_prefetch(s->q + x * s->qr, dk * sizeof(float), 0);
+                lin_prefetch(s->k + (x + off) * s->kr, dk * sizeof(float), 0);
+                lin_prefetch(s->v + (x + off) * s->vr, dv * sizeof(float), 0);
+                lin_prefetch(s->out + x * s->orow, dv * sizeof(float), 1);
+            }
             kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
+        }
         for (size_t r = 0; r < m; r++)
             lin_divide(kt, o + r * s->orow, dv, 1.0f, b->den[r] + s->eps);
 
