@@ -137,7 +137,12 @@ LINATTN_INLINE vf vexp_nonpos(vf x)
     u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.166666672f));
     u = _mm256_fmadd_ps(s, u, _mm256_set1_ps(0.5f));
     u = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s), _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_add_epi32(_mm256_slli_epi32(q, 23), _mm256_set1_epi32((127 + 64) << 23));
+    const __m256i q23 = _mm256_slli_epi32(q, 23);
+    /* exp(x) >= 2^-126 on every lane (x >= -87, so q >= -126 and u 2^q is
+     * normal; not NaN): 2^q added to u's exponent, exactly the product */
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_NGE_UQ)) == 0)
+        return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(u), q23));
+    const __m256i e = _mm256_add_epi32(q23, _mm256_set1_epi32((127 + 64) << 23));
     return _mm256_mul_ps(_mm256_mul_ps(u, _mm256_castsi256_ps(e)), _mm256_set1_ps(0x1p-64f));
 }
 /* Fetches the cache line of p into all levels, for a read soon. */

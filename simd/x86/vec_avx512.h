@@ -122,7 +122,10 @@ LINATTN_INLINE vf vexp_nonpos(vf x)
     u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.166666672f));
     u = _mm512_fmadd_ps(s, u, _mm512_set1_ps(0.5f));
     u = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s), _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_add_epi32(_mm512_slli_epi32(q, 23), _mm512_set1_epi32((127 + 64) << 23));
+    const __m512i q23 = _mm512_slli_epi32(q, 23);
+    if (_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NGE_UQ) == 0)
+        return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(u), q23));
+    const __m512i e = _mm512_add_epi32(q23, _mm512_set1_epi32((127 + 64) << 23));
     return _mm512_mul_ps(_mm512_mul_ps(u, _mm512_castsi512_ps(e)), _mm512_set1_ps(0x1p-64f));
 }
 /* Fetches the cache line of p into all levels, for a read soon. */
