@@ -24,12 +24,10 @@ _Static_assert(LINATTN_BLOCK_ROWS == LINATTN_LINEAR_BLOCK, "the kernels' block i
 /* Rows per block of the passes with no intra-block dependency (phi,
  * absorb, read). */
 #define LIN_RC 64
-/* Rows per phi batch of the recurrent prefill: phi(q) and phi(k) of 16
- * rows of d = 64 are 8 KiB, which leaves L1 (48 KiB) room for the 16 KiB S;
- * 64-row batches take 32 KiB. (At H = 8, d = 64 the two measure within
- * noise of each other, 4..64 rows.) */
-#ifndef LIN_RB
-#define LIN_RB 16
+/* Rows per linear_block_rows call of the recurrent prefill (its kernels
+ * take 3 at a time). */
+#ifndef LIN_G
+#define LIN_G 3
 #endif
 
 /* A head is split over threads only when each gets at least this many
@@ -57,6 +55,8 @@ static const double lin_absorb_ratio = 0.5;
  *   d        32    64   128   256
  *   recur  1030k  348k   72k   65-78k
  *   chunk   632k  252k   84-87k   94-101k
+ * and after linear_block_rows and the prefetches (L = 4096, H = 8, d = 64,
+ * AVX2 / AVX-512): recur 505k / 747k, chunk 458k / 711k;
  * so the recurrent form wins while S (4 dk dv bytes) fits in the core's
  * L1 data cache (read from the CPU: 48 KiB here, d <= 110) and the
  * chunked one once S spills to L2, where every token would stream S in
@@ -352,7 +352,7 @@ static void lin_read(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int
 }
 
 /* One query row against the sums and the waiting rows (which include its
- * own key): the blocked step, the same arithmetic as linattn_linear_step. */
+ * own key): the decode step's read. */
 static void lin_read_row(const lin_seq *s, const lin_sums *st, const float *pq, float *out)
 {
     const int n = st->rows;
@@ -360,28 +360,68 @@ static void lin_read_row(const lin_seq *s, const lin_sums *st, const float *pq, 
                              s->pow->pw[n], (size_t)s->dk, (size_t)s->dv, s->eps);
 }
 
-/* Paired rows [i0, i1), token by token: each key joins the rows, the row
- * reads, a full block folds. */
+/* Asks for the n bytes at p in cache soon (w: to be written). A block of
+ * 16 rows of d = 64 is one 4 KiB page, where the hardware prefetchers stop:
+ * without this every block's q and k rows came from memory as phi read
+ * them (a third of phi's time). */
+static void lin_prefetch(const void *p, size_t n, int w)
+{
+    const char *c = (const char *)p;
+    for (size_t i = 0; i < n; i += 64) {
+        if (w)
+            __builtin_prefetch(c + i, 1);
+        else
+            __builtin_prefetch(c + i, 0);
+    }
+}
+
+/* Paired rows [i0, i1), token by token as the decode step goes (each key
+ * joins the waiting rows, the row reads, a full block folds), a block's
+ * rows in one linear_block_rows call: the step's arithmetic, bit for bit,
+ * with S read once per few rows. A whole block (no row waiting before it)
+ * is read and folded where its rows lie, phi(k) written once and v read in
+ * place when its rows are dense; else the rows are copied to wait. */
 static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int i1)
 {
     const linattn_kernels *kt = s->kt;
-    const size_t dk = (size_t)s->dk;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
     const int off = s->Lk - s->Lq;
-    for (int c0 = i0; c0 < i1; c0 += LIN_RB) {
-        int m = i1 - c0 < LIN_RB ? i1 - c0 : LIN_RB;
-        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
-        lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
+    for (int c0 = i0; c0 < i1;) {
+        const int n0 = st->rows, m = i1 - c0 < LIN_B - n0 ? i1 - c0 : LIN_B - n0;
+        const int whole = m == LIN_B && s->vr == dv; /* then n0 == 0 */
         const float *v = s->v + (size_t)(c0 + off) * s->vr;
         float *o = s->out + (size_t)c0 * s->orow;
-        for (int r = 0; r < m; r++) {
-            memcpy(st->K + (size_t)st->rows * dk, b->pk + (size_t)r * dk, dk * sizeof(float));
-            memcpy(st->V + (size_t)st->rows * s->dv, v + (size_t)r * s->vr,
-                   (size_t)s->dv * sizeof(float));
-            st->rows++;
-            lin_read_row(s, st, b->pq + (size_t)r * dk, o + (size_t)r * s->orow);
+        float *K = whole ? b->pk : st->K;
+        const float *V = whole ? v : st->V;
+        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
+        lin_phi_rows(kt, K + (size_t)n0 * dk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
+        if (!whole)
+            for (int r = 0; r < m; r++)
+                memcpy(st->V + (size_t)(n0 + r) * dv, v + (size_t)r * s->vr, dv * sizeof(float));
+        /* the rows LIN_G at a time, between them the next block's rows
+         * asked for (all at once they would queue behind each other) */
+        const int nx = i1 - (c0 + m) < LIN_B ? i1 - (c0 + m) : LIN_B;
+        for (int g = 0, x = 0; g < m; g += LIN_G) {
+            const int mg = m - g < LIN_G ? m - g : LIN_G;
+            for (int xe = nx * (g + mg) / m; x < xe; x++) {
+                const size_t i = (size_t)(c0 + m + x);
+                lin_prefetch(s->q + i * s->qr, dk * sizeof(float), 0);
+                lin_prefetch(s->k + (i + off) * s->kr, dk * sizeof(float), 0);
+                lin_prefetch(s->v + (i + off) * s->vr, dv * sizeof(float), 0);
+                lin_prefetch(s->out + i * s->orow, dv * sizeof(float), 1);
+            }
+            kt->linear_block_rows(o + (size_t)g * s->orow, s->orow, b->pq + (size_t)g * dk, st->S,
+                                  st->z, K, V, s->pow->rw + LIN_RC - (n0 + g + mg),
+                                  s->pow->pw + n0 + g + 1, n0 + g, mg, dk, dv, s->eps);
+        }
+        if (whole) {
+            lin_fold_rows(s, b, st->S, st->z, K, dk, V, s->vr, LIN_B);
+        } else {
+            st->rows += m;
             if (st->rows == LIN_B)
                 lin_fold(s, b, st);
         }
+        c0 += m;
     }
 }
 
@@ -430,8 +470,16 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, lin_sums *st, in
         }
         /* Row r reads values 0..r only: a masked zero times a later inf or
          * NaN value would be NaN, and causality must hold for those too. */
-        for (size_t r = 0; r < m; r++)
+        for (size_t r = 0; r < m; r++) {
+            if (c0 + LIN_C < i1) { /* row r of the next chunk (see lin_prefetch) */
+                const size_t x = (size_t)c0 + LIN_C + r;
+                lin_prefetch(s->q + x * s->qr, dk * sizeof(float), 0);
+                lin_prefetch(s->k + (x + off) * s->kr, dk * sizeof(float), 0);
+                lin_prefetch(s->v + (x + off) * s->vr, dv * sizeof(float), 0);
+                lin_prefetch(s->out + x * s->orow, dv * sizeof(float), 1);
+            }
             kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
+        }
         for (size_t r = 0; r < m; r++)
             lin_divide(kt, o + r * s->orow, dv, 1.0f, b->den[r] + s->eps);
 

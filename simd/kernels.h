@@ -39,6 +39,13 @@
  *              without decay). The division: by a reciprocal while
  *              den >= FLT_MIN, elementwise below it (1/den would overflow),
  *              out = 0 when den == 0.
+ * linear_block_rows
+ *              m consecutive query rows (phiq: m rows of dk) against one
+ *              state whose waiting rows grow by one a row: row r (0 <= r < m)
+ *              is linear_block_read(out + r ldo, phiq + r dk, S, z, K, V,
+ *              pw + (m - 1 - r), n0 + r + 1, c[r], dk, dv, eps), bit for bit
+ *              this ISA's (a prefill's rows are the decode step's), with S
+ *              read once per few rows. n0 >= 0, n0 + m <= LINATTN_BLOCK_ROWS.
  * gemv         y[r] = W[r,:] . x + (b ? b[r] : 0), W rows x cols, stride ldw.
  * gemv_f16, gemv_bf16
  *              gemv with W stored as IEEE half or bfloat16 (uint16_t, ldw in
@@ -119,7 +126,11 @@
        size_t ldb, size_t M, size_t N, size_t K))                                                  \
     X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
-       size_t N, size_t K))
+       size_t N, size_t K))                                                                        \
+    X(linear_block_rows, void,                                                                     \
+      (float *out, size_t ldo, const float *phiq, const float *S, const float *z, const float *K, \
+       const float *V, const float *pw, const float *c, int n0, int m, size_t dk, size_t dv,      \
+       float eps))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;

@@ -129,6 +129,9 @@ static const struct tolerance {
      "overflow to infinity"},
     [K_gemm_tn] = {TOL_BOUND, 2, "(K+c) u (|C| + sum|A B|) + K tiny",
      "gemm_nn's bound and contract: A transposed changes only where its elements are read"},
+    [K_linear_block_rows] = {TOL_EXACT, 0, "bit for bit this ISA's linear_block_read, row by row",
+     "a prefill's rows must be the decode step's (linear_block_read carries the bound against "
+     "the double reference); rows, strides, waiting rows before, decay all vary"},
 };
 
 
@@ -896,6 +899,69 @@ static void check_linear_block_read(const linattn_kernels *k, const linattn_kern
                     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                         buf_free(all[i]);
                 }
+        }
+    }
+}
+
+/* Rows m from n0 waiting rows on, against this ISA's linear_block_read row
+ * by row: every bit (NaN and inf from a row with den 0 or tiny too). */
+static void check_linear_block_rows(const linattn_kernels *k, const linattn_kernels *sc,
+                                    report *r)
+{
+    (void)sc;
+    const float eps = 1e-6f;
+    for (size_t a = 0; a < N_SIZES; a++) {
+        for (size_t b = 0; b < N_SIZES; b++) {
+            size_t dk = sizes[a], dv = sizes[b];
+            if (dk * dv > SHAPE_LIMIT)
+                continue;
+            static const int n0s[] = {0, 0, 1, 5, 13, 15};
+            for (size_t t = 0; t < sizeof n0s / sizeof n0s[0]; t++) {
+                const int n0 = n0s[t], most = LINATTN_BLOCK_ROWS - n0;
+                const int m = t == 0 ? most : 1 + (int)rnd_below((unsigned)most);
+                const int decayed = rnd_below(2), empty = rnd_below(4) == 0;
+                const size_t ldo = dv + rnd_below(3), rows = (size_t)(n0 + m);
+                buf bS, bz, bK, bV, bq, bw, bc, bo, bos;
+                float *S = buf_new(&bS, dk * dv), *z = buf_new(&bz, dk);
+                float *K = buf_new(&bK, rows * dk), *V = buf_new(&bV, rows * dv);
+                float *phiq = buf_new(&bq, (size_t)m * dk), *pw = buf_new(&bw, LINATTN_BLOCK_ROWS);
+                float *c = buf_new(&bc, (size_t)m);
+                float *out = buf_out(&bo, (size_t)m * ldo), *want = buf_out(&bos, (size_t)m * ldo);
+                for (size_t i = 0; i < dk; i++)
+                    z[i] = empty ? 0.0f : rnd_range(0, 50);
+                for (size_t i = 0; i < dk * dv; i++)
+                    S[i] = empty ? 0.0f : rnd_range(-10, 10);
+                for (size_t i = 0; i < (size_t)m * dk; i++)
+                    phiq[i] = rnd_range(0.01, 3);
+                for (size_t i = 0; i < rows * dk; i++)
+                    K[i] = rnd_range(0.01, 3);
+                for (size_t i = 0; i < rows * dv; i++)
+                    V[i] = rnd_range(-1, 1);
+                for (int j = 0; j < LINATTN_BLOCK_ROWS; j++)
+                    pw[j] = decayed ? rnd_range(0.05, 1) : 1.0f;
+                for (int j = 0; j < m; j++)
+                    c[j] = decayed ? rnd_range(0.05, 1) : 1.0f;
+                if (t == 1 && empty) /* a row that sees nothing: den = eps alone, or 0 */
+                    phiq[0] = 0.0f;
+                k->linear_block_rows(out, ldo, phiq, S, z, K, V, pw, c, n0, m, dk, dv,
+                                     t == 1 ? 0.0f : eps);
+                for (int row = 0; row < m; row++)
+                    k->linear_block_read(want + (size_t)row * ldo, phiq + (size_t)row * dk, S, z, K,
+                                         V, pw + (m - 1 - row), n0 + row + 1, c[row], dk, dv,
+                                         t == 1 ? 0.0f : eps);
+                snprintf(shape, sizeof shape, "dk=%zu dv=%zu n0=%d m=%d ldo=%zu decayed=%d", dk,
+                         dv, n0, m, ldo, decayed);
+                for (int row = 0; row < m; row++)
+                    if (memcmp(out + (size_t)row * ldo, want + (size_t)row * ldo,
+                               dv * sizeof(float)) != 0) {
+                        fail(r, "%s: row %d differs from linear_block_read's", shape, row);
+                        break;
+                    }
+                check_guards(r, &bo, "out");
+                buf *all[] = {&bS, &bz, &bK, &bV, &bq, &bw, &bc, &bo, &bos};
+                for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                    buf_free(all[i]);
+            }
         }
     }
 }

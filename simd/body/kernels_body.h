@@ -426,34 +426,240 @@ LINATTN_INLINE void dots4(float *d, const float *phiq, const float *const r[4], 
     vhsum4_add(d, a0, a1, a2, a3);
 }
 
-/* The row weights and the denominator first (the dots of z and the n rows,
- * four at a time), then out in column blocks of up to 8 vectors so each
- * block's accumulator stays in registers. */
-void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
-                           const float *K, const float *V, const float *pw, int n, float c,
-                           size_t dk, size_t dv, float eps)
+/* The row weights w[0..n) and the denominator d of one query row from its
+ * dots (d4[0] = phiq . z, d4[1 + j] = phiq . K_j); returns the factor out
+ * is scaled by (1/d, or 1 when d is below FLT_MIN: then out is divided
+ * after). */
+LINATTN_INLINE float lbr_weights_of(float *w, float *d, const float *d4, const float *pw, int n,
+                                    float c, float eps)
 {
-    /* d[0] = phiq . z, d[1 + j] = phiq . K_j; groups past n + 1 repeat z
-     * (their sums are not used) */
-    float d4[LINATTN_BLOCK_ROWS + 4] = {0}, w[LINATTN_BLOCK_ROWS];
-    for (int j0 = 0; j0 < n + 1; j0 += 4) {
-        const float *r[4];
-        for (int t = 0; t < 4; t++)
-            r[t] = j0 + t == 0 || j0 + t > n ? z : K + (size_t)(j0 + t - 1) * dk;
-        dots4(d4 + j0, phiq, r, dk);
-    }
     float den = c * d4[0];
     for (int j = 0; j < n; j++) {
         w[j] = pw[j] * d4[1 + j];
         den += w[j];
     }
-    const float d = den + eps;
-    const int normal = d >= FLT_MIN; /* else out is the numerator, divided below */
-    const float inv = normal ? 1.0f / d : 1.0f;
+    *d = den + eps;
+    return *d >= FLT_MIN ? 1.0f / *d : 1.0f;
+}
+
+/* The 4 dots of a group (r[0..4): z or rows of K) at j0 (dots, four at a
+ * time): d4[1 + j] for j < n, groups past n + 1 repeat z (their sums are
+ * not used). */
+LINATTN_INLINE void lbr_group_rows(const float *r[4], int j0, const float *z, const float *K,
+                                   int n, size_t dk)
+{
+    for (int t = 0; t < 4; t++)
+        r[t] = j0 + t == 0 || j0 + t > n ? z : K + (size_t)(j0 + t - 1) * dk;
+}
+
+LINATTN_INLINE float lbr_weights(float *w, float *d, const float *phiq, const float *z,
+                                 const float *K, const float *pw, int n, float c, size_t dk,
+                                 float eps)
+{
+    float d4[LINATTN_BLOCK_ROWS + 4] = {0};
+    for (int j0 = 0; j0 < n + 1; j0 += 4) {
+        const float *r[4];
+        lbr_group_rows(r, j0, z, K, n, dk);
+        dots4(d4 + j0, phiq, r, dk);
+    }
+    return lbr_weights_of(w, d, d4, pw, n, c, eps);
+}
+
+/* dots4 for R (<= 3) rows of phiq at once (row stride dk), each r[t]
+ * vector loaded once for them: 12 sums, 3 rows' vectors and one r vector
+ * in 16 registers. Each row's sums are dots4's, term for term. */
+LINATTN_INLINE void dots4_rows(float (*d)[LINATTN_BLOCK_ROWS + 4], int j0, const float *phiq,
+                               const float *const r[4], size_t dk, int R)
+{
+    vf a[3][4];
+#pragma GCC unroll 3
+    for (int q = 0; q < R; q++)
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++)
+            a[q][t] = vzero();
+    size_t i = 0;
+    for (; i + VL <= dk; i += VL) {
+        vf x[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < R; q++)
+            x[q] = vload(phiq + (size_t)q * dk + i);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const vf k = vload(r[t] + i);
+#pragma GCC unroll 3
+            for (int q = 0; q < R; q++)
+                a[q][t] = vfma(x[q], k, a[q][t]);
+        }
+    }
+    if (i < dk) {
+        vmask m = vmask_n(dk - i);
+        vf x[3];
+#pragma GCC unroll 3
+        for (int q = 0; q < R; q++)
+            x[q] = vload_m(phiq + (size_t)q * dk + i, m);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const vf k = vload_m(r[t] + i, m);
+#pragma GCC unroll 3
+            for (int q = 0; q < R; q++)
+                a[q][t] = vfma(x[q], k, a[q][t]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int q = 0; q < R; q++)
+        vhsum4_add(d[q] + j0, a[q][0], a[q][1], a[q][2], a[q][3]);
+}
+
+LINATTN_INLINE void lbr_finish(float *out, size_t dv, float d)
+{
+    if (!(d >= FLT_MIN))
+        for (size_t j = 0; j < dv; j++)
+            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+}
+
+/* The row weights and the denominator first, then out in column blocks of
+ * up to 8 vectors so each block's accumulator stays in registers. */
+void FN(linear_block_read)(float *out, const float *phiq, const float *S, const float *z,
+                           const float *K, const float *V, const float *pw, int n, float c,
+                           size_t dk, size_t dv, float eps)
+{
+    float w[LINATTN_BLOCK_ROWS], d;
+    const float inv = lbr_weights(w, &d, phiq, z, K, pw, n, c, dk, eps);
     for (size_t j = 0; j < dv; j += 8 * VL)
         lbr_dispatch(out + j, phiq, S + j, V + j, w, n, c, dk, dv, inv,
                      dv - j < 8 * VL ? dv - j : 8 * VL);
-    if (!normal)
-        for (size_t j = 0; j < dv; j++)
-            out[j] = d == 0.0f ? 0.0f : out[j] / d;
+    lbr_finish(out, dv, d);
+}
+
+/* linear_block_rows: R (<= 3) query rows at once against 4 full vectors of
+ * S's columns, each S vector loaded once for the R rows: 12 sums, 3
+ * broadcasts and the S vector fill 16 registers. Each row's column sums are
+ * lbr_block's for an 8-vector block, term for term: one chain over S's rows
+ * in order, then c, the row's waiting rows in order (nr[r] of them), inv. */
+LINATTN_INLINE void lbr_rows4(float *out, size_t ldo, const float *phiq, size_t dk,
+                              const float *S, size_t dv, const float *V, const float *const *w,
+                              const int *nr, const float *c, const float *inv, int R)
+{
+    vf acc[3][4];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vzero();
+    for (size_t i = 0; i < dk; i++) {
+        const float *s0 = S + i * dv;
+        vf q[3];
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++)
+            q[r] = vbcast(phiq + (size_t)r * dk + i);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const vf sv = vload(s0 + VL * k);
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                acc[r][k] = vfma(q[r], sv, acc[r][k]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vc = vset1(c[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vmul(acc[r][k], vc);
+    }
+    /* the waiting rows every row sees, for all rows at once (12 chains),
+     * then each row's own (nr[] grows by one a row) */
+    int j = 0;
+    for (; j < nr[0]; j++) {
+        const float *vj = V + (size_t)j * dv;
+        vf wj[3];
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++)
+            wj[r] = vbcast(w[r] + j);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                acc[r][k] = vfma(wj[r], vload(vj + VL * k), acc[r][k]);
+    }
+#pragma GCC unroll 3
+    for (int r = 1; r < R; r++)
+        for (int jr = j; jr < nr[r]; jr++) {
+            const vf wj = vbcast(w[r] + jr);
+            const float *vj = V + (size_t)jr * dv;
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
+        }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vinv = vset1(inv[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
+    }
+}
+
+/* Rows [0, R) of a group of linear_block_rows (R <= 3), one column block of
+ * linear_block_read (j, width) at a time: lbr_rows4 where the block is 8
+ * full vectors (summed in one chain, as lbr_rows4 sums), else row by row
+ * (a block of up to 4 vectors splits its sums in two chains: with 3 rows
+ * their 24 sums would not fit in 16 registers, and with 32 registers,
+ * AVX-512 at d = 64, 2 or 3 rows measured slower than one). */
+static void lbr_rows_group(float *out, size_t ldo, const float *phiq, const float *S,
+                           const float *V, float (*w)[LINATTN_BLOCK_ROWS], const int *nr,
+                           const float *c, const float *inv, size_t dk, size_t dv, int R)
+{
+    const float *wp[3] = {w[0], R > 1 ? w[1] : w[0], R > 2 ? w[2] : w[0]};
+    for (size_t j = 0; j < dv; j += 8 * VL) {
+        const size_t width = dv - j < 8 * VL ? dv - j : 8 * VL;
+        if (R > 1 && width == 8 * VL) {
+            for (size_t h = 0; h < 8 * VL; h += 4 * VL) {
+                if (R == 3)
+                    lbr_rows4(out + j + h, ldo, phiq, dk, S + j + h, dv, V + j + h, wp, nr, c, inv, 3);
+                else
+                    lbr_rows4(out + j + h, ldo, phiq, dk, S + j + h, dv, V + j + h, wp, nr, c, inv, 2);
+            }
+        } else {
+            for (int r = 0; r < R; r++)
+                lbr_dispatch(out + (size_t)r * ldo + j, phiq + (size_t)r * dk, S + j, V + j, w[r],
+                             nr[r], c[r], dk, dv, inv[r], width);
+        }
+    }
+}
+
+/* Each row exactly as linear_block_read (see kernels.h); S read once per
+ * group of rows instead of once per row. */
+void FN(linear_block_rows)(float *out, size_t ldo, const float *phiq, const float *S,
+                           const float *z, const float *K, const float *V, const float *pw,
+                           const float *c, int n0, int m, size_t dk, size_t dv, float eps)
+{
+    for (int r0 = 0; r0 < m; r0 += 3) {
+        const int R = m - r0 < 3 ? m - r0 : 3;
+        float w[3][LINATTN_BLOCK_ROWS], d[3], inv[3];
+        float d4[3][LINATTN_BLOCK_ROWS + 4] = {{0}};
+        int nr[3];
+        /* the dots of the group's last row (which sees the most rows) for
+         * all: an earlier row's extra ones are not used */
+        const int nmax = n0 + r0 + R;
+        for (int j0 = 0; j0 < nmax + 1; j0 += 4) {
+            const float *g[4];
+            lbr_group_rows(g, j0, z, K, nmax, dk);
+            if (R == 3)
+                dots4_rows(d4, j0, phiq + (size_t)r0 * dk, g, dk, 3);
+            else if (R == 2)
+                dots4_rows(d4, j0, phiq + (size_t)r0 * dk, g, dk, 2);
+            else
+                dots4(d4[0] + j0, phiq + (size_t)r0 * dk, g, dk);
+        }
+        for (int r = 0; r < R; r++) {
+            const int row = r0 + r;
+            nr[r] = n0 + row + 1;
+            inv[r] = lbr_weights_of(w[r], &d[r], d4[r], pw + (m - 1 - row), nr[r], c[row], eps);
+        }
+        float *o = out + (size_t)r0 * ldo;
+        lbr_rows_group(o, ldo, phiq + (size_t)r0 * dk, S, V, w, nr, c + r0, inv, dk, dv, R);
+        for (int r = 0; r < R; r++)
+            lbr_finish(o + (size_t)r * ldo, dv, d[r]);
+    }
 }

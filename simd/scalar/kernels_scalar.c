@@ -134,6 +134,16 @@ void linattn_linear_block_read_scalar(float *out, const float *phiq, const float
     }
 }
 
+void linattn_linear_block_rows_scalar(float *out, size_t ldo, const float *phiq, const float *S,
+                                      const float *z, const float *K, const float *V,
+                                      const float *pw, const float *c, int n0, int m, size_t dk,
+                                      size_t dv, float eps)
+{
+    for (int r = 0; r < m; r++)
+        linattn_linear_block_read_scalar(out + (size_t)r * ldo, phiq + (size_t)r * dk, S, z, K, V,
+                                         pw + (m - 1 - r), n0 + r + 1, c[r], dk, dv, eps);
+}
+
 void linattn_gemv_scalar(float *y, const float *W, size_t ldw, const float *x, const float *b,
                         size_t rows, size_t cols)
 {
