@@ -56,7 +56,7 @@ static const double lin_absorb_ratio = 0.5;
  *   recur  1030k  348k   72k   65-78k
  *   chunk   632k  252k   84-87k   94-101k
  * and after linear_block_rows and the prefetches (L = 4096, H = 8, d = 64,
- * AVX2 / AVX-512): recur 505k / 747k, chunk 458k / 711k;
+ * AVX2 / AVX-512, a busy machine): recur 460k / 650k, chunk 376-418k / 588-623k;
  * so the recurrent form wins while S (4 dk dv bytes) fits in the core's
  * L1 data cache (read from the CPU: 48 KiB here, d <= 110) and the
  * chunked one once S spills to L2, where every token would stream S in
