@@ -699,6 +699,45 @@ static size_t cut16(size_t r, size_t out)
     return r < out ? r : out;
 }
 
+/* Thread t of T's rows [*lo, *hi) of a projection of `out` rows: an equal
+ * share, cut at a multiple of 16 rows. A 16-row cut starts a cache line of
+ * W for every shape whose rows are whole lines, and the kernel's groups of
+ * 4 rows start at the same rows whatever T, so every row is summed alike. */
+static void share_rows(size_t out, int t, int T, size_t *lo, size_t *hi)
+{
+    *lo = cut16(out * (size_t)t / (size_t)T, out);
+    *hi = cut16(out * (size_t)(t + 1) / (size_t)T, out);
+}
+
+/* Rows [lo, hi) of one row's projection p: y[lo..hi) = W[lo..hi) x + b. */
+static void project_rows(const linattn_kernels *k, const linattn_proj *p, const float *x, int in,
+                         size_t lo, size_t hi)
+{
+    if (hi > lo)
+        gemv_any(k, p->y + lo, matrix_rows(p->W, lo, (size_t)in), (size_t)in, x,
+                 p->b ? p->b + lo : NULL, hi - lo);
+}
+
+/* Thread t of T's part of count projections of the same row x[in]: the
+ * rows of all the matrices, one after the other, cut into T equal shares
+ * (each cut at a multiple of 16 rows of its matrix), so the threads stream
+ * equal parts of the weights. */
+static void project_share(const linattn_kernels *k, const linattn_proj *p, int count,
+                          const float *x, int in, int t, int T)
+{
+    size_t total = 0;
+    for (int i = 0; i < count; i++)
+        total += (size_t)p[i].out;
+    size_t v0 = total * (size_t)t / (size_t)T, v1 = total * (size_t)(t + 1) / (size_t)T, base = 0;
+    for (int i = 0; i < count; i++) {
+        size_t out = (size_t)p[i].out;
+        size_t lo = v0 > base ? cut16(v0 - base, out) : 0;
+        size_t hi = v1 > base ? cut16(v1 - base, out) : 0;
+        project_rows(k, &p[i], x, in, lo, hi);
+        base += out;
+    }
+}
+
 void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int count,
                          const float *x, int in, int threads)
 {
@@ -707,28 +746,14 @@ void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int co
         total += (size_t)p[i].out;
     int par = threads > 1 && total * (size_t)in >= LINATTN_PARALLEL_MIN_GEMV;
     (void)par; /* used by the pragma only */
-    /* The rows of all the matrices, one after the other, cut into one equal
-     * share per thread (each cut at a multiple of 16 rows of its matrix):
-     * the threads stream equal parts of the weights in one parallel region,
-     * and every row is summed alike whatever the thread count (the kernel's
-     * groups of 4 rows start at the same rows). */
 #pragma omp parallel num_threads(threads) if (par)
     {
-        size_t t = 0, T = 1;
+        int t = 0, T = 1;
 #ifdef LINATTN_HAVE_OPENMP
-        t = (size_t)omp_get_thread_num();
-        T = (size_t)omp_get_num_threads();
+        t = omp_get_thread_num();
+        T = omp_get_num_threads();
 #endif
-        size_t v0 = total * t / T, v1 = total * (t + 1) / T, base = 0;
-        for (int i = 0; i < count; i++) {
-            size_t out = (size_t)p[i].out;
-            size_t lo = v0 > base ? cut16(v0 - base, out) : 0;
-            size_t hi = v1 > base ? cut16(v1 - base, out) : 0;
-            if (hi > lo)
-                gemv_any(k, p[i].y + lo, matrix_rows(p[i].W, lo, (size_t)in), (size_t)in, x,
-                         p[i].b ? p[i].b + lo : NULL, hi - lo);
-            base += out;
-        }
+        project_share(k, p, count, x, in, t, T);
     }
 }
 
@@ -1044,6 +1069,184 @@ static void add_rows(float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
+/* ---- one token of one stream: one team of threads ------------------------- */
+
+/* Thread t of a team of T: in a parallel region, or t = 0 of 1. */
+typedef struct team {
+    int t, T;
+} team;
+
+static team team_me(void)
+{
+    team tm = {0, 1};
+#ifdef LINATTN_HAVE_OPENMP
+    tm.t = omp_get_thread_num();
+    tm.T = omp_get_num_threads();
+#endif
+    return tm;
+}
+
+/* This thread's own copy of the normed row x (row t of hbuf): each thread
+ * norms the same row for itself rather than wait at a barrier for one. */
+static const float *norm_mine(team tm, linattn_session *s, const linattn_kernels *k,
+                              const float *w, const float *b)
+{
+    float *h = s->hbuf + (size_t)tm.t * (size_t)s->m->d;
+    norm_rows(s->m, k, h, s->x, w, b, 1);
+    return h;
+}
+
+/* x = norm(x) after a sublayer (post-norm): thread 0, then a barrier. */
+static void post_norm(team tm, linattn_session *s, const linattn_kernels *k, const float *w,
+                      const float *b)
+{
+    if (tm.t == 0)
+        norm_rows(s->m, k, s->x, s->x, w, b, 1);
+#pragma omp barrier
+}
+
+/* x += W y + b, this thread's rows (the output passes through q, which is
+ * free once attention has read it). */
+static void project_add(team tm, linattn_session *s, const linattn_kernels *k, linattn_matrix W,
+                        const float *b, const float *y, int out, int in)
+{
+    size_t lo, hi;
+    linattn_proj p = {s->q, W, b, out};
+    share_rows((size_t)out, tm.t, tm.T, &lo, &hi);
+    project_rows(k, &p, y, in, lo, hi);
+    add_rows(s->x + lo, s->q + lo, hi - lo);
+}
+
+/* Layer l up to attention, this thread's part: norm1 (pre-norm), then its
+ * rows of q, k, v. The caller meets the others before attention. */
+static void layer_start(team tm, linattn_session *s, const linattn_kernels *k, int l)
+{
+    const linattn_model *m = s->m;
+    const linattn_layer *L = &m->layers[l];
+    const int pre = m->cfg.norm_position == LINATTN_NORM_PRE;
+    const float *in = pre ? norm_mine(tm, s, k, L->norm1_w, L->norm1_b) : s->x;
+    linattn_proj p[3] = {{s->q, L->wq, L->bq, m->d}, {s->k, L->wk, L->bk, m->kvd},
+                         {s->v, L->wv, L->bv, m->kvd}};
+    project_share(k, p, 3, in, m->d, tm.t, tm.T);
+}
+
+/* Layer l from attention's output a on, this thread's part: x += a Wo^T,
+ * norm, x += FFN(x), norm; x is whole at the end. */
+static void layer_end(team tm, linattn_session *s, const linattn_kernels *k, int l)
+{
+    const linattn_model *m = s->m;
+    const linattn_layer *L = &m->layers[l];
+    const int pre = m->cfg.norm_position == LINATTN_NORM_PRE, d = m->d;
+    project_add(tm, s, k, L->wo, L->bo, s->a, d, d);
+#pragma omp barrier
+    if (!pre)
+        post_norm(tm, s, k, L->norm1_w, L->norm1_b);
+    /* feed-forward: this thread's rows of u (and of u2, the same rows)
+     * need nothing else, so the activation follows at once */
+    const float *in = pre ? norm_mine(tm, s, k, L->norm2_w, L->norm2_b) : s->x;
+    size_t lo, hi;
+    share_rows((size_t)m->dff, tm.t, tm.T, &lo, &hi);
+    linattn_proj up = {s->u, L->up_w, L->up_b, m->dff};
+    if (m->cfg.ffn == LINATTN_FFN_SWIGLU) {
+        linattn_proj gate = {s->u, L->gate_w, L->gate_b, m->dff};
+        up.y = s->u2;
+        project_rows(k, &gate, in, d, lo, hi);
+        project_rows(k, &up, in, d, lo, hi);
+        k->silu_mul(s->u + lo, s->u + lo, s->u2 + lo, hi - lo);
+    } else {
+        project_rows(k, &up, in, d, lo, hi);
+        activate(m, k, s->u + lo, hi - lo);
+    }
+#pragma omp barrier
+    project_add(tm, s, k, L->down_w, L->down_b, s->u, d, m->dff);
+#pragma omp barrier
+    if (!pre)
+        post_norm(tm, s, k, L->norm2_w, L->norm2_b);
+}
+
+/* Layer l's attention of the token's q, k, v (rope, k/v repeated per
+ * query head where the state needs it) into a. */
+static linattn_status attend_one(linattn_session *s, const linattn_kernels *k, int l,
+                                 int threads)
+{
+    const linattn_model *m = s->m;
+    if (m->cfg.positions == LINATTN_POS_ROPE)
+        rope_rows(m, s->q, s->k, 1, s->rope);
+    const float *kk = s->k, *vv = s->v;
+    if (s->kx) {
+        repeat_kv(m, s->kx, s->vx, s->k, s->v, 1);
+        kk = s->kx;
+        vv = s->vx;
+    }
+    return attend_rows(s, k, l, s->q, kk, vv, s->a, 1, threads);
+}
+
+/* Whether attention of one query against the cache spreads over threads
+ * itself (softmax against a long cache, as linattn_attention_softmax
+ * decides): it then runs between parallel regions. */
+static int attention_apart(const linattn_session *s, int T)
+{
+    const linattn_model *m = s->m;
+    if (m->cfg.attention != LINATTN_ATTN_SOFTMAX || T < 2)
+        return 0;
+    double keys = (double)s->tokens + 1, work = (double)m->h * keys * 2.0 * m->dh;
+    return attn_threads_for_work(T, work / 2) > 1;
+}
+
+/* One token of s (llama2.c's forward): the layers' projections, norms and
+ * FFN in one team of threads, each thread with its share of every
+ * matrix's rows, meeting at a barrier where a step reads what others
+ * wrote. Attention runs on thread 0 inside the team, or, when it spreads
+ * over threads itself, between regions (one a layer). The same bits as
+ * any thread count: every row is summed alike. */
+static linattn_status forward_one(linattn_session *s, const linattn_kernels *k, int token)
+{
+    const linattn_model *m = s->m;
+    const int nl = m->cfg.n_layers;
+    const double layer_work = (double)m->d * (2.0 * m->d + 2.0 * m->kvd) +
+                              (double)m->d * m->dff * (m->cfg.ffn == LINATTN_FFN_SWIGLU ? 3 : 2);
+    int T = s->threads < LINATTN_CHUNK ? s->threads : LINATTN_CHUNK; /* hbuf: a row a thread */
+    if (layer_work < (double)LINATTN_PARALLEL_MIN_LAYER)
+        T = 1;
+    embed(m, s->x, &token, 1, NULL, s->tokens);
+    if (m->cfg.positions == LINATTN_POS_ROPE)
+        rope_angles(m, s->rope, 1, NULL, s->tokens);
+    linattn_status st = LINATTN_OK;
+    if (attention_apart(s, T)) {
+        /* region l: the end of layer l - 1 and the start of layer l */
+        for (int l = 0; l <= nl && st == LINATTN_OK; l++) {
+#pragma omp parallel num_threads(T) if (T > 1)
+            {
+                team tm = team_me();
+                if (l > 0)
+                    layer_end(tm, s, k, l - 1);
+                if (l < nl)
+                    layer_start(tm, s, k, l);
+            }
+            if (l < nl)
+                st = attend_one(s, k, l, T);
+        }
+    } else {
+#pragma omp parallel num_threads(T) if (T > 1)
+        {
+            team tm = team_me();
+            for (int l = 0; l < nl; l++) {
+                layer_start(tm, s, k, l);
+#pragma omp barrier
+                if (tm.t == 0) /* the caller's thread: its error message */
+                    st = attend_one(s, k, l, 1);
+#pragma omp barrier
+                if (st != LINATTN_OK)
+                    break;
+                layer_end(tm, s, k, l);
+            }
+        }
+    }
+    if (st == LINATTN_OK)
+        s->tokens++;
+    return st;
+}
+
 linattn_status linattn_model_forward(linattn_session *s, linattn_session *const *streams,
                                      const int *tokens, int n)
 {
@@ -1052,6 +1255,8 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
     linattn_status st = linattn_kernels_current(&k);
     if (st != LINATTN_OK)
         return st;
+    if (n == 1 && !streams)
+        return forward_one(s, k, tokens[0]);
     int d = m->d, T = s->threads;
     size_t nd = (size_t)n * d;
     int pre = m->cfg.norm_position == LINATTN_NORM_PRE;

@@ -15,6 +15,11 @@
  * matrix (2^17 multiply-adds, about 25 us on one core here) is worth
  * splitting. */
 #define LINATTN_PARALLEL_MIN_GEMV (1u << 17)
+/* One token's whole pass runs in one team of threads (a barrier where a
+ * step reads what the others wrote, instead of a parallel region a
+ * projection) from this many multiply-adds of weights a layer: a layer
+ * then meets at about six barriers, of a microsecond or two each. */
+#define LINATTN_PARALLEL_MIN_LAYER (1u << 18)
 
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
