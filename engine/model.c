@@ -1164,21 +1164,23 @@ static void layer_end(team tm, linattn_session *s, const linattn_kernels *k, int
         post_norm(tm, s, k, L->norm2_w, L->norm2_b);
 }
 
-/* Layer l's attention of the token's q, k, v (rope, k/v repeated per
- * query head where the state needs it) into a. */
-static linattn_status attend_one(linattn_session *s, const linattn_kernels *k, int l,
-                                 int threads)
+/* Layer l's attention of n rows of q, k, v (rope, k/v repeated per query
+ * head where the state needs it) into a: of s's stream, or (streams) one
+ * row of each stream. The chunked forward and the one-token team share it. */
+static linattn_status attend_layer(linattn_session *s, const linattn_kernels *k, int l, int n,
+                                 linattn_session *const *streams, int threads)
 {
     const linattn_model *m = s->m;
     if (m->cfg.positions == LINATTN_POS_ROPE)
-        rope_rows(m, s->q, s->k, 1, s->rope);
+        rope_rows(m, s->q, s->k, n, s->rope);
     const float *kk = s->k, *vv = s->v;
-    if (s->kx) {
-        repeat_kv(m, s->kx, s->vx, s->k, s->v, 1);
+    if (s->kx) { /* linear, grouped k/v: one per query head */
+        repeat_kv(m, s->kx, s->vx, s->k, s->v, n);
         kk = s->kx;
         vv = s->vx;
     }
-    return attend_rows(s, k, l, s->q, kk, vv, s->a, 1, threads);
+    return streams ? attend_batch(s, k, streams, l, kk, vv, n)
+                   : attend_rows(s, k, l, s->q, kk, vv, s->a, n, threads);
 }
 
 /* Whether attention of one query against the cache spreads over threads
@@ -1224,7 +1226,7 @@ static linattn_status forward_one(linattn_session *s, const linattn_kernels *k, 
                     layer_start(tm, s, k, l);
             }
             if (l < nl)
-                st = attend_one(s, k, l, T);
+                st = attend_layer(s, k, l, 1, NULL, T);
         }
     } else {
 #pragma omp parallel num_threads(T) if (T > 1)
@@ -1234,7 +1236,7 @@ static linattn_status forward_one(linattn_session *s, const linattn_kernels *k, 
                 layer_start(tm, s, k, l);
 #pragma omp barrier
                 if (tm.t == 0) /* the caller's thread: its error message */
-                    st = attend_one(s, k, l, 1);
+                    st = attend_layer(s, k, l, 1, NULL, 1);
 #pragma omp barrier
                 if (st != LINATTN_OK)
                     break;
@@ -1280,16 +1282,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             linattn_project(k, s->k, in, L->wk, L->bk, n, m->kvd, d, T);
             linattn_project(k, s->v, in, L->wv, L->bv, n, m->kvd, d, T);
         }
-        if (m->cfg.positions == LINATTN_POS_ROPE)
-            rope_rows(m, s->q, s->k, n, s->rope);
-        const float *kk = s->k, *vv = s->v;
-        if (s->kx) { /* linear, grouped k/v: one per query head */
-            repeat_kv(m, s->kx, s->vx, s->k, s->v, n);
-            kk = s->kx;
-            vv = s->vx;
-        }
-        st = streams ? attend_batch(s, k, streams, l, kk, vv, n)
-                     : attend_rows(s, k, l, s->q, kk, vv, s->a, n, s->threads);
+        st = attend_layer(s, k, l, n, streams, s->threads);
         if (st != LINATTN_OK)
             return st;
         linattn_project(k, s->hbuf, s->a, L->wo, L->bo, n, d, d, T);

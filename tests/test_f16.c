@@ -402,7 +402,6 @@ Test(f16, q8_file_is_its_values_in_fp32_softmax_tied) { check_q8(LINATTN_ATTN_SO
  * vector: each refused, naming the tensor. */
 Test(f16, q8_bad_files)
 {
-    linattn_config c = q8_config(LINATTN_ATTN_LINEAR, 0);
     float q[64 * 64], s[64 * 2], v[64];
     for (int i = 0; i < 64 * 64; i++)
         q[i] = (float)(i % 255 - 127);
@@ -442,5 +441,4 @@ Test(f16, q8_bad_files)
         linattn_weights_close(w);
         free(bytes);
     }
-    (void)c;
 }
