@@ -218,6 +218,7 @@ static int run_triad(const bench_plan *p, int threads, long n, float *a, float *
     snprintf(label, sizeof label, "triad %dt", threads);
     bench_progress_step(label);
     triad_ctx t = {a, b, c, n, threads};
+    bench_pin(threads);
     double s[BENCH_MAX_SAMPLES];
     int runs = bench_time(triad_call, &t, p, 1, s, BENCH_MAX_SAMPLES);
     if (runs <= 0)
@@ -278,6 +279,7 @@ static int run_read_dram(const bench_plan *p, int threads, long n, const float *
     bench_progress_step(label);
     const char *isa;
     read_dram_ctx c = {pick_read(&isa), buf, n / 128 * 128, threads};
+    bench_pin(threads);
     double s[BENCH_MAX_SAMPLES];
     int runs = bench_time(read_dram_call, &c, p, 1, s, BENCH_MAX_SAMPLES);
     if (runs <= 0)
@@ -323,6 +325,7 @@ static int run_read(const bench_plan *p, const char *level, size_t cache, size_t
     fill(buf, bytes / sizeof(float));
     const char *isa;
     read_ctx c = {pick_read(&isa), buf, bytes / sizeof(float), 0};
+    bench_pin(1);
     /* about 256 MiB a run: 0.5 ms from L1, a few ms from L3 */
     c.sweeps = (long)((256u << 20) / bytes);
     if (c.sweeps < 1)
@@ -353,6 +356,33 @@ static int run_read(const bench_plan *p, const char *level, size_t cache, size_t
     return 0;
 }
 
+double bench_read_probe(size_t bytes)
+{
+    bytes = bytes / 512 * 512 < 512 ? 512 : bytes / 512 * 512;
+    float *buf = aligned_alloc(64, bytes);
+    if (!buf)
+        return 0;
+    fill(buf, bytes / sizeof(float));
+    const char *isa;
+    read_fn fn = pick_read(&isa);
+    long sweeps = (long)((32u << 20) / bytes); /* 32 MiB a run: a few ms */
+    sweeps = sweeps < 1 ? 1 : sweeps;
+    double gbs[7];
+    for (int t = 0; t < 7; t++) {
+        double t0 = bench_now(NULL);
+        bandwidth_sink = fn(buf, bytes / sizeof(float), sweeps);
+        double dt = bench_now(NULL) - t0;
+        gbs[t] = dt > 0 ? (double)bytes * (double)sweeps / dt * 1e-9 : 0;
+    }
+    free(buf);
+    for (int i = 1; i < 7; i++) /* the median */
+        for (int j = i; j > 0 && gbs[j] < gbs[j - 1]; j--) {
+            double x = gbs[j];
+            gbs[j] = gbs[j - 1], gbs[j - 1] = x;
+        }
+    return gbs[3];
+}
+
 int suite_bandwidth(const bench_plan *p)
 {
     const bench_caches *c = &bench_den.caches;
@@ -372,7 +402,7 @@ int suite_bandwidth(const bench_plan *p)
     } else {
         /* first touch by the threads that will use the pages */
         int most = counts[nt - 1];
-        (void)most; /* without OpenMP the pragma is all that reads it */
+        bench_pin(most);
 #pragma omp parallel for num_threads(most) schedule(static)
         for (long i = 0; i < n; i++) {
             a[i] = 0;

@@ -1,5 +1,6 @@
 /* common.c: timing by the plan's rule, the denominators' lookups, the rows of a run, the table and the progress line. */
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,77 @@ int bench_time(bench_call_fn call, void *ctx, const bench_plan *p, int warmup, d
             break;
     }
     return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The CPU of single-thread figures                                          */
+/* ------------------------------------------------------------------------ */
+
+static struct {
+    int on, cpu;
+    cpu_set_t all; /* the process's CPUs at the start */
+} pin;
+
+int bench_pin_setup(const char *how, char *text, size_t n)
+{
+    snprintf(text, n, "any (not pinned)");
+    if (!strcmp(how, "any"))
+        return 0;
+    if (sched_getaffinity(0, sizeof pin.all, &pin.all) != 0) {
+        snprintf(text, n, "any (the CPU set is unknown)");
+        return 0;
+    }
+    if (strcmp(how, "auto") != 0) {
+        char *end;
+        long c = strtol(how, &end, 10);
+        if (end == how || *end || c < 0 || c >= CPU_SETSIZE || !CPU_ISSET((int)c, &pin.all)) {
+            fprintf(stderr, "linattn-bench: --cpu: expected auto, any or a CPU this process may "
+                            "run on, got '%s'\n", how);
+            return -1;
+        }
+        pin.on = 1, pin.cpu = (int)c;
+        snprintf(text, n, "%d (--cpu)", pin.cpu);
+        return 0;
+    }
+    if (CPU_COUNT(&pin.all) < 2)
+        return 0;
+    /* half the L2 (where the decode state and a block's rows live) */
+    size_t bytes = (bench_den.caches.l2 ? bench_den.caches.l2 : (512u << 10)) / 2;
+    double best = -1;
+    char list[512];
+    size_t lu = 0;
+    list[0] = 0;
+    for (int c = 0, probed = 0; c < CPU_SETSIZE && probed < 64; c++) {
+        if (!CPU_ISSET(c, &pin.all))
+            continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            continue;
+        double g = bench_read_probe(bytes);
+        probed++;
+        if (lu < sizeof list)
+            lu += (size_t)snprintf(list + lu, sizeof list - lu, "%s%d: %.0f", lu ? ", " : "", c, g);
+        if (g > best)
+            best = g, pin.cpu = c;
+    }
+    sched_setaffinity(0, sizeof pin.all, &pin.all);
+    if (best <= 0)
+        return 0;
+    pin.on = 1;
+    snprintf(text, n, "%d (auto: the fastest L2 read, GB/s by CPU %s)", pin.cpu, list);
+    return 0;
+}
+
+void bench_pin(int threads)
+{
+    if (!pin.on)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pin.cpu, &one);
+    sched_setaffinity(0, sizeof one, threads == 1 ? &one : &pin.all);
 }
 
 int bench_wanted(const bench_plan *p, const char *name)

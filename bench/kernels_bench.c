@@ -281,6 +281,7 @@ int suite_kernels(const bench_plan *p)
         if (!bench_wanted(p, name))
             continue;
         bench_progress_step(name);
+        bench_pin(1);
         case_size(size, sizeof size, bc);
         size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;

@@ -20,6 +20,7 @@ static const char usage[] =
     "usage: linattn-bench [--suite LIST] [--isa LIST] [--threads LIST] [--quick]\n"
     "                     [--filter NAME] [--lengths LIST] [--config FILE]...\n"
     "                     [--repeat N] [--min-time S] [--peak GFLOPS] [--cpu-time] [--busy N]\n"
+    "                     [--cpu N|auto|any]\n"
     "                     [--json FILE] [--csv FILE] [--plot FILE.svg] [--list]\n"
     "       linattn-bench --compare OLD.json NEW.json\n"
     "\n"
@@ -47,6 +48,12 @@ static const char usage[] =
     "  --min-time S      repeat a figure until its runs add up to S seconds\n"
     "  --peak GFLOPS     FMA peak of one core for every ISA (x threads), instead of\n"
     "                    the peaks measured at the start of the run\n"
+    "  --cpu N|auto|any  the CPU single-thread figures (and the one-core peaks and\n"
+    "                    bandwidths) run on. auto (default; any with --busy): the\n"
+    "                    one whose L2 read is fastest, probed at the start (a vCPU\n"
+    "                    of a shared VM can run cache-bound work 20-30% slower\n"
+    "                    than its sibling at the same FMA peak). Figures at more\n"
+    "                    threads run on every CPU\n"
     "  --cpu-time        time with the process's CPU clock instead of the wall\n"
     "                    clock: steadier on a busy machine, but with N threads it\n"
     "                    sums them (and their spinning), so read it for 1\n"
@@ -412,7 +419,7 @@ static void plan_header(bench_header *h, const bench_plan *p, const char *thread
 
 int main(int argc, char **argv)
 {
-    enum { O_SUITE = 256, O_LENGTHS, O_CONFIG, O_REPEAT, O_MIN_TIME, O_JSON, O_CSV, O_PLOT, O_COMPARE };
+    enum { O_SUITE = 256, O_LENGTHS, O_CONFIG, O_REPEAT, O_MIN_TIME, O_JSON, O_CSV, O_PLOT, O_COMPARE, O_CPU };
     static const struct option opts[] = {
         {"isa", required_argument, 0, 'i'},      {"threads", required_argument, 0, 't'},
         {"quick", no_argument, 0, 'q'},          {"filter", required_argument, 0, 'f'},
@@ -422,12 +429,13 @@ int main(int argc, char **argv)
         {"config", required_argument, 0, O_CONFIG}, {"repeat", required_argument, 0, O_REPEAT},
         {"min-time", required_argument, 0, O_MIN_TIME}, {"json", required_argument, 0, O_JSON},
         {"csv", required_argument, 0, O_CSV},    {"plot", required_argument, 0, O_PLOT},
-        {"compare", required_argument, 0, O_COMPARE}, {"help", no_argument, 0, 'h'},
+        {"compare", required_argument, 0, O_COMPARE}, {"cpu", required_argument, 0, O_CPU}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     static bench_plan p;
     p.suites = 0x1f;
     p.clock = CLOCK_MONOTONIC;
+    const char *cpu_text = NULL;
     const char *isa_text = NULL, *threads_text = NULL, *json = NULL, *csv = NULL, *plot = NULL;
     const char *compare_old = NULL;
     int list_only = 0, busy = 0, repeat = 0;
@@ -466,6 +474,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'c': p.clock = CLOCK_PROCESS_CPUTIME_ID; break;
+        case O_CPU: cpu_text = optarg; break;
         case O_SUITE:
             if (parse_suites(optarg, &p.suites) != 0) {
                 fprintf(stderr, "linattn-bench: --suite: expected peak,bandwidth,kernels,ops,model or all, got '%s'\n",
@@ -590,6 +599,10 @@ int main(int argc, char **argv)
     static bench_header h;
     bench_sysinfo(&h, &bench_den.caches, argc, argv);
     plan_header(&h, &p, threads_text, busy);
+    char pinned[768];
+    if (bench_pin_setup(cpu_text ? cpu_text : busy ? "any" : "auto", pinned, sizeof pinned) != 0)
+        return 1;
+    bench_header_str(&h, "cpu_single_thread", pinned);
     if (busy && start_busy(busy) != 0)
         return 1;
     for (int i = 0; i < h.n; i++)

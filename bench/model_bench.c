@@ -210,6 +210,22 @@ static int batch_config(const bench_plan *p, int linear)
     return -1;
 }
 
+/* The scalar table runs the model rows at the first context only: at 70
+ * tokens/s its 16k prefills alone took over half an hour of a full run,
+ * and its speed against the SIMD tables is read at 1k as well. */
+static int model_isa_at(linattn_isa isa, size_t c)
+{
+    return isa != LINATTN_ISA_SCALAR || c == 0;
+}
+
+static size_t model_isas_at(const bench_plan *p, size_t c)
+{
+    size_t n = 0;
+    for (int ii = 0; ii < p->n_isas; ii++)
+        n += (size_t)model_isa_at(p->isas[ii], c);
+    return n;
+}
+
 size_t model_units(const bench_plan *p)
 {
     int t[BENCH_MAX_THREADS], nt = thread_counts(p, t);
@@ -225,7 +241,7 @@ size_t model_units(const bench_plan *p)
                 row_name(a, sizeof a, label, "prefill", ctx);
                 row_name(b, sizeof b, label, "decode", ctx);
                 if (bench_wanted(p, a) || bench_wanted(p, b))
-                    n += (size_t)p->n_isas * (size_t)nt;
+                    n += model_isas_at(p, c) * (size_t)nt;
             }
     }
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
@@ -326,6 +342,7 @@ static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linat
     if (!tokens || !logits || linattn_session_new(bm->m, &s) != LINATTN_OK)
         goto out;
     linattn_session_set_threads(s, threads);
+    bench_pin(bench_resolve_threads(threads));
     for (int i = 0; i < n + steps; i++)
         tokens[i] = (i * 7919 + 13) % vocab;
     /* warm-up: thread pool, page faults of the weights */
@@ -408,6 +425,7 @@ static int run_batch(const bench_plan *p, const batch_row *b, const bench_model 
         goto out;
     for (int i = 0; i < n; i++)
         prompt[i] = (i * 7919 + 13) % vocab;
+    bench_pin(bench_resolve_threads(threads));
     for (int i = 0; i < ns; i++) {
         if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
             !(logits[i] = malloc((size_t)vocab * sizeof(float))))
@@ -462,7 +480,7 @@ int suite_model(const bench_plan *p)
             if (!bench_wanted(p, a) && !bench_wanted(p, b))
                 continue;
             for (int ii = 0; ii < p->n_isas; ii++)
-                for (int ti = 0; ti < nt; ti++) {
+                for (int ti = 0; ti < nt && model_isa_at(p->isas[ii], c); ti++) {
                     char label[128], thr[8];
                     snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
                     snprintf(label, sizeof label, "model-%s-%ld %s %s", models[i].label, ctx,

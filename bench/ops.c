@@ -501,6 +501,7 @@ int suite_ops(const bench_plan *p)
                          linattn_isa_name(p->isas[ii]), thr);
                 bench_progress_step(label);
                 linattn_set_isa(p->isas[ii]);
+                bench_pin(bench_resolve_threads(t[ti]));
                 failed |= run_one(p, &w[wi], p->isas[ii], t[ti]) != 0;
             }
         }

@@ -203,6 +203,7 @@ int suite_peak(const bench_plan *p)
             char label[64];
             snprintf(label, sizeof label, "fma-peak %s %dt", linattn_isa_name(isa), t);
             bench_progress_step(label);
+            bench_pin(t);
             bench_row r;
             bench_row_init(&r);
             snprintf(r.suite, sizeof r.suite, "peak");
