@@ -356,33 +356,6 @@ static int run_read(const bench_plan *p, const char *level, size_t cache, size_t
     return 0;
 }
 
-double bench_read_probe(size_t bytes)
-{
-    bytes = bytes / 512 * 512 < 512 ? 512 : bytes / 512 * 512;
-    float *buf = aligned_alloc(64, bytes);
-    if (!buf)
-        return 0;
-    fill(buf, bytes / sizeof(float));
-    const char *isa;
-    read_fn fn = pick_read(&isa);
-    long sweeps = (long)((32u << 20) / bytes); /* 32 MiB a run: a few ms */
-    sweeps = sweeps < 1 ? 1 : sweeps;
-    double gbs[7];
-    for (int t = 0; t < 7; t++) {
-        double t0 = bench_now(NULL);
-        bandwidth_sink = fn(buf, bytes / sizeof(float), sweeps);
-        double dt = bench_now(NULL) - t0;
-        gbs[t] = dt > 0 ? (double)bytes * (double)sweeps / dt * 1e-9 : 0;
-    }
-    free(buf);
-    for (int i = 1; i < 7; i++) /* the median */
-        for (int j = i; j > 0 && gbs[j] < gbs[j - 1]; j--) {
-            double x = gbs[j];
-            gbs[j] = gbs[j - 1], gbs[j - 1] = x;
-        }
-    return gbs[3];
-}
-
 int suite_bandwidth(const bench_plan *p)
 {
     const bench_caches *c = &bench_den.caches;

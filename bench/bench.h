@@ -101,13 +101,11 @@ void bench_row_ratios(bench_row *r, linattn_isa isa, double footprint, double pe
 
 /* ---- the CPU of single-thread figures ---------------------------------------- */
 
-/* Median GB/s of one core reading `bytes` (a few ms; bandwidth.c). */
-double bench_read_probe(size_t bytes);
-/* how: "any" (no pinning), "auto" (the CPU of the process's set whose L2
- * read is fastest: on a shared VM one vCPU can share its core's caches with
- * another tenant and run cache-bound work 20-30% slower than the other at the
- * same FMA peak), or a CPU number. What was chosen, and why, into text.
- * -1 (message printed) for a CPU the process may not run on. */
+/* how: "any" (no pinning), "auto" (the CPU of the process's set that runs
+ * a short probe fastest: on a shared VM one vCPU can run real kernels
+ * 10-30% slower than the other at the same FMA peak), or a CPU number. What
+ * was chosen, and why, into text. -1 (message printed) for a CPU the
+ * process may not run on. */
 int bench_pin_setup(const char *how, char *text, size_t n);
 /* Before a figure at `threads` (resolved): one thread runs on the chosen
  * CPU, more on every CPU the process had. */

@@ -9,13 +9,20 @@
 #include <omp.h>
 #endif
 
-/* A tile is SM_BQ queries x SM_BK keys: the scores tile is 32 KiB, the
- * query block and output accumulator 16 KiB each at d = 64. Measured at
+/* A tile is SM_BQ queries x SM_BK keys: the scores tile is 64 KiB, the
+ * query block and output accumulator 32 KiB each at d = 64. Measured at
  * L = 1024 and 4096 (AVX2, one thread) 64 x 128 was 2-5% ahead of 64 x 64,
- * 128 x 64 and 48 x 64, level with 128 x 128 (whose 64 KiB scores tile
- * overflows L1). */
+ * 128 x 64 and 48 x 64 and level with 128 x 128 (whose scores tile
+ * overflows a 48 KiB L1); but each query block reads its keys and values
+ * again (1 MiB a block at L = 4096, d = 64: from L3 once a head's K and V
+ * outgrow L2), and two threads share that traffic: on a Zen 5 (AVX-512,
+ * H = 8, alternating binaries, three runs each) 128 x 128 against 64 x 128
+ * gave at L = 4096 one thread 139-142 against 134-137 GFLOP/s and two
+ * threads 253-269 (x1.78-1.94) against 212-216 (x1.58), at L = 1024 two
+ * threads x1.75-1.88 against x1.50-1.60, at d = 128 x1.85-1.92 against
+ * x1.78-1.80; with AVX2 level at one thread and 1-5% ahead at two. */
 #ifndef SM_BQ
-#define SM_BQ 64
+#define SM_BQ 128
 #endif
 #ifndef SM_BK
 #define SM_BK 128

@@ -442,3 +442,66 @@ Test(f16, q8_bad_files)
         free(bytes);
     }
 }
+
+/* A whole model whose int8 matrix has columns that are not a multiple of
+ * 32 (ffn.down [64, 48] with d_ff = 48; the random Q8 writer keeps such a
+ * matrix in fp32, so it is rewritten as int8 with a scale column): the load
+ * is refused naming the file, the tensor and the rule. */
+Test(f16, q8_columns_not_a_multiple_of_32)
+{
+    linattn_config c = q8_config(LINATTN_ATTN_LINEAR, 0);
+    c.d_ff = 48;
+    write_model(&c, "q48.safetensors", LINATTN_DTYPE_I8, LINATTN_DTYPE_F32, 0);
+    linattn_weights *w = NULL;
+    cr_assert_eq(linattn_weights_open(tu_path("q48.safetensors"), &w), LINATTN_OK);
+    int n = linattn_weights_count(w), k = 0, rewritten = 0;
+    linattn_tensor_out *t = calloc((size_t)n + 1, sizeof *t);
+    float **own = calloc((size_t)n, sizeof *own);
+    float ones[64];
+    for (int i = 0; i < 64; i++)
+        ones[i] = 0.01f;
+    for (int i = 0; i < n; i++) {
+        linattn_tensor_info info;
+        linattn_weights_tensor(w, i, &info);
+        const void *data;
+        linattn_dtype dt;
+        cr_assert_eq(linattn_weights_get_stored(w, info.name, info.ndim, info.shape, &data, &dt),
+                     LINATTN_OK, "%s", linattn_last_error());
+        t[k] = (linattn_tensor_out){info.name, info.ndim, {info.shape[0], info.ndim > 1 ? info.shape[1] : 0}, NULL, dt};
+        own[i] = malloc(info.n_elements * sizeof(float));
+        for (size_t e = 0; e < info.n_elements; e++)
+            own[i][e] = dt == LINATTN_DTYPE_I8 ? (float)((const int8_t *)data)[e] : ((const float *)data)[e];
+        t[k].data = own[i];
+        if (!strcmp(info.name, "layers.0.ffn.down.weight")) {
+            cr_assert_eq(dt, LINATTN_DTYPE_F32);
+            cr_assert_eq(info.shape[1], 48);
+            for (size_t e = 0; e < info.n_elements; e++)
+                own[i][e] = (float)(int)(own[i][e] * 100.0f);
+            t[k].dtype = LINATTN_DTYPE_I8;
+            t[++k] = (linattn_tensor_out){"layers.0.ffn.down.weight_scale", 2, {64, 1}, ones, LINATTN_DTYPE_F32};
+            rewritten = 1;
+        }
+        k++;
+    }
+    cr_assert(rewritten);
+    void *bytes;
+    size_t size;
+    cr_assert_eq(linattn_weights_write_mem(t, k, &bytes, &size), LINATTN_OK, "%s", linattn_last_error());
+    tu_write_file(tu_path("q48b.safetensors"), bytes, size);
+    free(bytes);
+    linattn_weights_close(w);
+    for (int i = 0; i < n; i++)
+        free(own[i]);
+    free(own);
+    free(t);
+
+    linattn_config f = c;
+    snprintf(f.weights, sizeof f.weights, "%s", tu_path("q48b.safetensors"));
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&f, &m), LINATTN_ERR_FORMAT);
+    cr_assert_null(m);
+    const char *e = linattn_last_error();
+    cr_assert(strstr(e, "q48b.safetensors") && strstr(e, "'layers.0.ffn.down.weight'") &&
+                  strstr(e, "int8 with 48 columns (a multiple of 32 needed"),
+              "%s", e);
+}
