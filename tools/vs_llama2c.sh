@@ -8,7 +8,7 @@
 # legacy llama2.c checkpoints of the stories15M and stories42M shapes (and a
 # minimal valid tokenizer.bin of 32000 entries) into a temporary folder that
 # is removed at the end (nothing is committed), then times 256 decoded
-# positions at temperature 0 with 1 and 2 threads: run.c's "achieved tok/s"
+# positions at temperature 0 with 1 thread (pinned, see PIN1) and 2 threads: run.c's "achieved tok/s"
 # beside `linattn generate --stats` (the decode tokens/s) on the same
 # checkpoints, loaded as `weights = llama2c:PATH`, with softmax attention
 # (the checkpoint as trained) and linear attention, and the same weights as
@@ -129,12 +129,20 @@ done
 # --- timing ----------------------------------------------------------------
 # One figure of each program per round, rounds in turn (a passing load hits
 # them alike); the best round of each is kept.
+# One-thread runs are pinned to the CPU linattn-bench picks for its
+# single-thread figures (its --cpu auto probe), both programs alike: on a
+# shared VM the two vCPUs can differ by 10-30%, and an unpinned run lands on
+# either. Two-thread runs use every CPU.
+PIN1=
+pin() { # threads
+    if [ "$1" = 1 ] && [ -n "$PIN1" ]; then echo "taskset -c $PIN1"; fi
+}
 llama2c_tps() { # size threads
-    OMP_NUM_THREADS=$2 "$TMP/run" "$TMP/$1.bin" -z "$TMP/tokenizer.bin" -t 0 -n 256 -i "a" \
+    OMP_NUM_THREADS=$2 $(pin "$2") "$TMP/run" "$TMP/$1.bin" -z "$TMP/tokenizer.bin" -t 0 -n 256 -i "a" \
         2>&1 >/dev/null | sed -n 's/^achieved tok\/s: \([0-9.]*\).*/\1/p'
 }
 linattn_tps() { # size threads attention
-    OMP_NUM_THREADS=$2 "$LINATTN" generate "$TMP/$1-$3.ini" --temperature 0 -n 255 -p "a" \
+    OMP_NUM_THREADS=$2 $(pin "$2") "$LINATTN" generate "$TMP/$1-$3.ini" --temperature 0 -n 255 -p "a" \
         --stats --threads "$2" 2>&1 >/dev/null |
         sed -n 's/.*decode [0-9]* tokens \([0-9.]*\) tokens\/s.*/\1/p'
 }
@@ -144,11 +152,14 @@ TRIAD1=; TRIAD2=
 if [ -x "$BENCH" ]; then
     "$BENCH" --suite bandwidth --threads 1,2 --csv "$TMP/bw.csv" >/dev/null 2>&1 || true
     if [ -f "$TMP/bw.csv" ]; then
+        PIN1=$(sed -n 's/^# cpu_single_thread: \([0-9][0-9]*\).*/\1/p' "$TMP/bw.csv")
+        command -v taskset >/dev/null 2>&1 || PIN1=
         TRIAD1=$(grep -v '^#' "$TMP/bw.csv" | awk -F, '/triad/ && $4 == 1 {print $6; exit}')
         TRIAD2=$(grep -v '^#' "$TMP/bw.csv" | awk -F, '/triad/ && $4 == 2 {print $6; exit}')
     fi
 fi
 echo "memory bandwidth (triad): ${TRIAD1:-?} GB/s at 1 thread, ${TRIAD2:-?} GB/s at 2"
+echo "one-thread runs on CPU ${PIN1:-any (not pinned)}"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 printf '%-5s %-7s %-10s %-10s %-10s %-10s %-10s %-7s %-7s %-7s %-7s %-9s %s\n' model threads \
