@@ -56,8 +56,9 @@ static struct {
 } pin;
 
 /* GFLOP/s (2 H L^2 d) of a small causal softmax prefill, one thread, the
- * best ISA (H = 2, L = 2048, d = 64: 8 ms; K and V of a head, 1 MiB, about the size of an L2), median of 7: FMAs, SLEEF's
- * exp, loads and the caches at once. A vCPU whose core's other hardware
+ * best ISA (H = 2, L = 2048, d = 64: 8 ms; K and V of a head, 1 MiB, about
+ * an L2), median of 7 after a warm-up: FMAs, SLEEF's exp, loads and the
+ * caches at once. A vCPU whose core's other hardware
  * thread is busy runs such code 10-20% slower than its sibling here although
  * both reach the same FMA peak and read bandwidth; 0 when it fails. */
 static double cpu_probe(void)
@@ -80,14 +81,17 @@ static double cpu_probe(void)
         t[r] = bench_now(NULL) - t0;
     }
     free(x);
-    if (!ok)
-        return 0;
-    for (int i = 2; i < 8; i++) /* the median of runs 1..7 (run 0 warms up) */
-        for (int j = i; j > 1 && t[j] < t[j - 1]; j--) {
-            double y = t[j];
-            t[j] = t[j - 1], t[j - 1] = y;
-        }
-    return t[4] > 0 ? 2.0 * H * L * L * D / t[4] * 1e-9 : 0;
+    bench_stats st;
+    bench_stats_of(t + 1, 7, &st);
+    return ok && st.median > 0 ? 2.0 * H * L * L * D / st.median * 1e-9 : 0;
+}
+
+static cpu_set_t cpu_only(int c)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    return one;
 }
 
 int bench_pin_setup(const char *how, char *text, size_t n)
@@ -120,9 +124,7 @@ int bench_pin_setup(const char *how, char *text, size_t n)
     for (int c = 0, probed = 0; c < CPU_SETSIZE && probed < 64; c++) {
         if (!CPU_ISSET(c, &pin.all))
             continue;
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(c, &one);
+        cpu_set_t one = cpu_only(c);
         if (sched_setaffinity(0, sizeof one, &one) != 0)
             continue;
         double g = cpu_probe();
@@ -145,9 +147,7 @@ void bench_pin(int threads)
 {
     if (!pin.on)
         return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(pin.cpu, &one);
+    cpu_set_t one = cpu_only(pin.cpu);
     sched_setaffinity(0, sizeof one, threads == 1 ? &one : &pin.all);
 }
 

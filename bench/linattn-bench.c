@@ -50,10 +50,10 @@ static const char usage[] =
     "                    the peaks measured at the start of the run\n"
     "  --cpu N|auto|any  the CPU single-thread figures (and the one-core peaks and\n"
     "                    bandwidths) run on. auto (default; any with --busy): the\n"
-    "                    one whose L2 read is fastest, probed at the start (a vCPU\n"
-    "                    of a shared VM can run cache-bound work 20-30% slower\n"
-    "                    than its sibling at the same FMA peak). Figures at more\n"
-    "                    threads run on every CPU\n"
+    "                    one that runs a small softmax prefill fastest, probed at\n"
+    "                    the start (a vCPU of a shared VM can run real kernels\n"
+    "                    10-30% slower than its sibling at the same FMA peak).\n"
+    "                    Figures at more threads run on every CPU\n"
     "  --cpu-time        time with the process's CPU clock instead of the wall\n"
     "                    clock: steadier on a busy machine, but with N threads it\n"
     "                    sums them (and their spinning), so read it for 1\n"
@@ -429,7 +429,8 @@ int main(int argc, char **argv)
         {"config", required_argument, 0, O_CONFIG}, {"repeat", required_argument, 0, O_REPEAT},
         {"min-time", required_argument, 0, O_MIN_TIME}, {"json", required_argument, 0, O_JSON},
         {"csv", required_argument, 0, O_CSV},    {"plot", required_argument, 0, O_PLOT},
-        {"compare", required_argument, 0, O_COMPARE}, {"cpu", required_argument, 0, O_CPU}, {"help", no_argument, 0, 'h'},
+        {"compare", required_argument, 0, O_COMPARE}, {"cpu", required_argument, 0, O_CPU},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     static bench_plan p;

@@ -457,9 +457,9 @@ Test(f16, q8_columns_not_a_multiple_of_32)
     int n = linattn_weights_count(w), k = 0, rewritten = 0;
     linattn_tensor_out *t = calloc((size_t)n + 1, sizeof *t);
     float **own = calloc((size_t)n, sizeof *own);
-    float ones[64];
+    float scales[64]; /* one per row: 48 columns make no whole group */
     for (int i = 0; i < 64; i++)
-        ones[i] = 0.01f;
+        scales[i] = 0.01f;
     for (int i = 0; i < n; i++) {
         linattn_tensor_info info;
         linattn_weights_tensor(w, i, &info);
@@ -478,7 +478,7 @@ Test(f16, q8_columns_not_a_multiple_of_32)
             for (size_t e = 0; e < info.n_elements; e++)
                 own[i][e] = (float)(int)(own[i][e] * 100.0f);
             t[k].dtype = LINATTN_DTYPE_I8;
-            t[++k] = (linattn_tensor_out){"layers.0.ffn.down.weight_scale", 2, {64, 1}, ones, LINATTN_DTYPE_F32};
+            t[++k] = (linattn_tensor_out){"layers.0.ffn.down.weight_scale", 2, {64, 1}, scales, LINATTN_DTYPE_F32};
             rewritten = 1;
         }
         k++;

@@ -8,8 +8,8 @@
 # legacy llama2.c checkpoints of the stories15M and stories42M shapes (and a
 # minimal valid tokenizer.bin of 32000 entries) into a temporary folder that
 # is removed at the end (nothing is committed), then times 256 decoded
-# positions at temperature 0 with 1 thread (pinned, see PIN1) and 2 threads: run.c's "achieved tok/s"
-# beside `linattn generate --stats` (the decode tokens/s) on the same
+# positions at temperature 0 with 1 thread (pinned, see PIN1) and 2 threads:
+# run.c's "achieved tok/s" beside `linattn generate --stats` (the decode tokens/s) on the same
 # checkpoints, loaded as `weights = llama2c:PATH`, with softmax attention
 # (the checkpoint as trained) and linear attention, and the same weights as
 # an F16 safetensors file and as int8 (tools/convert_dtype.py --dtype q8;
