@@ -71,10 +71,12 @@ def load_kjv(cache: str = "/tmp/kjv.txt") -> bytes:
 def make_config(args, attention: str) -> M.Config:
     return M.Config(vocab_size=256, d_model=args.d_model, n_heads=args.n_heads,
                     n_layers=args.n_layers, d_ff=args.d_ff, attention=attention,
-                    norm=args.norm, norm_position="pre", ffn="gelu",
+                    norm=args.norm, norm_position="pre", ffn=args.ffn,
                     positions=args.positions, max_seq_len=args.ctx, eps=1e-6,
                     tie_embeddings=False,
-                    decay=args.decay if attention == "linear" else "none")
+                    decay=args.decay if attention == "linear" else "none",
+                    rope_theta=args.rope_theta, bias=not args.no_bias,
+                    n_kv_heads=args.n_kv_heads)
 
 
 def init_weights(model: M.LinAttnLM, seed: int) -> None:
@@ -216,7 +218,17 @@ def main() -> None:
     ap.add_argument("--d-ff", type=int, default=1024)
     ap.add_argument("--ctx", type=int, default=256)
     ap.add_argument("--norm", choices=["rmsnorm", "layernorm"], default="rmsnorm")
-    ap.add_argument("--positions", choices=["none", "sincos", "learned"], default="sincos")
+    ap.add_argument("--positions", choices=["none", "sincos", "learned", "rope"],
+                    default="sincos")
+    ap.add_argument("--ffn", choices=["relu", "gelu", "swiglu"], default="gelu")
+    ap.add_argument("--rope-theta", type=float, default=10000.0)
+    ap.add_argument("--n-kv-heads", type=int, default=0,
+                    help="k/v heads (grouped-query attention); 0 = n_heads")
+    ap.add_argument("--no-bias", action="store_true",
+                    help="no bias tensors (the llama layout)")
+    ap.add_argument("--name", default=None,
+                    help="output name: models/kjv-NAME.safetensors, configs/kjv-NAME.ini "
+                         "(default: the variant)")
     ap.add_argument("--decay", default="none",
                     help="linear only: none | retnet | g0,g1,... (one per head)")
     ap.add_argument("--tail-bytes", type=int, default=65536,
@@ -332,14 +344,15 @@ def main() -> None:
 
     os.makedirs(args.models_dir, exist_ok=True)
     os.makedirs(args.configs_dir, exist_ok=True)
-    summary_path = args.summary or f"/tmp/kjv-{args.variant}.json"
+    name = args.name or args.variant
+    summary_path = args.summary or f"/tmp/kjv-{name}.json"
     torch.save({"cfg": cfg.__dict__, "model": model.state_dict()},
                os.path.splitext(summary_path)[0] + ".pt")   # fp32 master weights
-    st_path = os.path.join(args.models_dir, f"kjv-{args.variant}.safetensors")
+    st_path = os.path.join(args.models_dir, f"kjv-{name}.safetensors")
     M.save_safetensors(model, st_path, "F16", {
         "generator": "tools/train.py", "dataset": "KJV (Debian bible-kjv-text)",
         "train_steps": str(step), "train_seconds": f"{train_time:.0f}"})
-    ini_path = os.path.join(args.configs_dir, f"kjv-{args.variant}.ini")
+    ini_path = os.path.join(args.configs_dir, f"kjv-{name}.ini")
     write_ini(cfg, args.variant, ini_path, st_path)
 
     # evaluate the exported (F16-rounded) weights, in float32
@@ -380,6 +393,7 @@ def main() -> None:
                    amp=args.amp, batch=args.batch, lr=args.lr, ctx=args.ctx,
                    d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
                    d_ff=args.d_ff, norm=args.norm, positions=args.positions,
+                   ffn=args.ffn, n_kv_heads=args.n_kv_heads, bias=not args.no_bias,
                    decay=args.decay, tail=tail, curve=curve, samples=samples,
                    argv=sys.argv[1:])
     with open(summary_path, "w") as f:
