@@ -196,6 +196,16 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
         if ((st = attn_check_decay(d->decay, d->heads, op)) != LINATTN_OK)
             return st;
     }
+    if (d->window < 0)
+        return linattn_err(LINATTN_ERR_INVALID, "%s: window must be >= 0 (0: off), got %d", op,
+                           d->window);
+    if (d->window > 0 && strncmp(op, "softmax", 7) != 0)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: window applies to softmax attention only; set it to 0", op);
+    if (d->window > 0 && !d->causal)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: window needs causal = 1 (the window is the last W keys up to "
+                           "each query's own position)", op);
     if (d->kv_heads < 0 || (d->kv_heads > 0 && d->heads % d->kv_heads != 0))
         return linattn_err(LINATTN_ERR_INVALID,
                            "%s: kv_heads %d must divide heads %d (0: one k/v head per head)", op,
@@ -224,6 +234,7 @@ linattn_status attn_plan_make(const linattn_attention_desc *d, const char *op, c
     p->eps = d->eps;
     p->decay = d->decay;
     p->mode = d->linear_mode;
+    p->window = d->window;
     const int G = d->kv_heads > 0 ? d->kv_heads : d->heads;
     p->group = d->heads / G;
     p->q = resolve(d->q, p->H, p->Lq, p->dk);

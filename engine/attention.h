@@ -18,6 +18,7 @@ typedef struct attn_plan {
     const float *decay; /* linear, causal: [H] in (0, 1], NULL: none */
     linattn_linear_mode mode; /* linear */
     int group;          /* query heads per k/v head (heads / kv_heads) */
+    int window;         /* softmax, causal: keys p - window < j <= p; 0: no limit */
     linattn_layout q, k, v, out;
 } attn_plan;
 
@@ -103,5 +104,10 @@ void linattn_linear_step_done(linattn_linear_state *s);
  * of its memory. No decay (every query head of a group would need its
  * own). */
 linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group);
+
+/* The denominator of head h's read as the state stands, without eps:
+ * phi(q) . z over every key it holds (decayed), phi(q) = phiq given. With
+ * a step's output (eps = 0) it gives the head's unnormalised sums. */
+float linattn_linear_state_den(const linattn_linear_state *s, int h, const float *phiq);
 
 #endif

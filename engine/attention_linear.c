@@ -1179,3 +1179,18 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
     s->tokens++;
     return LINATTN_OK;
 }
+
+float linattn_linear_state_den(const linattn_linear_state *s, int h, const float *phiq)
+{
+    const linattn_kernels *kt;
+    if (linattn_kernels_current(&kt) != LINATTN_OK)
+        return 0.0f;
+    lin_sums st = state_sums(s, h);
+    const lin_pow *pw = &s->pows[h];
+    const size_t dk = (size_t)s->dk;
+    /* as the read weighs them: the sums g^n, waiting row j g^(n - 1 - j) */
+    float den = pw->pw[st.rows] * kt->dot(phiq, st.z, dk);
+    for (int j = 0; j < st.rows; j++)
+        den += pw->rw[LIN_RC - st.rows + j] * kt->dot(phiq, st.K + (size_t)j * dk, dk);
+    return den;
+}

@@ -102,24 +102,33 @@ static void sm_gemm_nn(const linattn_kernels *kt, float *C, size_t ldc, const fl
         kt->gemm_nn(C, ldc, A, lda, (const float *)V, ldv, M, N, K);
 }
 
-/* o[r] += s[r][0..vis[r]) . v_tile rows, for rows [0, nq): each row reads
- * only the values it sees, so a later position's inf or NaN value never
- * meets a masked zero (0 * inf is NaN). Runs of fully visible rows take one
- * gemm; a causal diagonal's partial rows go 8 at a time, by gemm over their
- * common visible columns, then axpy over each row's few remaining ones. */
+/* o[r] += s[r][lo[r]..vis[r]) . v_tile rows, for rows [0, nq): each row
+ * reads only the values it sees, so a later (or, in a window, an older)
+ * position's inf or NaN value never meets a masked zero (0 * inf is NaN).
+ * Runs of fully visible rows take one gemm; a causal diagonal's partial rows
+ * go 8 at a time, by gemm over their common visible columns, then axpy over
+ * each row's few remaining ones; a row whose window starts inside the tile
+ * takes a gemm of its own. */
 static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const float *s,
-                          const int *vis, int nq, const void *v, size_t vrow, int n, int kv16,
-                          float *vr)
+                          const int *lo, const int *vis, int nq, const void *v, size_t vrow,
+                          int n, int kv16, float *vr)
 {
     int r = 0;
     while (r < nq) {
-        if (vis[r] == 0) {
+        if (vis[r] <= lo[r]) {
+            r++;
+            continue;
+        }
+        if (lo[r] > 0) {
+            sm_gemm_nn(kt, o + (size_t)r * dv, dv, s + (size_t)r * SM_BK + lo[r], SM_BK,
+                       sm_at(v, (size_t)lo[r] * vrow, kv16), vrow, 1, dv,
+                       (size_t)(vis[r] - lo[r]), kv16);
             r++;
             continue;
         }
         int r2 = r + 1;
         if (vis[r] == n) {
-            while (r2 < nq && vis[r2] == n)
+            while (r2 < nq && vis[r2] == n && lo[r2] == 0)
                 r2++;
             sm_gemm_nn(kt, o + (size_t)r * dv, dv, s + (size_t)r * SM_BK, SM_BK, v, vrow,
                        (size_t)(r2 - r), dv, (size_t)n, kv16);
@@ -127,7 +136,7 @@ static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const 
             continue;
         }
         int common = vis[r];
-        while (r2 < nq && r2 - r < 8 && vis[r2] > 0 && vis[r2] < n) {
+        while (r2 < nq && r2 - r < 8 && lo[r2] == 0 && vis[r2] > 0 && vis[r2] < n) {
             common = vis[r2] < common ? vis[r2] : common;
             r2++;
         }
@@ -151,8 +160,9 @@ static void sm_accumulate(const linattn_kernels *kt, float *o, size_t dv, const 
 
 /* Queries [i0, i0 + nq) of one head against the key tiles of [kbeg, kstop)
  * they can see, into b's unnormalised o, running max m and sum l. Query i
- * sees keys j < len, and j <= i + (Lk - Lq) when causal. Key tiles past the
- * last visible key are never computed. kbeg is a multiple of SM_BK. */
+ * sees keys j < len, and j <= p = i + (Lk - Lq) when causal, and j > p - W
+ * with a window W. Key tiles past the last visible key, or before the first
+ * row's window, are never computed. */
 static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i0,
                      int nq, int kbeg, int kstop, sm_buffers *b)
 {
@@ -166,6 +176,8 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         b->l[r] = 0.0f;
     }
     memset(b->o, 0, (size_t)nq * dv * sizeof(float));
+    if (p->window > 0 && i0 + off - p->window + 1 > kbeg)
+        kbeg = i0 + off - p->window + 1; /* the block's first row sees no older key */
     if (kend <= kbeg)
         return;
     for (int r = 0; r < nq; r++) {
@@ -175,7 +187,7 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             dst[c] = src[c] * p->scale;
     }
 
-    int vis_of[SM_BQ];
+    int vis_of[SM_BQ], lo_of[SM_BQ];
     for (int j0 = kbeg; j0 < kend; j0 += SM_BK) {
         const int n = kend - j0 < SM_BK ? kend - j0 : SM_BK;
         for (int r = 0; r < nq; r++)
@@ -196,17 +208,23 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
                 int last = i0 + r + off - j0; /* last visible column */
                 vis = last < 0 ? 0 : last + 1 < n ? last + 1 : n;
             }
+            int lo = 0; /* the window's first column in this tile */
+            if (p->window > 0) {
+                int first = i0 + r + off - p->window + 1 - j0;
+                lo = first > 0 ? first : 0;
+            }
             vis_of[r] = vis;
-            if (vis == 0)
+            lo_of[r] = lo;
+            if (vis <= lo)
                 continue;
-            float mx = kt->max(row, (size_t)vis);
+            float mx = kt->max(row + lo, (size_t)(vis - lo));
             float m_old = b->m[r];
             float m_new = mx > m_old ? mx : m_old;
             if (!(m_new > -INFINITY)) { /* scores overflowed to -inf/NaN: drop the tile */
                 vis_of[r] = 0;
                 continue;
             }
-            float sum = kt->exp_sub_sum(row, row, m_new, (size_t)vis);
+            float sum = kt->exp_sub_sum(row + lo, row + lo, m_new, (size_t)(vis - lo));
             if (m_new != m_old && b->l[r] != 0.0f) {
                 /* Rescale what earlier tiles accumulated to the new max. */
                 float alpha = expf(m_old - m_new);
@@ -217,8 +235,9 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             b->m[r] = m_new;
         }
         /* o += p . v_tile  [nq x dv], visible columns only */
-        sm_accumulate(kt, b->o, dv, b->s, vis_of, nq, sm_at(hd->v, (size_t)j0 * p->v.row, hd->kv16),
-                      p->v.row, n, hd->kv16, b->vr);
+        sm_accumulate(kt, b->o, dv, b->s, lo_of, vis_of, nq,
+                      sm_at(hd->v, (size_t)j0 * p->v.row, hd->kv16), p->v.row, n, hd->kv16,
+                      b->vr);
     }
 }
 
@@ -345,8 +364,9 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
         return st;
 
     const long nqb = (p.Lq + SM_BQ - 1) / SM_BQ;
-    double work = (double)heads * p.Lq * p.Lk * (p.dk + p.dv);
-    const int nt = attn_threads_for_work(p.threads, p.causal ? work / 2 : work);
+    const int band = p.window > 0 && p.window < p.Lk ? p.window : p.Lk; /* keys a row sees */
+    double work = (double)heads * p.Lq * band * (p.dk + p.dv);
+    const int nt = attn_threads_for_work(p.threads, p.causal && band == p.Lk ? work / 2 : work);
     const int nseg = sm_segments(p.Lq, p.Lk);
     if (nseg > 1) {
         /* One block of queries a head: (head, key segment) pairs, then the

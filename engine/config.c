@@ -61,13 +61,14 @@ enum key_type {
 enum key_id {
     K_WEIGHTS, K_VOCAB_SIZE, K_D_MODEL, K_N_HEADS, K_N_LAYERS, K_D_FF, K_ATTENTION, K_NORM,
     K_NORM_POSITION, K_FFN, K_POSITIONS, K_MAX_SEQ_LEN, K_EPS, K_NORM_EPS, K_TIE_EMBEDDINGS,
-    K_DECAY, K_TOKENIZER, K_ROPE_THETA, K_ROPE_PAIRING, K_BIAS, K_N_KV_HEADS,
+    K_DECAY, K_TOKENIZER, K_ROPE_THETA, K_ROPE_PAIRING, K_BIAS, K_N_KV_HEADS, K_WINDOW,
+    K_FEATURE_DIM,
     K_THREADS, K_ISA, K_BATCH, K_WEIGHTS_DTYPE, K_KV_CACHE,
     N_KEYS
 };
 
 /* Names indexed by enum value. */
-static const char *const attention_names[] = {"softmax", "linear", NULL};
+static const char *const attention_names[] = {"softmax", "linear", "hybrid", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static const char *const norm_position_names[] = {"pre", "post", NULL};
 static const char *const ffn_names[] = {"relu", "gelu", "swiglu", NULL};
@@ -111,6 +112,8 @@ static const struct key keys[N_KEYS] = {
                         rope_pairing_names},
     [K_BIAS] = {SEC_MODEL, "bias", T_BOOL, FIELD(bias), NULL},
     [K_N_KV_HEADS] = {SEC_MODEL, "n_kv_heads", T_INT, FIELD(n_kv_heads), NULL},
+    [K_WINDOW] = {SEC_MODEL, "window", T_INT, FIELD(window), NULL},
+    [K_FEATURE_DIM] = {SEC_MODEL, "feature_dim", T_INT, FIELD(feature_dim), NULL},
     [K_THREADS] = {SEC_RUNTIME, "threads", T_INT, FIELD(threads), NULL},
     [K_ISA] = {SEC_RUNTIME, "isa", T_ISA, FIELD(isa), NULL},
     [K_BATCH] = {SEC_RUNTIME, "batch", T_INT, FIELD(batch), NULL},
@@ -334,7 +337,7 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return bad_value(o, K_N_HEADS,
                              "d_model (%d) must be divisible by n_heads (%d)", c->d_model,
                              c->n_heads);
-        if ((unsigned)c->attention > LINATTN_ATTN_LINEAR)
+        if ((unsigned)c->attention > LINATTN_ATTN_HYBRID)
             return bad_value(o, K_ATTENTION, "unknown value %d", (int)c->attention);
         if ((unsigned)c->norm > LINATTN_NORM_RMSNORM)
             return bad_value(o, K_NORM, "unknown value %d", (int)c->norm);
@@ -371,11 +374,29 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
             return bad_value(o, K_TIE_EMBEDDINGS, "expected 0 or 1, got %d", c->tie_embeddings);
         if (!check_decay(o, K_DECAY, &c->decay, c->n_heads, &st))
             return st;
-        if (c->decay.kind != LINATTN_DECAY_NONE && c->attention != LINATTN_ATTN_LINEAR)
-            return bad_value(o, K_DECAY, "decay needs attention = linear");
-        if (c->kv_cache == LINATTN_KV_F16 && c->attention != LINATTN_ATTN_SOFTMAX)
+        if (c->decay.kind != LINATTN_DECAY_NONE && c->attention == LINATTN_ATTN_SOFTMAX)
+            return bad_value(o, K_DECAY, "decay needs attention = linear or hybrid");
+        if (c->kv_cache == LINATTN_KV_F16 && c->attention == LINATTN_ATTN_LINEAR)
             return bad_value(o, K_KV_CACHE,
-                             "f16 needs attention = softmax (a linear model has no KV cache)");
+                             "f16 needs attention = softmax or hybrid (a linear model has no "
+                             "KV cache)");
+        if (!check_int(o, K_WINDOW, c->window, 0, LINATTN_MAX_SEQ_LEN, &st) ||
+            !check_int(o, K_FEATURE_DIM, c->feature_dim, 0, LINATTN_MAX_D_MODEL, &st))
+            return st;
+        if (c->window > 0 && c->attention == LINATTN_ATTN_LINEAR)
+            return bad_value(o, K_WINDOW,
+                             "needs attention = softmax or hybrid (linear attention has no "
+                             "window: every key is in its sums)");
+        if (c->attention == LINATTN_ATTN_HYBRID && c->window < 1)
+            return bad_value(o, K_WINDOW,
+                             "attention = hybrid needs window >= 1 (the softmax part's width), "
+                             "got %d", c->window);
+        if (c->feature_dim > 0 && c->attention != LINATTN_ATTN_HYBRID)
+            return bad_value(o, K_FEATURE_DIM, "needs attention = hybrid");
+        if (c->positions == LINATTN_POS_LEARNED && c->window > 0)
+            return bad_value(o, K_WINDOW,
+                             "a window streams past max_seq_len, which learned positions "
+                             "cannot: use rope, sincos or none");
         if (!check_string(o, K_TOKENIZER, c->tokenizer, sizeof c->tokenizer, &st))
             return st;
         if (c->tokenizer[0] && strcmp(c->tokenizer, "bytes") != 0 &&
@@ -544,6 +565,10 @@ static linattn_status complete_hf(linattn_config *c, const struct origin *o)
                          "%d here, but %s/config.json has num_key_value_heads = %d",
                          c->n_kv_heads, dir, in.n_kv_heads);
     c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
+    /* a sliding window (mistral) is the model's own, unless a key asks for
+     * another on purpose (a hybrid conversion, say) */
+    if (in.window > 0 && !GIVEN(K_WINDOW, c->window == 0))
+        c->window = in.window;
     if (!GIVEN(K_MAX_SEQ_LEN, c->max_seq_len == 0)) {
         if (in.max_seq_len > LINATTN_MAX_SEQ_LEN)
             return bad_value(o, K_MAX_SEQ_LEN,

@@ -79,10 +79,13 @@ static linattn_status check_config(const cJSON *root, const char *path, linattn_
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: model_type '%.60s' is not supported (only llama, and mistral "
                            "without a sliding window)", path, type->valuestring);
-    if (mistral && item(root, "sliding_window"))
-        return linattn_err(LINATTN_ERR_FORMAT,
-                           "%s: \"sliding_window\" is set: sliding-window attention is not "
-                           "supported (a mistral model is read only when it is null)", path);
+    /* mistral's sliding window: token i sees the last sliding_window tokens
+     * (null or absent: none) */
+    const cJSON *sw = item(root, "sliding_window");
+    in->window = 0;
+    if (sw && !cJSON_IsNull(sw) &&
+        (st = get_int(root, path, "sliding_window", 0, 1, LINATTN_MAX_SEQ_LEN, &in->window)))
+        return st;
     const cJSON *act = item(root, "hidden_act");
     if (act && !(cJSON_IsString(act) && (strcmp(act->valuestring, "silu") == 0 ||
                                          strcmp(act->valuestring, "swish") == 0)))

@@ -21,10 +21,11 @@ typedef struct linattn_hf_info {
     float norm_eps;   /* rms_norm_eps */
     float rope_theta; /* 10000 when absent */
     int tie;          /* tie_word_embeddings, 0 when absent */
+    int window;       /* sliding_window (mistral), 0 when absent or null */
 } linattn_hf_info;
 
 /* Reads and checks DIR/config.json: a Llama model (model_type llama, or
- * mistral without a sliding window), silu, no biases, no rope_scaling,
+ * mistral, whose sliding_window becomes the window), silu, no biases, no rope_scaling,
  * head_dim (when given) hidden_size / num_attention_heads, every size
  * within the library's limits, an even head size, num_key_value_heads
  * dividing num_attention_heads. LINATTN_ERR_IO when the file cannot be

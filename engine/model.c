@@ -122,6 +122,18 @@ static void record_one(recorder *r, const char *name, int rows, int cols, const 
     t->dtype = dtype;
 }
 
+/* The last tensor recorded as [a, b, c] (it was recorded as [a * b, c]). */
+static void record_3d(recorder *r, int a, int b, int c)
+{
+    if (r->failed || r->n == 0)
+        return;
+    linattn_tensor_out *t = &r->t[r->n - 1];
+    t->ndim = 3;
+    t->shape[0] = a;
+    t->shape[1] = b;
+    t->shape[2] = c;
+}
+
 static uint64_t splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -136,7 +148,8 @@ static float uniform_pm1(uint64_t *s)
     return (float)((double)(splitmix64(s) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-/* kind: 'w' matrix (uniform, std 1/sqrt(fan_in)), 'b' bias (small), 'n' norm weight (1). */
+/* kind: 'w' matrix (uniform, std 1/sqrt(fan_in)), 'f' the same kept fp32 (not a
+ * weight matrix of the kernels), 'b' bias (small), 'n' norm weight (1). */
 static linattn_status take(source *src, const char *name, int rows, int cols, char kind,
                            const float **out)
 {
@@ -148,13 +161,29 @@ static linattn_status take(source *src, const char *name, int rows, int cols, ch
     }
     float *p = src->arena + src->used;
     src->used += n;
-    float a = kind == 'w' ? sqrtf(3.0f / (float)(cols ? cols : 1)) : 0.02f;
+    float a = kind == 'w' || kind == 'f' ? sqrtf(3.0f / (float)(cols ? cols : 1)) : 0.02f;
     for (size_t i = 0; i < n; i++)
         p[i] = kind == 'n' ? 1.0f : a * uniform_pm1(&src->rng);
     if (src->rec)
         record(src->rec, name, rows, cols, kind, p);
     *out = p;
     return LINATTN_OK;
+}
+
+/* A small fp32 tensor [a, b, c] (the hybrid's feature maps), random like a
+ * matrix of c columns. */
+static linattn_status take3(source *src, const char *name, int a, int b, int c,
+                            const float **out)
+{
+    if (src->file) {
+        int64_t shape[3] = {a, b, c};
+        src->bytes += (size_t)a * (size_t)b * (size_t)c * sizeof(float);
+        return linattn_weights_get(src->file, name, 3, shape, out);
+    }
+    linattn_status st = take(src, name, a * b, c, 'f', out);
+    if (st == LINATTN_OK && src->rec)
+        record_3d(src->rec, a, b, c);
+    return st;
 }
 
 /* A weight matrix [rows, cols]: as the file stores it (weights_dtype =
@@ -217,6 +246,10 @@ static size_t count_floats(const linattn_config *c, uint64_t *params)
     size_t norm = c->norm == LINATTN_NORM_LAYERNORM && bias ? 2 * d : d;
     size_t layer = 2 * d * d + 2 * kvd * d + bias * (2 * d + 2 * kvd) + 2 * norm +
                    (2 + swiglu) * d * ff + bias * ((1 + swiglu) * ff + d);
+    if (c->attention == LINATTN_ATTN_HYBRID) { /* lambda, and the feature maps */
+        size_t H = (size_t)c->n_heads, G = kvd / (d / H), F = (size_t)c->feature_dim;
+        layer += H + (H + G) * F * (d / H);
+    }
     size_t n = V * d + (size_t)c->n_layers * layer;
     if (c->positions == LINATTN_POS_LEARNED)
         n += (size_t)c->max_seq_len * d;
@@ -262,6 +295,19 @@ static linattn_status load_tensors(linattn_model *m, source *src)
                 snprintf(name, sizeof name, "layers.%d.attn.%s.bias", i, proj[j]);
                 TAKE(name, rows, 0, 'b', b[j]);
             }
+        }
+        if (c->attention == LINATTN_ATTN_HYBRID) {
+            const int F = c->feature_dim;
+            if (F > 0) {
+                snprintf(name, sizeof name, "layers.%d.attn.wq_phi", i);
+                if ((st = take3(src, name, m->h, F, m->dh, &L->wq_phi)) != LINATTN_OK)
+                    return st;
+                snprintf(name, sizeof name, "layers.%d.attn.wk_phi", i);
+                if ((st = take3(src, name, m->g, F, m->dh, &L->wk_phi)) != LINATTN_OK)
+                    return st;
+            }
+            snprintf(name, sizeof name, "layers.%d.attn.lin_scale", i);
+            TAKE(name, m->h, 0, 'b', &L->lin_scale);
         }
         for (int j = 1; j <= 2; j++) {
             snprintf(name, sizeof name, "layers.%d.norm%d.weight", i, j);
@@ -455,6 +501,9 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     m->g = config->n_kv_heads ? config->n_kv_heads : m->h;
     m->kvd = m->g * m->dh;
     m->lin_heads = linattn_config_state_heads(config);
+    m->window = config->window;
+    m->cache_rows = config->window > 0 ? config->window : config->max_seq_len;
+    m->fdim = config->feature_dim > 0 ? config->feature_dim : m->dh;
     m->dff = config->d_ff;
     m->vocab = config->vocab_size;
     m->layers = mem_calloc((size_t)config->n_layers, sizeof *m->layers);
@@ -482,6 +531,15 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
             mem_free(m->decay);
             m->decay = NULL;
         }
+    }
+
+    if (config->attention == LINATTN_ATTN_HYBRID) {
+        if (!(m->log_gw = mem_alloc((size_t)m->h * sizeof *m->log_gw))) {
+            linattn_model_free(m);
+            return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
+        }
+        for (int h = 0; h < m->h; h++)
+            m->log_gw[h] = m->decay ? (float)(config->window * log((double)m->decay[h])) : 0.0f;
     }
 
     size_t n_floats = count_floats(config, &m->params);
@@ -547,6 +605,11 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if (config->positions == LINATTN_POS_ROPE)
         len += (size_t)snprintf(shape + len, sizeof shape - len, " rope_theta=%a pairing=%d",
                                 (double)config->rope_theta, (int)config->rope_pairing);
+    if (config->window > 0)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, " window=%d", config->window);
+    if (config->feature_dim > 0)
+        len += (size_t)snprintf(shape + len, sizeof shape - len, " feature_dim=%d",
+                                config->feature_dim);
     /* A decayed model also hashes its decays (as stored, bit for bit), so a
      * state saved under one decay set is refused by a model with another;
      * an undecayed model hashes as it did before decays existed. */
@@ -585,6 +648,7 @@ void linattn_model_free(linattn_model *m)
     mem_free(m->inv_freq);
     mem_free(m->rope_freq);
     mem_free(m->decay);
+    mem_free(m->log_gw);
     linattn_tokenizer_free(m->tokenizer);
     mem_free(m);
 }
@@ -618,7 +682,15 @@ static size_t state_bytes(const linattn_config *c, uint64_t tokens)
         return L * H * (dh * dh + dh + LINATTN_LINEAR_BLOCK * 2 * dh) * sizeof(float);
     size_t kvd = dh * (size_t)(c->n_kv_heads ? c->n_kv_heads : c->n_heads);
     size_t elem = c->kv_cache == LINATTN_KV_F16 ? sizeof(uint16_t) : sizeof(float);
-    return L * 2 * kvd * (size_t)tokens * elem;
+    if (c->window > 0) /* a ring of W keys and values, whatever the length */
+        tokens = (uint64_t)c->window;
+    size_t bytes = L * 2 * kvd * (size_t)tokens * elem;
+    if (c->attention == LINATTN_ATTN_HYBRID) { /* and the tail's sums, F x dh a head */
+        size_t F = c->feature_dim > 0 ? (size_t)c->feature_dim : dh;
+        bytes += L * (size_t)c->n_heads * (F * dh + F + LINATTN_LINEAR_BLOCK * (F + dh)) *
+                 sizeof(float);
+    }
+    return bytes;
 }
 
 linattn_status linattn_config_sizes(const linattn_config *c, linattn_model_sizes *out)
@@ -839,8 +911,11 @@ static void embed(const linattn_model *m, float *x, const int *tokens, int n,
     }
 }
 
+/* ---- attention of a layer: one set of functions per kind ------------------ */
+
 /* Stores count floats of k and of v at position pos of s's layer cache:
- * copied, or rounded to halfs (kv_cache = f16). */
+ * copied, or rounded to halfs (kv_cache = f16). Rows of a window's ring
+ * wrap: count is one row then, or rows that do not wrap. */
 static void cache_append(const linattn_session *s, const linattn_kernels *kt, int layer,
                          uint64_t pos, const float *k, const float *v, size_t count)
 {
@@ -854,81 +929,240 @@ static void cache_append(const linattn_session *s, const linattn_kernels *kt, in
     }
 }
 
-/* a[n, d] = attention of n new rows q, k, v [n, d] of stream s against
- * everything it saw before; advances its linear state or fills its cache. */
-static linattn_status attend_rows(linattn_session *s, const linattn_kernels *kt, int layer,
-                                  const float *q, const float *k,
-                                  const float *v, float *a, int n, int threads)
+/* A one-head (or all-heads) softmax call on s's cache rows. */
+static linattn_attention_desc softmax_desc(const linattn_session *s, int heads, int n, int len_k,
+                                           int causal, int threads)
 {
     const linattn_model *m = s->m;
-    int d = m->d;
-    linattn_layout views = {0, (size_t)m->dh, (size_t)d}; /* head h: columns h*dh.. */
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
-        /* k, v: [n, kvd], one row of each state head, or [n, d] repeated per
-         * query head (s->kx: a decayed grouped model) */
-        linattn_linear_state *st = s->lin[layer];
-        if (n == 1)
-            return linattn_linear_step(st, q, k, v, a);
-        linattn_layout kvl = {0, (size_t)m->dh, s->kx ? (size_t)d : (size_t)m->kvd};
-        linattn_layout lay[4] = {views, kvl, kvl, views};
-        return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
-    }
-    /* softmax: append k, v [n, kvd] to this layer's cache, attend over all of it */
-    size_t kvd = (size_t)m->kvd;
-    const void *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
-    cache_append(s, kt, layer, s->tokens, k, v, (size_t)n * kvd);
-    linattn_layout kv_views = {0, (size_t)m->dh, kvd};
     linattn_attention_desc desc;
     linattn_attention_desc_init(&desc);
     desc.batch = 1;
-    desc.heads = m->h;
-    desc.kv_heads = m->g;
+    desc.heads = heads;
+    desc.kv_heads = heads == m->h ? m->g : 1;
     desc.len_q = n;
-    desc.len_k = (int)s->tokens + n;
+    desc.len_k = len_k;
     desc.d_k = desc.d_v = m->dh;
-    desc.causal = 1;
+    desc.causal = causal;
     desc.threads = threads;
+    return desc;
+}
+
+static linattn_status softmax_call(const linattn_session *s, const linattn_attention_desc *d,
+                                   const float *q, const void *k, const void *v, float *a)
+{
+    return s->kv16 ? linattn_attention_softmax_f16kv(d, q, k, v, a)
+                   : linattn_attention_softmax(d, q, k, v, a);
+}
+
+/* softmax: n new rows q, k, v of stream s against every key it keeps. The
+ * cache holds them in position order; a window's ring (slot pos % W) is
+ * read in place by one row, which sees every key it holds, and for a
+ * prefill copied in order, with the rows, into the gather buffers. */
+static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                   const float *q, const float *k, const float *v, float *a,
+                                   int n, int threads)
+{
+    const linattn_model *m = s->m;
+    const size_t kvd = (size_t)m->kvd, elem = linattn_cache_elem(s);
+    const uint64_t t0 = s->tokens;
+    linattn_layout views = {0, (size_t)m->dh, (size_t)m->d}; /* head h: columns h*dh.. */
+    linattn_layout kv_views = {0, (size_t)m->dh, kvd};
+    const void *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
+    int len_k = (int)t0 + n, causal = 1;
+    if (m->window > 0 && n == 1) {
+        cache_append(s, kt, layer, t0, k, v, kvd);
+        len_k = t0 + 1 < (uint64_t)m->window ? (int)t0 + 1 : m->window;
+        causal = 0; /* the ring holds exactly the window */
+    } else if (m->window > 0) {
+        const int W = m->window, prev = t0 < (uint64_t)(W - 1) ? (int)t0 : W - 1;
+        char *gk = s->gather_k, *gv = s->gather_v;
+        for (int r = 0; r < prev; r++) {
+            uint64_t pos = t0 - (uint64_t)prev + (uint64_t)r;
+            memcpy(gk + (size_t)r * kvd * elem, linattn_cache_at(s, 0, layer, pos), kvd * elem);
+            memcpy(gv + (size_t)r * kvd * elem, linattn_cache_at(s, 1, layer, pos), kvd * elem);
+        }
+        if (s->kv16) {
+            kt->to_f16((uint16_t *)(void *)(gk + (size_t)prev * kvd * elem), k, (size_t)n * kvd);
+            kt->to_f16((uint16_t *)(void *)(gv + (size_t)prev * kvd * elem), v, (size_t)n * kvd);
+        } else {
+            memcpy(gk + (size_t)prev * kvd * elem, k, (size_t)n * kvd * sizeof(float));
+            memcpy(gv + (size_t)prev * kvd * elem, v, (size_t)n * kvd * sizeof(float));
+        }
+        for (int r = n > W ? n - W : 0; r < n; r++) /* the last W rows stay */
+            cache_append(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
+                         v + (size_t)r * kvd, kvd);
+        kc = gk;
+        vc = gv;
+        len_k = prev + n;
+    } else {
+        cache_append(s, kt, layer, t0, k, v, (size_t)n * kvd);
+    }
+    linattn_attention_desc desc = softmax_desc(s, m->h, n, len_k, causal, threads);
+    desc.window = causal ? m->window : 0;
     desc.q = desc.out = views;
     desc.k = desc.v = kv_views;
     desc.workspace = s->attn_ws;
     desc.workspace_bytes = s->attn_ws_bytes;
-    return s->kv16 ? linattn_attention_softmax_f16kv(&desc, q, kc, vc, a)
-                   : linattn_attention_softmax(&desc, q, kc, vc, a);
+    return softmax_call(s, &desc, q, kc, vc, a);
 }
 
-/* The scratch one (stream, head) attention step needs: the linear fold's,
- * or a one-head softmax call's against the longest cache. */
-static size_t head_step_bytes(const linattn_session *w, int layer)
+/* linear: k, v [n, kvd], one row of each state head, or [n, d] repeated per
+ * query head (s->kx: a decayed grouped model). */
+static linattn_status linear_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                  const float *q, const float *k, const float *v, float *a,
+                                  int n, int threads)
 {
-    const linattn_model *m = w->m;
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
-        return linattn_linear_step_scratch_bytes(w->lin[layer]);
-    linattn_attention_desc desc;
-    linattn_attention_desc_init(&desc);
-    desc.batch = desc.heads = desc.len_q = desc.threads = 1;
-    desc.len_k = m->cfg.max_seq_len;
-    desc.d_k = desc.d_v = m->dh;
-    desc.causal = 1;
+    const linattn_model *m = s->m;
+    (void)kt;
+    linattn_linear_state *st = s->lin[layer];
+    if (n == 1)
+        return linattn_linear_step(st, q, k, v, a);
+    linattn_layout views = {0, (size_t)m->dh, (size_t)m->d};
+    linattn_layout kvl = {0, (size_t)m->dh, s->kx ? (size_t)m->d : (size_t)m->kvd};
+    linattn_layout lay[4] = {views, kvl, kvl, views};
+    return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
+}
+
+static linattn_status hybrid_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                  const float *q, const float *k, const float *v, float *a,
+                                  int n, int threads)
+{
+    (void)threads;
+    return linattn_hybrid_rows(s, kt, layer, s->tokens, q, k, v, a, n, s->hyb_ws);
+}
+
+/* A batch step (attend_batch) spreads (stream, unit) pairs over threads:
+ * units are heads (softmax), state heads (linear) or whole streams
+ * (hybrid, whose heads share one state step). */
+static int softmax_units(const linattn_model *m) { return m->h; }
+static int linear_units(const linattn_model *m) { return m->lin_heads; }
+static int hybrid_units(const linattn_model *m) { (void)m; return 1; }
+
+/* Scratch bytes of one unit: a one-head softmax call against the longest
+ * cache, the linear fold's, or a hybrid row's. */
+static size_t softmax_unit_bytes(const linattn_session *w, int layer)
+{
+    (void)layer;
+    linattn_attention_desc desc = softmax_desc(w, 1, 1, w->m->cache_rows, 1, 1);
     return linattn_attention_softmax_workspace(&desc);
 }
 
+static size_t linear_unit_bytes(const linattn_session *w, int layer)
+{
+    return linattn_linear_step_scratch_bytes(w->lin[layer]);
+}
+
+static size_t hybrid_unit_bytes(const linattn_session *w, int layer)
+{
+    (void)layer;
+    return linattn_hybrid_scratch_floats(w->m) * sizeof(float) + ATTN_ALIGN;
+}
+
+/* Before the units of a batch step: this token's k, v into the stream's cache. */
+static void softmax_before(linattn_session *s, const linattn_kernels *kt, int layer,
+                           const float *k, const float *v)
+{
+    cache_append(s, kt, layer, s->tokens, k, v, (size_t)s->m->kvd);
+}
+
+/* Unit h of stream s's token (q, a: [d]; k, v: a row of the batch). */
+static linattn_status softmax_unit(linattn_session *s, const linattn_kernels *kt, int layer,
+                                   int h, const float *q, const float *k, const float *v,
+                                   float *a, void *scratch, size_t bytes)
+{
+    const linattn_model *m = s->m;
+    (void)kt, (void)k, (void)v;
+    const int dh = m->dh;
+    const char *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
+    size_t off = (size_t)(h / (m->h / m->g)) * dh * linattn_cache_elem(s); /* its k/v head */
+    int len_k = (int)s->tokens + 1;
+    if (m->window > 0 && len_k > m->window)
+        len_k = m->window; /* the ring: every row it holds is in the window */
+    linattn_attention_desc desc = softmax_desc(s, 1, 1, len_k, m->window == 0, 1);
+    linattn_layout one = {0, 0, (size_t)m->d};    /* one head, rows d apart */
+    linattn_layout kv = {0, 0, (size_t)m->kvd}; /* its k/v head, rows kvd apart */
+    desc.q = desc.out = one;
+    desc.k = desc.v = kv;
+    desc.workspace = scratch;
+    desc.workspace_bytes = bytes;
+    return softmax_call(s, &desc, q + (size_t)h * dh, kc + off, vc + off, a + (size_t)h * dh);
+}
+
+static linattn_status linear_unit(linattn_session *s, const linattn_kernels *kt, int layer, int h,
+                                  const float *q, const float *k, const float *v, float *a,
+                                  void *scratch, size_t bytes)
+{
+    (void)kt, (void)bytes;
+    return linattn_linear_step_heads(s->lin[layer], h, h + 1, q, k, v, a, scratch);
+}
+
+static linattn_status hybrid_unit(linattn_session *s, const linattn_kernels *kt, int layer, int h,
+                                  const float *q, const float *k, const float *v, float *a,
+                                  void *scratch, size_t bytes)
+{
+    (void)h, (void)bytes;
+    uintptr_t p = ((uintptr_t)scratch + ATTN_ALIGN - 1) & ~(uintptr_t)(ATTN_ALIGN - 1);
+    return linattn_hybrid_rows(s, kt, layer, s->tokens, q, k, v, a, 1, (float *)p);
+}
+
+/* After every unit of the step: the linear states count the token. */
+static void linear_after(linattn_session *s, int layer)
+{
+    linattn_linear_step_done(s->lin[layer]);
+}
+
+typedef struct attn_kind {
+    /* n rows of one stream (a prefill chunk, or one token) */
+    linattn_status (*rows)(linattn_session *s, const linattn_kernels *kt, int layer,
+                           const float *q, const float *k, const float *v, float *a, int n,
+                           int threads);
+    int (*units)(const linattn_model *m);
+    size_t (*unit_bytes)(const linattn_session *w, int layer);
+    void (*before)(linattn_session *s, const linattn_kernels *kt, int layer, const float *k,
+                   const float *v); /* may be NULL */
+    linattn_status (*unit)(linattn_session *s, const linattn_kernels *kt, int layer, int h,
+                           const float *q, const float *k, const float *v, float *a,
+                           void *scratch, size_t bytes);
+    void (*after)(linattn_session *s, int layer); /* may be NULL */
+} attn_kind;
+
+static const attn_kind attn_kinds[] = {
+    [LINATTN_ATTN_SOFTMAX] = {softmax_rows, softmax_units, softmax_unit_bytes, softmax_before,
+                              softmax_unit, NULL},
+    [LINATTN_ATTN_LINEAR] = {linear_rows, linear_units, linear_unit_bytes, NULL, linear_unit,
+                             linear_after},
+    [LINATTN_ATTN_HYBRID] = {hybrid_rows, hybrid_units, hybrid_unit_bytes, NULL, hybrid_unit,
+                             NULL},
+};
+
+static const attn_kind *kind_of(const linattn_model *m)
+{
+    return &attn_kinds[m->cfg.attention];
+}
+
+/* a[n, d] = attention of n new rows q, k, v of stream s against everything
+ * it saw before; advances its state. */
+static linattn_status attend_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                  const float *q, const float *k, const float *v, float *a, int n,
+                                  int threads)
+{
+    return kind_of(s->m)->rows(s, kt, layer, q, k, v, a, n, threads);
+}
+
 /* One token of each stream (row i of w's q, k, v, a): OpenMP over (stream,
- * head) pairs, so a few streams still fill the threads. Each pair does what
- * the stream's own step does for that head (linear: the same arithmetic as
- * linattn_linear_step; softmax: one head of the same call). */
+ * unit) pairs, so a few streams still fill the threads. Each pair does what
+ * the stream's own step does for that unit. */
 static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt,
                                    linattn_session *const *streams, int layer,
                                    const float *kin, const float *vin, int n)
 {
     const linattn_model *m = w->m;
-    const int d = m->d, dh = m->dh, H = m->h, T = w->threads, kvd = m->kvd;
-    const int group = m->h / m->g;
+    const attn_kind *kind = kind_of(m);
+    const int d = m->d, dh = m->dh, H = m->h, T = w->threads;
     /* k, v rows: kvd wide, or d wide when repeated per query head (w->kx) */
-    const size_t kvrow = w->kx ? (size_t)d : (size_t)kvd;
-    /* pairs: (stream, head) for softmax, (stream, state head) for linear */
-    const int HP = m->cfg.attention == LINATTN_ATTN_LINEAR ? m->lin_heads : H;
-    const int linear = m->cfg.attention == LINATTN_ATTN_LINEAR;
-    const size_t per = head_step_bytes(w, layer);
+    const size_t kvrow = w->kx ? (size_t)d : (size_t)m->kvd;
+    const int HP = kind->units(m);
+    const size_t per = kind->unit_bytes(w, layer);
     if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
         return linattn_err(LINATTN_ERR_NOMEM, "batched attention: scratch size overflows");
     if (w->batch_ws_bytes < per * (size_t)T) {
@@ -943,10 +1177,12 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     double work = 0; /* flops of the attention of all pairs */
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
-        if (!linear) /* append this token's k, v to the stream's cache */
-            cache_append(s, kt, layer, s->tokens, kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
-                         (size_t)kvd);
-        work += 4.0 * H * dh * (linear ? dh : (double)s->tokens + 1);
+        if (kind->before)
+            kind->before(s, kt, layer, kin + (size_t)i * kvrow, vin + (size_t)i * kvrow);
+        double keys = m->cfg.attention == LINATTN_ATTN_LINEAR ? dh : (double)s->tokens + 1;
+        if (m->window > 0 && keys > m->window)
+            keys = m->window + (m->cfg.attention == LINATTN_ATTN_HYBRID ? 2 * m->fdim : 0);
+        work += 4.0 * H * dh * keys;
     }
     int failed = 0;
     int par = T > 1 && n * HP > 1 && work >= (double)LINATTN_PARALLEL_MIN_WORK;
@@ -956,42 +1192,17 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
         const int i = it / HP, h = it % HP;
         const size_t row = (size_t)i * d;
         char *scratch = (char *)w->batch_ws + (size_t)attn_thread_id() * per;
-        linattn_session *s = streams[i];
-        linattn_status st;
-        if (linear) {
-            st = linattn_linear_step_heads(s->lin[layer], h, h + 1, w->q + row,
-                                           kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
-                                           w->a + row, scratch);
-        } else {
-            const char *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
-            size_t off = (size_t)(h / group) * dh * linattn_cache_elem(s); /* its k/v head */
-            linattn_layout one = {0, 0, (size_t)d};   /* one head, rows d apart */
-            linattn_layout kv = {0, 0, (size_t)kvd}; /* its k/v head, rows kvd apart */
-            linattn_attention_desc desc;
-            linattn_attention_desc_init(&desc);
-            desc.batch = desc.heads = desc.len_q = desc.threads = 1;
-            desc.len_k = (int)s->tokens + 1;
-            desc.d_k = desc.d_v = dh;
-            desc.causal = 1;
-            desc.q = desc.out = one;
-            desc.k = desc.v = kv;
-            desc.workspace = scratch;
-            desc.workspace_bytes = per;
-            const float *qh = w->q + row + (size_t)h * dh;
-            float *ah = w->a + row + (size_t)h * dh;
-            st = s->kv16 ? linattn_attention_softmax_f16kv(&desc, qh, (const void *)(kc + off),
-                                                           (const void *)(vc + off), ah)
-                         : linattn_attention_softmax(&desc, qh, (const void *)(kc + off),
-                                                     (const void *)(vc + off), ah);
-        }
+        linattn_status st = kind->unit(streams[i], kt, layer, h, w->q + row,
+                                       kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
+                                       w->a + row, scratch, per);
         if (st != LINATTN_OK)
             failed = 1;
     }
     if (failed)
         return linattn_err(LINATTN_ERR_INVALID, "batched attention failed");
-    if (linear)
+    if (kind->after)
         for (int i = 0; i < n; i++)
-            linattn_linear_step_done(streams[i]->lin[layer]);
+            kind->after(streams[i], layer);
     return LINATTN_OK;
 }
 
@@ -1191,7 +1402,10 @@ static int attention_apart(const linattn_session *s, int T)
     const linattn_model *m = s->m;
     if (m->cfg.attention != LINATTN_ATTN_SOFTMAX || T < 2)
         return 0;
-    double keys = (double)s->tokens + 1, work = (double)m->h * keys * 2.0 * m->dh;
+    double keys = (double)s->tokens + 1, work;
+    if (m->window > 0 && keys > m->window)
+        keys = m->window;
+    work = (double)m->h * keys * 2.0 * m->dh;
     return attn_threads_for_work(T, work / 2) > 1;
 }
 

@@ -47,6 +47,10 @@ typedef struct linattn_layer {
     const float *up_b;                                  /* [d_ff] */
     linattn_matrix down_w;                              /* [d, d_ff] */
     const float *down_b;                                /* [d] */
+    /* hybrid attention only (else NULL) */
+    const float *lin_scale;                             /* [h]: lambda, the tail's log-scale */
+    const float *wq_phi, *wk_phi;                       /* feature_dim F > 0: [h, F, dh] and
+                                                         * [g, F, dh], before phi; else NULL */
 } linattn_layer;
 
 struct linattn_model {
@@ -65,6 +69,11 @@ struct linattn_model {
     double *inv_freq;         /* [d/2] 10000^(-2i/d), sincos positions */
     double *rope_freq;        /* [dh/2] rope_theta^(-2i/dh), rope positions */
     float *decay;             /* [h] per-head decay of linear attention, NULL: none */
+    int window;               /* softmax or hybrid: the window W (0: none) */
+    int cache_rows;           /* rows of a layer's K and V cache: W (a ring, slot = pos % W)
+                               * or max_seq_len */
+    int fdim;                 /* hybrid: width of phi(q), phi(k) (feature_dim, or dh) */
+    float *log_gw;            /* hybrid: [h] W log(decay): a tail key is W tokens old */
     linattn_tokenizer *tokenizer; /* the config's (bytes by default) */
     uint64_t params;
     size_t weight_bytes;      /* as held in memory (linattn_model_weight_bytes) */
@@ -81,9 +90,13 @@ struct linattn_session {
     /* linear: one state per layer (of n_heads heads: grouped k/v are repeated
      * per query head); softmax: K and V caches [layers][max_seq_len][kv_dim]
      * of fp32, or of halfs when kv16 ([runtime] kv_cache = f16) */
-    linattn_linear_state **lin;
+    linattn_linear_state **lin; /* hybrid: the tail's sums, of keys older than the window */
     void *kcache, *vcache;
     int kv16;
+    /* window: a prefill's keys and values in position order, the W - 1
+     * before it then its own ([W - 1 + CHUNK][kv_dim] each, as the cache) */
+    void *gather_k, *gather_v;
+    float *hyb_ws; /* hybrid: one row's scratch (linattn_hybrid_scratch_floats) */
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
     size_t attn_ws_bytes;
     /* when this session carries a group of streams (sessions_step): one
@@ -108,11 +121,13 @@ static inline size_t linattn_cache_elem(const linattn_session *s)
     return s->kv16 ? sizeof(uint16_t) : sizeof(float);
 }
 
-/* &cache[layer][pos][0] of s's K (which 0) or V (1) cache. */
+/* &cache[layer][slot][0] of s's K (which 0) or V (1) cache, the slot of
+ * position pos: pos itself, or pos % W in a window's ring. */
 static inline void *linattn_cache_at(const linattn_session *s, int which, int layer, uint64_t pos)
 {
     const linattn_model *m = s->m;
-    size_t row = ((size_t)layer * (size_t)m->cfg.max_seq_len + (size_t)pos) * (size_t)m->kvd;
+    size_t slot = m->window > 0 ? (size_t)(pos % (uint64_t)m->cache_rows) : (size_t)pos;
+    size_t row = ((size_t)layer * (size_t)m->cache_rows + slot) * (size_t)m->kvd;
     return (char *)(which ? s->vcache : s->kcache) + row * linattn_cache_elem(s);
 }
 
@@ -138,6 +153,15 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 linattn_status linattn_model_random_safetensors(const linattn_config *config,
                                                 linattn_dtype matrices, linattn_dtype vectors,
                                                 void **bytes, size_t *size);
+/* Hybrid attention (engine/attention_hybrid.c): n rows of one stream at
+ * positions pos.. (q [n, d], k, v [n, kv_dim] after RoPE) into out [n, d]:
+ * each row's key enters the window's ring, the key W tokens older leaves it
+ * for the tail's sums, then the row reads both. scratch: floats of
+ * linattn_hybrid_scratch_floats. */
+size_t linattn_hybrid_scratch_floats(const linattn_model *m);
+linattn_status linattn_hybrid_rows(linattn_session *s, const linattn_kernels *kt, int layer,
+                                   uint64_t pos, const float *q, const float *k, const float *v,
+                                   float *out, int n, float *scratch);
 /* Heads of a linear model's state per layer (linattn_model::lin_heads). */
 int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */

@@ -37,7 +37,8 @@ static linattn_status size_workspace(linattn_session *s)
     desc.batch = 1;
     desc.heads = m->h;
     desc.len_q = LINATTN_CHUNK;
-    desc.len_k = m->cfg.max_seq_len;
+    /* a window's prefill reads the W - 1 keys before it and its own */
+    desc.len_k = m->window > 0 ? m->window - 1 + LINATTN_CHUNK : m->cfg.max_seq_len;
     desc.d_k = desc.d_v = m->dh;
     desc.causal = 1;
     desc.threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
@@ -94,13 +95,30 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
                 st = linattn_linear_state_set_group(s->lin[l], m->h / m->lin_heads);
         }
     } else {
-        /* fp32 or halfs (kv_cache = f16): halfs take half the floats */
-        size_t cache = (size_t)L * (size_t)m->cfg.max_seq_len * m->kvd;
+        /* fp32 or halfs (kv_cache = f16): halfs take half the floats; a
+         * window keeps a ring of W rows */
+        size_t cache = (size_t)L * (size_t)m->cache_rows * m->kvd;
         s->kv16 = m->cfg.kv_cache == LINATTN_KV_F16;
         if (s->kv16)
             cache = (cache + 1) / 2;
         s->kcache = alloc_floats(cache, &failed);
         s->vcache = alloc_floats(cache, &failed);
+        if (m->cfg.attention == LINATTN_ATTN_SOFTMAX && m->window > 0) {
+            size_t rows = (size_t)(m->window - 1 + LINATTN_CHUNK) * m->kvd;
+            if (s->kv16)
+                rows = (rows + 1) / 2;
+            s->gather_k = alloc_floats(rows, &failed);
+            s->gather_v = alloc_floats(rows, &failed);
+        }
+    }
+    if (m->cfg.attention == LINATTN_ATTN_HYBRID) {
+        /* the tail: a state of every query head (each its own decay), phi
+         * of fdim, no eps (the window's mass is never 0) */
+        s->hyb_ws = alloc_floats(linattn_hybrid_scratch_floats(m), &failed);
+        s->lin = mem_calloc((size_t)L, sizeof *s->lin);
+        failed |= !s->lin;
+        for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
+            st = linattn_linear_state_create(m->h, m->fdim, m->dh, 0.0f, m->decay, &s->lin[l]);
     }
     if (!failed && st == LINATTN_OK)
         st = size_workspace(s);
@@ -122,6 +140,9 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->lin);
     mem_free(s->kcache);
     mem_free(s->vcache);
+    mem_free(s->gather_k);
+    mem_free(s->gather_v);
+    mem_free(s->hyb_ws);
     mem_free(s->attn_ws);
     mem_free(s->batch_ws);
     mem_free(s->logits);
@@ -139,30 +160,62 @@ void linattn_session_free(linattn_session *s)
     mem_free(s);
 }
 
+/* Rows of a layer's cache in use at `tokens` tokens (a ring: at most W). */
+static size_t cache_rows_used(const linattn_model *m, uint64_t tokens)
+{
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
+        return 0;
+    return m->window > 0 && tokens > (uint64_t)m->window ? (size_t)m->window : (size_t)tokens;
+}
+
+/* Tokens in a layer's linear state at `tokens` tokens of the stream: all
+ * (linear), those that left the window (hybrid), none (softmax). */
+static uint64_t lin_tokens(const linattn_model *m, uint64_t tokens)
+{
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR)
+        return tokens;
+    if (m->cfg.attention == LINATTN_ATTN_HYBRID && tokens > (uint64_t)m->window)
+        return tokens - (uint64_t)m->window;
+    return 0;
+}
+
+/* A layer's linear state: heads, and the widths of S (dk x dv). */
+static void lin_dims(const linattn_model *m, int *heads, size_t *dk, size_t *dv)
+{
+    int hybrid = m->cfg.attention == LINATTN_ATTN_HYBRID;
+    *heads = hybrid ? m->h : m->lin_heads;
+    *dk = hybrid ? (size_t)m->fdim : (size_t)m->dh;
+    *dv = (size_t)m->dh;
+}
+
 /* dst's state, tokens and logits become src's (same model). */
 static void copy_stream(linattn_session *dst, const linattn_session *src)
 {
     const linattn_model *m = src->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
-    size_t rows = (size_t)(src->tokens % LINATTN_LINEAR_BLOCK);
+    size_t d = (size_t)m->kvd, dk, dv; /* cache rows: the k/v heads */
+    int heads;
+    lin_dims(m, &heads, &dk, &dv);
+    const uint64_t lt = lin_tokens(m, src->tokens);
+    size_t rows = (size_t)(lt % LINATTN_LINEAR_BLOCK);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (src->lin) {
-            for (int h = 0; h < m->lin_heads; h++) {
+            for (int h = 0; h < heads; h++) {
                 memcpy(linattn_linear_state_S(dst->lin[l], h), linattn_linear_state_S(src->lin[l], h),
-                       dh * dh * sizeof(float));
+                       dk * dv * sizeof(float));
                 memcpy(linattn_linear_state_z(dst->lin[l], h), linattn_linear_state_z(src->lin[l], h),
-                       dh * sizeof(float));
+                       dk * sizeof(float));
                 memcpy(linattn_linear_state_rows_k(dst->lin[l], h),
-                       linattn_linear_state_rows_k(src->lin[l], h), rows * dh * sizeof(float));
+                       linattn_linear_state_rows_k(src->lin[l], h), rows * dk * sizeof(float));
                 memcpy(linattn_linear_state_rows_v(dst->lin[l], h),
-                       linattn_linear_state_rows_v(src->lin[l], h), rows * dh * sizeof(float));
+                       linattn_linear_state_rows_v(src->lin[l], h), rows * dv * sizeof(float));
             }
-            linattn_linear_state_set_tokens(dst->lin[l], src->tokens);
-            continue;
+            linattn_linear_state_set_tokens(dst->lin[l], lt);
         }
-        size_t n = (size_t)src->tokens * d * linattn_cache_elem(src);
-        memcpy(linattn_cache_at(dst, 0, l, 0), linattn_cache_at(src, 0, l, 0), n);
-        memcpy(linattn_cache_at(dst, 1, l, 0), linattn_cache_at(src, 1, l, 0), n);
+        size_t n = cache_rows_used(m, src->tokens) * d * linattn_cache_elem(src);
+        if (n) {
+            memcpy(linattn_cache_at(dst, 0, l, 0), linattn_cache_at(src, 0, l, 0), n);
+            memcpy(linattn_cache_at(dst, 1, l, 0), linattn_cache_at(src, 1, l, 0), n);
+        }
     }
     memcpy(dst->logits, src->logits, (size_t)m->vocab * sizeof(float));
     dst->tokens = src->tokens;
@@ -184,7 +237,7 @@ linattn_status linattn_session_fork(const linattn_session *src, linattn_session 
 
 void linattn_session_reset(linattn_session *s)
 {
-    s->tokens = 0;
+    s->tokens = 0; /* a ring's rows are rewritten before they are read again */
     if (s->lin)
         for (int l = 0; l < s->m->cfg.n_layers; l++)
             linattn_linear_state_reset(s->lin[l]);
@@ -219,10 +272,12 @@ size_t linattn_session_state_bytes(const linattn_session *s)
 
 /* ---- feeding -------------------------------------------------------------- */
 
-/* Softmax needs cache room; learned positions need table rows. */
+/* Softmax needs cache room (unless it keeps a window); learned positions
+ * need table rows. */
 static int bounded(const linattn_config *c)
 {
-    return c->attention == LINATTN_ATTN_SOFTMAX || c->positions == LINATTN_POS_LEARNED;
+    return (c->attention == LINATTN_ATTN_SOFTMAX && c->window == 0) ||
+           c->positions == LINATTN_POS_LEARNED;
 }
 
 uint64_t linattn_session_tokens_left(const linattn_session *s)
@@ -442,13 +497,17 @@ linattn_status linattn_sessions_feed(linattn_session *const *sessions, const int
 static size_t payload_bytes_as(const linattn_session *s, uint64_t tokens, int kv16)
 {
     const linattn_model *m = s->m;
-    if (m->cfg.attention != LINATTN_ATTN_LINEAR)
-        return (size_t)m->cfg.n_layers * 2 * (size_t)m->kvd * (size_t)tokens *
-               (kv16 ? sizeof(uint16_t) : sizeof(float));
-    /* per layer and head: S, z, and the waiting rows of phi(k) and v */
-    size_t dh = (size_t)m->dh, rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK);
-    return (size_t)m->cfg.n_layers * (size_t)m->lin_heads * (dh * dh + dh + rows * 2 * dh) *
-           sizeof(float);
+    /* per layer: the cache's rows in use (a ring in slot order), then the
+     * linear state's heads: S, z, and the waiting rows of phi(k) and v */
+    size_t bytes = (size_t)m->cfg.n_layers * 2 * (size_t)m->kvd * cache_rows_used(m, tokens) *
+                   (kv16 ? sizeof(uint16_t) : sizeof(float));
+    if (m->cfg.attention == LINATTN_ATTN_SOFTMAX)
+        return bytes;
+    int heads;
+    size_t dk, dv, rows = (size_t)(lin_tokens(m, tokens) % LINATTN_LINEAR_BLOCK);
+    lin_dims(m, &heads, &dk, &dv);
+    return bytes + (size_t)m->cfg.n_layers * (size_t)heads *
+                       (dk * dv + dk + rows * (dk + dv)) * sizeof(float);
 }
 
 static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
@@ -542,21 +601,21 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
     put_u32(head + 48, (uint32_t)logits_count(s));
     put_u32(head + 52, (uint32_t)s->kv16);
     put(w, head, sizeof head);
-    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
+    size_t d = (size_t)m->kvd, dk, dv; /* cache rows: the k/v heads */
+    int heads;
+    lin_dims(m, &heads, &dk, &dv);
+    size_t rows = (size_t)(lin_tokens(m, s->tokens) % LINATTN_LINEAR_BLOCK);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        if (s->lin) {
-            for (int h = 0; h < m->lin_heads; h++) {
-                size_t rows = (size_t)(s->tokens % LINATTN_LINEAR_BLOCK);
-                put(w, linattn_linear_state_S(s->lin[l], h), dh * dh * sizeof(float));
-                put(w, linattn_linear_state_z(s->lin[l], h), dh * sizeof(float));
-                put(w, linattn_linear_state_rows_k(s->lin[l], h), rows * dh * sizeof(float));
-                put(w, linattn_linear_state_rows_v(s->lin[l], h), rows * dh * sizeof(float));
-            }
-            continue;
-        }
-        size_t bytes = (size_t)s->tokens * d * linattn_cache_elem(s);
+        size_t bytes = cache_rows_used(m, s->tokens) * d * linattn_cache_elem(s);
         put(w, linattn_cache_at(s, 0, l, 0), bytes);
         put(w, linattn_cache_at(s, 1, l, 0), bytes);
+        if (s->lin)
+            for (int h = 0; h < heads; h++) {
+                put(w, linattn_linear_state_S(s->lin[l], h), dk * dv * sizeof(float));
+                put(w, linattn_linear_state_z(s->lin[l], h), dk * sizeof(float));
+                put(w, linattn_linear_state_rows_k(s->lin[l], h), rows * dk * sizeof(float));
+                put(w, linattn_linear_state_rows_v(s->lin[l], h), rows * dv * sizeof(float));
+            }
     }
     put(w, s->logits, logits_count(s) * sizeof(float));
     put(w, extra, extra_bytes);
@@ -641,7 +700,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     size_t head_bytes = version == 2 ? HEADER_V2 : HEADER_BYTES;
     uint64_t nlogits = version == 2 || size < HEADER_BYTES ? 0 : get_u32(data + 48);
     uint32_t file16 = version < 4 || size < HEADER_BYTES ? 0 : get_u32(data + 52);
-    if (file16 > 1 || (file16 && c->attention != LINATTN_ATTN_SOFTMAX))
+    if (file16 > 1 || (file16 && c->attention == LINATTN_ATTN_LINEAR))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: unknown KV cache type %u in the header",
                            name, file16);
     if (variant != (uint32_t)c->attention || hash != s->m->shape_hash)
@@ -662,29 +721,31 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
         return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
     /* Everything checked: only now touch the session. */
     const linattn_model *m = s->m;
-    size_t dh = (size_t)m->dh, d = (size_t)m->kvd; /* cache rows: the k/v heads */
+    size_t d = (size_t)m->kvd, dk, dv; /* cache rows: the k/v heads */
+    int heads;
+    lin_dims(m, &heads, &dk, &dv);
+    const uint64_t lt = lin_tokens(m, tokens);
+    size_t rows = (size_t)(lt % LINATTN_LINEAR_BLOCK);
     const unsigned char *p = data + head_bytes;
     for (int l = 0; l < c->n_layers; l++) {
-        if (s->lin) {
-            for (int h = 0; h < m->lin_heads; h++) {
-                size_t rows = (size_t)(tokens % LINATTN_LINEAR_BLOCK) * dh * sizeof(float);
-                memcpy(linattn_linear_state_S(s->lin[l], h), p, dh * dh * sizeof(float));
-                p += dh * dh * sizeof(float);
-                memcpy(linattn_linear_state_z(s->lin[l], h), p, dh * sizeof(float));
-                p += dh * sizeof(float);
-                memcpy(linattn_linear_state_rows_k(s->lin[l], h), p, rows);
-                p += rows;
-                memcpy(linattn_linear_state_rows_v(s->lin[l], h), p, rows);
-                p += rows;
-            }
-            linattn_linear_state_set_tokens(s->lin[l], tokens);
-            continue;
-        }
-        size_t count = (size_t)tokens * d; /* values of K, then of V */
-        for (int which = 0; which < 2; which++) {
+        size_t count = cache_rows_used(m, tokens) * d; /* values of K, then of V */
+        for (int which = 0; which < 2 && count; which++) {
             cache_load(s, linattn_cache_at(s, which, l, 0), p, count, (int)file16);
             p += count * (file16 ? sizeof(uint16_t) : sizeof(float));
         }
+        if (!s->lin)
+            continue;
+        for (int h = 0; h < heads; h++) {
+            memcpy(linattn_linear_state_S(s->lin[l], h), p, dk * dv * sizeof(float));
+            p += dk * dv * sizeof(float);
+            memcpy(linattn_linear_state_z(s->lin[l], h), p, dk * sizeof(float));
+            p += dk * sizeof(float);
+            memcpy(linattn_linear_state_rows_k(s->lin[l], h), p, rows * dk * sizeof(float));
+            p += rows * dk * sizeof(float);
+            memcpy(linattn_linear_state_rows_v(s->lin[l], h), p, rows * dv * sizeof(float));
+            p += rows * dv * sizeof(float);
+        }
+        linattn_linear_state_set_tokens(s->lin[l], lt);
     }
     s->tokens = tokens;
     if (nlogits)

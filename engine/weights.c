@@ -742,7 +742,7 @@ linattn_status linattn_weights_write_mem(const linattn_tensor_out *t, int n, voi
     /* the header: about 120 bytes a tensor plus its name */
     size_t cap = 64, data = 0;
     for (int i = 0; i < n; i++) {
-        if (t[i].ndim < 1 || t[i].ndim > 2 || (unsigned)t[i].dtype > LINATTN_DTYPE_I8)
+        if (t[i].ndim < 1 || t[i].ndim > 3 || (unsigned)t[i].dtype > LINATTN_DTYPE_I8)
             return linattn_err(LINATTN_ERR_INVALID, "weights_write_mem: tensor '%.200s': bad "
                                "ndim or dtype", t[i].name);
         cap += strlen(t[i].name) + 128;

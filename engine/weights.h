@@ -71,8 +71,8 @@ void linattn_weights_dtypes(const linattn_weights *w, char *buf, size_t size);
  * even for F16/BF16). */
 typedef struct linattn_tensor_out {
     const char *name;
-    int ndim; /* 1 or 2 */
-    int64_t shape[2];
+    int ndim; /* 1 to 3 */
+    int64_t shape[3];
     const float *data;
     linattn_dtype dtype;
 } linattn_tensor_out;

@@ -154,6 +154,10 @@ typedef struct linattn_attention_desc {
                            * (multi-query); else G dividing heads, query head h reading
                            * k/v head h / (heads / G) (grouped-query). Dense k/v strides
                            * then mean (B, G, Lk, D). */
+    int window;           /* softmax, causal only: 0 (off) or W >= 1: query i (at key
+                           * position p = i + Lk - Lq) sees keys p - W < j <= p, a
+                           * sliding window; W >= Lk is plain causal softmax. Key
+                           * tiles wholly outside the band are never read. */
 } linattn_attention_desc;
 
 /* Zeroes d and sets eps = 1e-6. */
@@ -256,7 +260,13 @@ LINATTN_API linattn_status linattn_linear_step(linattn_linear_state *s, const fl
 /* Config files                                                              */
 /* ------------------------------------------------------------------------ */
 
-typedef enum linattn_attention_kind { LINATTN_ATTN_SOFTMAX, LINATTN_ATTN_LINEAR } linattn_attention_kind;
+/* HYBRID: a softmax window of the last `window` keys plus a decayed linear
+ * tail over every older key, in one normalisation (README "Attention kinds"). */
+typedef enum linattn_attention_kind {
+    LINATTN_ATTN_SOFTMAX,
+    LINATTN_ATTN_LINEAR,
+    LINATTN_ATTN_HYBRID,
+} linattn_attention_kind;
 typedef enum linattn_norm_kind { LINATTN_NORM_LAYERNORM, LINATTN_NORM_RMSNORM } linattn_norm_kind;
 typedef enum linattn_norm_position { LINATTN_NORM_PRE, LINATTN_NORM_POST } linattn_norm_position;
 /* SWIGLU: down(silu(gate x) * up x), llama's feed-forward. */
@@ -337,7 +347,8 @@ typedef enum linattn_kv_cache {
 /* An INI config file, parsed and validated. The library's sections and keys:
  *   [model]     weights vocab_size d_model n_heads n_layers d_ff attention norm
  *               norm_position ffn positions max_seq_len eps norm_eps tie_embeddings
- *               decay tokenizer rope_theta rope_pairing bias n_kv_heads
+ *               decay tokenizer rope_theta rope_pairing bias n_kv_heads window
+ *               feature_dim
  *   [runtime]   threads isa batch weights_dtype kv_cache
  * The linattn program's sections, [generate] and [attention], are skipped
  * unread (the program reads them itself, through linattn_config_load_keys);
@@ -374,7 +385,7 @@ typedef struct linattn_config {
     int n_heads;          /* >= 1; head size d_model / n_heads */
     int n_layers;         /* 1..LINATTN_MAX_LAYERS */
     int d_ff;             /* FFN hidden size, 1..LINATTN_MAX_D_FF */
-    linattn_attention_kind attention; /* softmax | linear, default linear */
+    linattn_attention_kind attention; /* softmax | linear | hybrid, default linear */
     linattn_norm_kind norm;           /* layernorm | rmsnorm, default layernorm */
     linattn_norm_position norm_position; /* pre | post, default pre */
     linattn_ffn_kind ffn;             /* relu | gelu, default gelu */
@@ -384,7 +395,7 @@ typedef struct linattn_config {
     float eps;            /* linear attention denominator eps, >= 0, default 1e-6 */
     float norm_eps;       /* norm eps, >= 0, default 1e-5 */
     int tie_embeddings;   /* 1: the LM head is tok_emb^T, default 0 */
-    linattn_decay decay;  /* linear attention only: per-head decay, default none */
+    linattn_decay decay;  /* linear and hybrid attention: per-head decay, default none */
     char tokenizer[4096]; /* "bytes" (default; "" too), "llama2c:PATH" or "hf:PATH", paths
                            * resolved from the config's folder (linattn_tokenizer_load) */
     float rope_theta;     /* positions = rope: base of the rotation frequencies, > 0, default 10000 */
@@ -393,6 +404,13 @@ typedef struct linattn_config {
     int n_kv_heads;       /* heads of k and v, dividing n_heads (grouped-query attention):
                            * the KV cache, and a linear state without decay, hold only
                            * those; 0 (default): n_heads */
+    int window;           /* softmax: 0 (default, off) or W >= 1, a sliding window: token i
+                           * sees tokens i - W < j <= i, decoding keeps a ring of W keys
+                           * and values and never reaches max_seq_len; hybrid: the
+                           * softmax window (required, >= 1), older keys go to the tail */
+    int feature_dim;      /* hybrid: 0 (default): phi on the head's q and k; F > 0: learned
+                           * per-head maps wq_phi [heads, F, d_head], wk_phi [kv_heads, F,
+                           * d_head] before phi, the tail's state F x d_head a head */
 
     /* [runtime] */
     int threads;          /* 0..LINATTN_MAX_THREADS, 0 (default): auto (linattn_max_threads) */

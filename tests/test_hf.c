@@ -505,6 +505,36 @@ Test(hf, mistral_without_sliding_window)
     free_model(&m);
 }
 
+/* mistral's sliding_window loads as that window: the same logits as our
+ * file of the same weights with window = 3, and other logits than without
+ * it (the control: 11 tokens pass a window of 3) */
+Test(hf, mistral_sliding_window_is_the_window)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    write_config_json("mistral", 0, ",\n  \"sliding_window\": 3");
+    const char *ours = write_ours(&m, "softmax\nwindow = 3");
+    const char *hf = write_ini("hf.ini", "[model]\nweights = hf:.\nattention = softmax\n");
+    linattn_model *a = load_ok(hf), *b = load_ok(ours);
+    cr_expect_eq(linattn_model_config(a)->window, 3);
+    expect_same_logits(a, b);
+    linattn_model *c = load_ok(write_ours(&m, "softmax"));
+    linattn_session *sb, *sc;
+    cr_assert_eq(linattn_session_new(b, &sb), LINATTN_OK);
+    cr_assert_eq(linattn_session_new(c, &sc), LINATTN_OK);
+    float lb[V], lc[V];
+    cr_assert_eq(linattn_session_feed(sb, tokens, NT, lb), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(sc, tokens, NT, lc), LINATTN_OK);
+    cr_expect_neq(memcmp(lb, lc, sizeof lb), 0, "the window changed nothing");
+    linattn_session_free(sb);
+    linattn_session_free(sc);
+    linattn_model_free(a);
+    linattn_model_free(b);
+    linattn_model_free(c);
+    free_model(&m);
+}
+
 /* ---- the tokenizer ------------------------------------------------------- */
 
 /* A sentencepiece BPE tokenizer of 13 tokens (fewer than the model's 64). */
@@ -638,7 +668,7 @@ Test(hf, what_config_json_may_not_say)
         {"qwen2", "", "model_type 'qwen2' is not supported"},
         {"llama", ",\n  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}",
          "\"rope_scaling\" is set"},
-        {"mistral", ",\n  \"sliding_window\": 4096", "\"sliding_window\" is set"},
+        {"mistral", ",\n  \"sliding_window\": 0", "\"sliding_window\" is not an integer in 1.."},
         {"llama", ",\n  \"head_dim\": 16", "\"head_dim\" is 16, but hidden_size 32 / "
                                           "num_attention_heads 4 is 8"},
         {"llama", ",\n  \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",

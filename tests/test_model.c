@@ -1299,3 +1299,181 @@ Test(llama, decode_bits_do_not_depend_on_threads)
     linattn_session_free(two);
     linattn_model_free(m);
 }
+
+/* ---- constant-memory kinds: a softmax window, hybrid ----------------------- */
+
+TestSuite(window, .init = tu_make_dir, .fini = tu_remove_dir);
+
+/* A llama-shaped random model (rope, GQA 8 -> 2, swiglu) of max_seq_len 64
+ * with a window W, hybrid with feature_dim F (or softmax), decays per head. */
+static linattn_model *random_windowed(linattn_attention_kind kind, int W, int F, int decay,
+                                      linattn_kv_cache kv)
+{
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:9");
+    c.vocab_size = 256, c.d_model = 64, c.n_heads = 8, c.n_layers = 2, c.d_ff = 96;
+    c.max_seq_len = 64;
+    c.attention = kind;
+    c.norm = LINATTN_NORM_RMSNORM;
+    c.ffn = LINATTN_FFN_SWIGLU;
+    c.positions = LINATTN_POS_ROPE;
+    c.bias = 0;
+    c.n_kv_heads = 2;
+    c.window = W;
+    c.feature_dim = F;
+    c.kv_cache = kv;
+    if (decay)
+        cr_assert_eq(linattn_decay_parse("0.5,0.8,0.9,0.95,0.99,0.999,1,0.7", &c.decay),
+                     LINATTN_OK);
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    return m;
+}
+
+/* Prefill (crossing the 128-token chunks and the window) = steps; save,
+ * load, continue and fork = one stream bit for bit; streams stepped
+ * together = each alone; 40x past max_seq_len with the state bytes and
+ * the heap unchanged. */
+static void windowed_sessions(linattn_attention_kind kind, int W, int F, int decay,
+                              linattn_kv_cache kv)
+{
+    enum { N = 300, S = 5 };
+    linattn_model *m = random_windowed(kind, W, F, decay, kv);
+    int tokens[N];
+    make_tokens(tokens, N, 31);
+    float a[256], b[256];
+    linattn_session *s1 = new_session(m), *s2 = new_session(m);
+    cr_assert_eq(linattn_session_feed(s1, tokens, 200, NULL), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_feed(s1, tokens + 200, N - 200, a), LINATTN_OK);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(linattn_session_feed(s2, &tokens[i], 1, b), LINATTN_OK, "%s",
+                     linattn_last_error());
+    double err = rel_diff(a, b, 256);
+    cr_assert_leq(err, 1e-5, "W=%d F=%d: prefill vs steps: relative error %g", W, F, err);
+    cr_assert_eq(linattn_session_tokens_left(s1), UINT64_MAX, "a window never fills");
+
+    const char *path = tu_path("state.bin");
+    cr_assert_eq(linattn_session_save(s1, path, NULL, 0), LINATTN_OK, "%s", linattn_last_error());
+    linattn_session *s3 = new_session(m), *f = NULL;
+    cr_assert_eq(linattn_session_load(s3, path, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_fork(s1, &f), LINATTN_OK);
+    float c[256];
+    for (int i = 0; i < 20; i++) {
+        cr_assert_eq(linattn_session_feed(s1, &tokens[i], 1, a), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(s3, &tokens[i], 1, b), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(f, &tokens[i], 1, c), LINATTN_OK);
+        cr_assert_eq(memcmp(a, b, sizeof a), 0, "W=%d: bit-identical after load, token %d", W, i);
+        cr_assert_eq(memcmp(a, c, sizeof a), 0, "W=%d: the fork continues the same, token %d", W,
+                     i);
+    }
+    /* a file of a model with another window is refused whole */
+    linattn_model *other = random_windowed(kind, W + 1, F, decay, kv);
+    linattn_session *o = new_session(other);
+    cr_assert_eq(linattn_session_load(o, path, NULL, 0, NULL), LINATTN_ERR_FORMAT);
+    linattn_session_free(o);
+    linattn_model_free(other);
+
+    linattn_session *batch[S], *alone[S];
+    static float lb[S][256];
+    float *out[S];
+    for (int i = 0; i < S; i++) {
+        batch[i] = new_session(m);
+        alone[i] = new_session(m);
+        cr_assert_eq(linattn_session_feed(batch[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(alone[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        out[i] = lb[i];
+    }
+    for (int step = 0; step < 3; step++) {
+        int next[S];
+        for (int i = 0; i < S; i++)
+            next[i] = tokens[(i * 13 + step) % N];
+        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
+                     linattn_last_error());
+        for (int i = 0; i < S; i++) {
+            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
+            double e = rel_diff(lb[i], a, 256);
+            cr_assert_leq(e, 1e-5, "W=%d stream %d step %d: %g", W, i, step, e);
+        }
+    }
+    for (int i = 0; i < S; i++) {
+        linattn_session_free(batch[i]);
+        linattn_session_free(alone[i]);
+    }
+
+    /* far past max_seq_len: the same state bytes, no allocation */
+    int chunk[1000];
+    make_tokens(chunk, 1000, 5);
+    linattn_session_reset(s2);
+    int failed = linattn_session_feed(s2, chunk, 300, NULL) != LINATTN_OK;
+    size_t bytes1 = linattn_session_state_bytes(s2), heap1 = heap_in_use();
+    for (int r = 0; r < 3; r++)
+        failed |= linattn_session_feed(s2, chunk, 1000, NULL) != LINATTN_OK;
+    for (int i = 0; i < 200; i++)
+        failed |= linattn_session_feed(s2, &chunk[i], 1, a) != LINATTN_OK;
+    size_t heap2 = heap_in_use(), bytes2 = linattn_session_state_bytes(s2);
+    cr_assert_eq(failed, 0, "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(s2), 3500u);
+    cr_assert_eq(bytes2, bytes1);
+    cr_assert_eq(bytes1, linattn_model_state_bytes(m, 1), "fixed from the first token");
+    cr_assert_eq(heap2, heap1, "no allocation while streaming: %zu vs %zu", heap2, heap1);
+    for (int i = 0; i < 256; i++)
+        cr_assert(isfinite(a[i]), "logit %d finite after 3500 tokens", i);
+    linattn_session_free(f);
+    linattn_session_free(s1);
+    linattn_session_free(s2);
+    linattn_session_free(s3);
+    linattn_model_free(m);
+}
+
+Test(window, softmax_sessions) { windowed_sessions(LINATTN_ATTN_SOFTMAX, 24, 0, 0, LINATTN_KV_F32); }
+Test(window, softmax_sessions_f16) { windowed_sessions(LINATTN_ATTN_SOFTMAX, 7, 0, 0, LINATTN_KV_F16); }
+Test(window, hybrid_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 16, 0, 1, LINATTN_KV_F32); }
+Test(window, hybrid_feature_map_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 5, 16, 1, LINATTN_KV_F32); }
+Test(window, hybrid_sessions_f16) { windowed_sessions(LINATTN_ATTN_HYBRID, 9, 8, 0, LINATTN_KV_F16); }
+
+/* A window as wide as the stream is plain causal softmax, bit for bit. */
+Test(window, wide_window_is_plain_softmax)
+{
+    enum { N = 200 };
+    linattn_model *plain = random_windowed(LINATTN_ATTN_SOFTMAX, 0, 0, 0, LINATTN_KV_F32);
+    linattn_config c = *linattn_model_config(plain);
+    c.max_seq_len = 256;
+    linattn_model_free(plain);
+    cr_assert_eq(linattn_model_from_config(&c, &plain), LINATTN_OK);
+    c.window = 256;
+    linattn_model *wide = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &wide), LINATTN_OK);
+    int tokens[N];
+    make_tokens(tokens, N, 8);
+    linattn_session *p = new_session(plain), *w = new_session(wide);
+    float a[256], b[256];
+    cr_assert_eq(linattn_session_feed(p, tokens, 150, a), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(w, tokens, 150, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0, "prefill");
+    for (int i = 150; i < N; i++) {
+        cr_assert_eq(linattn_session_feed(p, &tokens[i], 1, a), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(w, &tokens[i], 1, b), LINATTN_OK);
+        cr_assert_leq(rel_diff(a, b, 256), 1e-6, "token %d", i);
+    }
+    linattn_session_free(p);
+    linattn_session_free(w);
+    linattn_model_free(plain);
+    linattn_model_free(wide);
+}
+
+/* Sizes: a window's state is its ring (and the hybrid's sums) at any length. */
+Test(window, state_bytes)
+{
+    linattn_model *m = random_windowed(LINATTN_ATTN_SOFTMAX, 24, 0, 0, LINATTN_KV_F32);
+    /* layers * (k + v) * ring rows * kv_dim * 4 */
+    cr_assert_eq(linattn_model_state_bytes(m, 1), (size_t)2 * 2 * 24 * 16 * 4);
+    cr_assert_eq(linattn_model_state_bytes(m, 1000000), linattn_model_state_bytes(m, 1));
+    linattn_model_free(m);
+    m = random_windowed(LINATTN_ATTN_HYBRID, 16, 12, 1, LINATTN_KV_F32);
+    /* + layers * heads * (F*dh + F + 16 (F + dh)) * 4 */
+    cr_assert_eq(linattn_model_state_bytes(m, 7),
+                 (size_t)2 * 2 * 16 * 16 * 4 + (size_t)2 * 8 * (12 * 8 + 12 + 16 * 20) * 4);
+    linattn_model_free(m);
+}

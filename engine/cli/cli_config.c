@@ -27,7 +27,7 @@ void cli_config_defaults(cli_generate *g, cli_attention *a)
 /* The table of the two sections' keys, pointing into g and a. */
 enum {
     G_PROMPT, G_MAX_NEW, G_TEMPERATURE, G_TOP_K, G_TOP_P, G_SEED, G_PENALTY, G_LAST_N, G_MIN_P,
-    A_VARIANT, A_CAUSAL, A_LENGTHS, A_SCALE, A_EPS, A_DECAY, A_Q, A_K, A_V, A_OUT, N_CLI_KEYS
+    A_VARIANT, A_CAUSAL, A_LENGTHS, A_SCALE, A_EPS, A_DECAY, A_WINDOW, A_Q, A_K, A_V, A_OUT, N_CLI_KEYS
 };
 
 static void make_keys(linattn_config_key k[N_CLI_KEYS], cli_generate *g, cli_attention *a)
@@ -51,6 +51,7 @@ static void make_keys(linattn_config_key k[N_CLI_KEYS], cli_generate *g, cli_att
     KEY(A_SCALE, "attention", "scale", LINATTN_KEY_FLOAT, &a->scale, 0, NULL, NULL);
     KEY(A_EPS, "attention", "eps", LINATTN_KEY_FLOAT, &a->eps, 0, NULL, NULL);
     KEY(A_DECAY, "attention", "decay", LINATTN_KEY_DECAY, &a->decay, 0, NULL, NULL);
+    KEY(A_WINDOW, "attention", "window", LINATTN_KEY_INT, &a->window, 0, NULL, NULL);
     KEY(A_Q, "attention", "q", LINATTN_KEY_PATH, a->q, sizeof a->q, NULL, NULL);
     KEY(A_K, "attention", "k", LINATTN_KEY_PATH, a->k, sizeof a->k, NULL, NULL);
     KEY(A_V, "attention", "v", LINATTN_KEY_PATH, a->v, sizeof a->v, NULL, NULL);
@@ -64,7 +65,7 @@ static void make_keys(linattn_config_key k[N_CLI_KEYS], cli_generate *g, cli_att
 
 static const char *const names[N_CLI_KEYS] = {
     "prompt", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "repeat_penalty",
-    "repeat_last_n", "min_p", "variant", "causal", "lengths", "scale", "eps", "decay", "q", "k",
+    "repeat_last_n", "min_p", "variant", "causal", "lengths", "scale", "eps", "decay", "window", "q", "k",
     "v", "out"};
 
 /* Ranges and cross-checks; lines (may be NULL) say where each key was set. */
@@ -96,6 +97,10 @@ static linattn_status check(const char *path, const int *lines, const cli_genera
         return BAD(A_EPS, "expected a finite number >= 0, got %g", (double)a->eps);
     if (a->decay.kind != LINATTN_DECAY_NONE && (a->variant != CLI_VARIANT_LINEAR || !a->causal))
         return BAD(A_DECAY, "decay needs variant = linear and causal = true");
+    if (a->window < 0)
+        return BAD(A_WINDOW, "expected an integer >= 0 (0: off), got %d", a->window);
+    if (a->window > 0 && (a->variant != CLI_VARIANT_SOFTMAX || !a->causal))
+        return BAD(A_WINDOW, "window needs variant = softmax and causal = true");
     return LINATTN_OK;
 }
 

@@ -33,6 +33,7 @@ typedef struct cli_attention {
     float scale;          /* >= 0, 0 (default): 1/sqrt(d_k) */
     float eps;            /* >= 0, default 1e-6 */
     linattn_decay decay;  /* default none; linear and causal only */
+    int window;           /* >= 0, 0 (default): off; softmax and causal only */
     char q[4096], k[4096], v[4096], out[4096]; /* .npy paths resolved from the config's
                                                 * folder, "" if unset */
 } cli_attention;

@@ -12,7 +12,7 @@
 
 static const char usage[] =
     "usage: linattn attend [CONFIG] --variant softmax|linear [--causal] [--lengths N,N...]\n"
-    "                      [--scale S] [--eps E] [--decay none|retnet|G,G...]\n"
+    "                      [--scale S] [--eps E] [--decay none|retnet|G,G...] [--window W]\n"
     "                      --q Q.npy --k K.npy --v V.npy --out OUT.npy [--isa ISA] [--threads N]\n"
     "\n"
     "Runs one attention operator on (B, H, L, D) fp32 tensors stored as .npy\n"
@@ -22,7 +22,7 @@ static const char usage[] =
     "(G = 1: multi-query, else grouped-query attention).\n"
     "\n"
     "CONFIG is an INI file whose [attention] section sets variant, causal,\n"
-    "lengths, scale, eps, decay, q, k, v, out (paths relative to the file's folder);\n"
+    "lengths, scale, eps, decay, window, q, k, v, out (paths relative to the file's folder);\n"
     "its [runtime] section sets isa and threads. Flags override the file.\n"
     "Without CONFIG, --variant, --q, --k, --v and --out are required.\n"
     "\n"
@@ -35,6 +35,8 @@ static const char usage[] =
     "  --decay D       causal linear only: per-head decay, S_t = g S_{t-1} + phi(k) v^T;\n"
     "                  none (default), retnet (g_h = 1 - 2^(-5-h)) or one value in\n"
     "                  (0, 1] per head, comma-separated\n"
+    "  --window W      causal softmax only: query i sees keys p - W < j <= p,\n"
+    "                  p = i + Lk - Lq (a sliding window; 0, the default: off)\n"
     "  --q, --k, --v, --out FILE   the tensors\n"
     "  --isa ISA       auto|scalar|avx2|avx512|neon (overrides LINATTN_ISA and the config)\n"
     "  --threads N     OpenMP threads (0: default)\n"
@@ -52,6 +54,7 @@ typedef struct attend_args {
     int n_lengths;
     float scale, eps;
     linattn_decay decay;
+    int window;
     const char *path[4]; /* q, k, v, out */
     const char *isa;        /* --isa */
     linattn_isa config_isa; /* the config's (AUTO: none) */
@@ -113,6 +116,7 @@ static int from_config(const char *path, linattn_config *cfg, cli_attention *att
     a->scale = att->scale;
     a->eps = att->eps;
     a->decay = att->decay;
+    a->window = att->window;
     const char *paths[4] = {att->q, att->k, att->v, att->out};
     for (int i = 0; i < 4; i++)
         a->path[i] = paths[i][0] ? paths[i] : NULL;
@@ -185,6 +189,7 @@ static int validate(const attend_args *a)
     v->scale = a->scale;
     v->eps = a->eps;
     v->decay = a->decay;
+    v->window = a->window;
     /* the CLI takes any number of lengths; the checks look at a config's */
     v->n_lengths = a->n_lengths <= CLI_MAX_LENGTHS ? a->n_lengths : 0;
     if (v->n_lengths)
@@ -247,6 +252,7 @@ static int run(const attend_args *a)
         d.lengths = a->lengths;
         d.eps = a->eps;
         d.decay = decay;
+        d.window = a->window;
         d.threads = a->threads;
         size_t shape[4] = {t[0].shape[0], t[0].shape[1], t[0].shape[2], t[2].shape[3]};
         size_t n = shape[0] * shape[1] * shape[2] * shape[3];
@@ -275,7 +281,7 @@ static int run(const attend_args *a)
 int cmd_attend(int argc, char **argv)
 {
     enum { O_VARIANT = 256, O_CAUSAL, O_NO_CAUSAL, O_LENGTHS, O_SCALE, O_EPS, O_DECAY, O_Q, O_K,
-           O_V, O_OUT, O_ISA, O_THREADS };
+           O_V, O_OUT, O_ISA, O_THREADS, O_WINDOW };
     static const struct option opts[] = {
         {"variant", required_argument, 0, O_VARIANT},
         {"causal", no_argument, 0, O_CAUSAL},
@@ -284,6 +290,7 @@ int cmd_attend(int argc, char **argv)
         {"scale", required_argument, 0, O_SCALE},
         {"eps", required_argument, 0, O_EPS},
         {"decay", required_argument, 0, O_DECAY},
+        {"window", required_argument, 0, O_WINDOW},
         {"q", required_argument, 0, O_Q},
         {"k", required_argument, 0, O_K},
         {"v", required_argument, 0, O_V},
@@ -296,6 +303,7 @@ int cmd_attend(int argc, char **argv)
     /* Flags first into `flags`, applied over the config's values after. */
     attend_args flags = {0}, a = {0};
     int set_causal = 0, set_scale = 0, set_eps = 0, set_threads = 0, set_decay = 0;
+    int set_window = 0;
     int *flag_lengths = NULL, *cfg_lengths = NULL;
     int rc = 0, c;
     opterr = 0;
@@ -324,6 +332,13 @@ int cmd_attend(int argc, char **argv)
             if (linattn_decay_parse(optarg, &flags.decay) != LINATTN_OK)
                 rc = cli_fail("attend", "--decay: %s", linattn_last_error());
             break;
+        case O_WINDOW: {
+            long w = 0;
+            rc = cli_parse_long("attend", "--window", optarg, 0, 0x7fffffff, &w);
+            flags.window = (int)w;
+            set_window = 1;
+            break;
+        }
         case O_Q: flags.path[0] = optarg; break;
         case O_K: flags.path[1] = optarg; break;
         case O_V: flags.path[2] = optarg; break;
@@ -370,6 +385,8 @@ int cmd_attend(int argc, char **argv)
             a.eps = flags.eps;
         if (set_decay)
             a.decay = flags.decay;
+        if (set_window)
+            a.window = flags.window;
         for (int i = 0; i < 4; i++)
             if (flags.path[i])
                 a.path[i] = flags.path[i];

@@ -245,7 +245,8 @@ int cmd_eval(int argc, char **argv)
         goto out;
     }
     /* a bounded model must hold each stream: the whole file, or a window */
-    int bounded = cfg->attention == LINATTN_ATTN_SOFTMAX || cfg->positions == LINATTN_POS_LEARNED;
+    int bounded = (cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) ||
+                  cfg->positions == LINATTN_POS_LEARNED;
     /* tokens fed per stream: a window, or all but the last token */
     size_t fed = window ? (size_t)window : ntok - 1;
     if (bounded && fed > (size_t)cfg->max_seq_len) {

@@ -651,7 +651,7 @@ int cmd_generate(int argc, char **argv)
                 decoded / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
                 decoded ? 1e3 * (t2 - t1) / decoded : 0.0, linattn_isa_name(used),
                 cfg->threads > 0 ? cfg->threads : linattn_max_threads(),
-                cfg->attention == LINATTN_ATTN_LINEAR ? "state" : "kv-cache",
+                cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
                 linattn_session_state_bytes(sess));
     }
     rc = 0;

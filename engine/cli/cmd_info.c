@@ -124,11 +124,21 @@ int cmd_info(int argc, char **argv)
     if (cfg) {
         const linattn_config *c = cfg;
         int linear = c->attention == LINATTN_ATTN_LINEAR;
+        /* constant memory: linear, or any window (softmax's ring, hybrid) */
+        int fixed = linear || c->window > 0;
+        static const char *const kinds[] = {"softmax", "linear", "hybrid"};
         printf("model: %s\n", c->path);
         printf("  attention: %s, %d layers, d_model %d, %d heads, d_ff %d, vocab %d\n",
-               linear ? "linear" : "softmax", c->n_layers, c->d_model, c->n_heads, c->d_ff,
+               kinds[c->attention], c->n_layers, c->d_model, c->n_heads, c->d_ff,
                c->vocab_size);
-        float *g = linear && c->decay.kind != LINATTN_DECAY_NONE
+        if (c->window > 0)
+            printf("  window: %d tokens of softmax%s\n", c->window,
+                   c->attention == LINATTN_ATTN_HYBRID ? ", a decayed linear tail beyond" : "");
+        if (c->attention == LINATTN_ATTN_HYBRID)
+            printf("  feature dim: %d (%s)\n",
+                   c->feature_dim > 0 ? c->feature_dim : c->d_model / c->n_heads,
+                   c->feature_dim > 0 ? "learned maps wq_phi, wk_phi" : "phi on q and k");
+        float *g = c->attention != LINATTN_ATTN_SOFTMAX && c->decay.kind != LINATTN_DECAY_NONE
                        ? malloc((size_t)c->n_heads * sizeof *g)
                        : NULL;
         if (g && linattn_decay_values(&c->decay, c->n_heads, g, NULL) == LINATTN_OK) {
@@ -167,10 +177,10 @@ int cmd_info(int argc, char **argv)
             printf("  weights: %s, F32, made at load\n", c->weights);
         printf("  weight bytes: %zu\n", model ? linattn_model_weight_bytes(model)
                                                : sizes.weight_bytes);
-        if (linear && c->positions == LINATTN_POS_LEARNED)
+        if (fixed && c->positions == LINATTN_POS_LEARNED)
             printf("  state bytes per stream: %zu (fixed); token limit %d (learned position "
                    "table)\n", sizes.state_bytes, c->max_seq_len);
-        else if (linear)
+        else if (fixed)
             printf("  state bytes per stream: %zu (fixed, whatever the length); no token "
                    "limit\n", sizes.state_bytes);
         else
