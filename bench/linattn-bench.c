@@ -43,7 +43,7 @@ static const char usage[] =
     "                    1k..64k by powers of 2, --quick 1k,4k,16k,64k; linear\n"
     "                    also at 1M unless given)\n"
     "  --config FILE     a model for the model suite (repeatable; default\n"
-    "                    configs/bench-linear.ini and configs/bench-softmax.ini)\n"
+    "                    configs/bench-linear.ini, bench-softmax.ini and bench-hybrid.ini)\n"
     "  --repeat N        runs a figure (default 9, --quick 3)\n"
     "  --min-time S      repeat a figure until its runs add up to S seconds\n"
     "  --peak GFLOPS     FMA peak of one core for every ISA (x threads), instead of\n"
@@ -558,7 +558,7 @@ int main(int argc, char **argv)
             for (long l = 1024; l <= 65536; l *= 2)
                 p.lengths[p.n_lengths++] = l;
     }
-    static char default_configs[2][4096];
+    static char default_configs[3][4096];
     if (!p.n_configs) {
         /* the source tree's, else the installed ones (else the model suite
          * builds the same shape in) */
@@ -569,8 +569,9 @@ int main(int argc, char **argv)
             dir = LINATTN_BENCH_DATA_CONFIG_DIR;
         snprintf(default_configs[0], sizeof default_configs[0], "%s/bench-linear.ini", dir);
         snprintf(default_configs[1], sizeof default_configs[1], "%s/bench-softmax.ini", dir);
-        p.configs[p.n_configs++] = default_configs[0];
-        p.configs[p.n_configs++] = default_configs[1];
+        snprintf(default_configs[2], sizeof default_configs[2], "%s/bench-hybrid.ini", dir);
+        for (int i = 0; i < 3; i++)
+            p.configs[p.n_configs++] = default_configs[i];
         p.configs_default = 1;
     }
     p.repeat = repeat ? repeat : p.quick ? 3 : 9;

@@ -63,7 +63,23 @@ static void builtin_config(linattn_config *c, const char *label)
     c->vocab_size = 256, c->d_model = 512, c->n_heads = 8, c->n_layers = 8, c->d_ff = 2048;
     c->max_seq_len = 16384;
     c->attention = strstr(label, "softmax") ? LINATTN_ATTN_SOFTMAX : LINATTN_ATTN_LINEAR;
+    if (strstr(label, "hybrid")) {
+        c->attention = LINATTN_ATTN_HYBRID;
+        c->window = 64;
+        c->feature_dim = 128;
+        c->decay.kind = LINATTN_DECAY_RETNET;
+    }
 }
+
+/* A stream's state is fixed (linear, a window, hybrid): its decode is also
+ * timed far down a stream (model-*-decode-1M). */
+static int fixed_state(const linattn_config *c)
+{
+    return c->attention == LINATTN_ATTN_LINEAR || c->window > 0;
+}
+
+/* The position a decode-1M row jumps to. */
+#define FAR_POSITION 1048576
 
 /* Loads every config once (the models serve every ISA and thread count). */
 static int load_models(const bench_plan *p)
@@ -193,13 +209,29 @@ static int thread_counts(const bench_plan *p, int *out)
     return n;
 }
 
+/* Config i keeps a fixed state (read from its file before the models load). */
+static int config_fixed(const bench_plan *p, int i)
+{
+    if (n_models > i)
+        return fixed_state(models[i].cfg);
+    linattn_config *c = malloc(sizeof *c);
+    struct stat st;
+    char label[48];
+    label_of(p->configs[i], label, sizeof label);
+    int r = !strstr(label, "softmax"); /* a missing default file: its built-in shape */
+    if (c && !(p->configs_default && stat(p->configs[i], &st) != 0))
+        r = linattn_config_load(p->configs[i], c) == LINATTN_OK && fixed_state(c);
+    free(c);
+    return r;
+}
+
 static int config_linear(const bench_plan *p, int i)
 {
     char label[48];
     label_of(p->configs[i], label, sizeof label);
     if (n_models > i)
         return models[i].cfg->attention == LINATTN_ATTN_LINEAR;
-    return !strstr(label, "softmax"); /* before loading: for --list */
+    return !strstr(label, "softmax") && !strstr(label, "hybrid"); /* before loading: --list */
 }
 
 static int batch_config(const bench_plan *p, int linear)
@@ -242,6 +274,12 @@ size_t model_units(const bench_plan *p)
                 row_name(b, sizeof b, label, "decode", ctx);
                 if (bench_wanted(p, a) || bench_wanted(p, b))
                     n += model_isas_at(p, c) * (size_t)nt;
+                if (!bench_wanted(p, a) && !bench_wanted(p, b) && !p->quick && c == 0 &&
+                    config_fixed(p, i)) { /* the decode-1M row alone (run with the 1k ones) */
+                    row_name(b, sizeof b, label, "decode", FAR_POSITION);
+                    if (bench_wanted(p, b))
+                        n += model_isas_at(p, c) * (size_t)nt;
+                }
             }
     }
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
@@ -269,6 +307,9 @@ void model_list(const bench_plan *p)
                 if (bench_wanted(p, a))
                     printf("%-30s model    %s%s, decode after %ld tokens\n", a, p->configs[i], w,
                            ctx);
+                row_name(a, sizeof a, label, "decode", FAR_POSITION);
+                if (!p->quick && c == 0 && config_fixed(p, i) && bench_wanted(p, a))
+                    printf("%-30s model    %s%s, decode at position 1M\n", a, p->configs[i], w);
             }
     }
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
@@ -288,9 +329,13 @@ static double prefill_flops(const bench_model *bm, long n)
 {
     const linattn_config *c = bm->cfg;
     double dense = 2.0 * (double)linattn_model_params(bm->m) * (double)n;
-    double attn = c->attention == LINATTN_ATTN_SOFTMAX
-                      ? 2.0 * (double)n * (double)n * c->d_model
-                      : 4.0 * (double)n * c->d_model * ((double)c->d_model / c->n_heads);
+    double dh = (double)c->d_model / c->n_heads, keys = (double)n;
+    if (c->window > 0 && keys > c->window) /* a window's band: W keys a row */
+        keys = c->window;
+    double attn = c->attention == LINATTN_ATTN_LINEAR ? 4.0 * (double)n * c->d_model * dh
+                                                       : 2.0 * (double)n * keys * c->d_model;
+    if (c->attention == LINATTN_ATTN_HYBRID) /* and the tail's update and read */
+        attn += 4.0 * (double)n * c->d_model * (c->feature_dim > 0 ? c->feature_dim : dh);
     return dense + attn * c->n_layers;
 }
 
@@ -320,8 +365,8 @@ static void model_row(bench_row *r, const bench_model *bm, const char *name, lin
     bench_copy(r->name, sizeof r->name, name);
     snprintf(r->isa, sizeof r->isa, "%s", linattn_isa_name(isa));
     snprintf(r->unit, sizeof r->unit, "tok/s");
-    snprintf(r->variant, sizeof r->variant, "%s",
-             bm->cfg->attention == LINATTN_ATTN_LINEAR ? "linear" : "softmax");
+    static const char *const kinds[] = {"softmax", "linear", "hybrid"};
+    snprintf(r->variant, sizeof r->variant, "%s", kinds[bm->cfg->attention]);
     r->threads = threads;
 }
 
@@ -354,7 +399,7 @@ static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linat
     if (runs <= 0)
         goto out;
     size_t state = linattn_session_state_bytes(s);
-    const char *what_state = bm->cfg->attention == LINATTN_ATTN_LINEAR ? "state" : "kv-cache";
+    const char *what_state = fixed_state(bm->cfg) ? "state" : "kv-cache";
     if (want_p) {
         bench_row r;
         model_row(&r, bm, pname, isa, threads);
@@ -394,6 +439,35 @@ static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linat
         snprintf(r.note, sizeof r.note, "weights %s %.0f MiB + %s %.1f MiB a token%s%s",
                  linattn_model_weight_dtypes(bm->m), weights / 1048576, what_state, (double)linattn_session_state_bytes(s) / 1048576,
                  bm->note[0] ? "; " : "", bm->note);
+        bench_row_ratios(&r, isa, r.bytes, r.seconds);
+        bench_emit(&r);
+    }
+    row_name(dname, sizeof dname, bm->label, "decode", FAR_POSITION);
+    if (!p->quick && ctx == full_contexts[0] && fixed_state(bm->cfg) && bench_wanted(p, dname)) {
+        /* the same stream moved to position 1M: a fixed state does the
+         * same work at any position (the ring and sums stay full), so
+         * this times what a real stream a million tokens long decodes at */
+        s->tokens = FAR_POSITION;
+        for (int i = 0; i < steps; i++) {
+            double a = bench_now(p);
+            if (linattn_session_feed(s, &tokens[n + i], 1, logits) != LINATTN_OK) {
+                fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+                goto out;
+            }
+            t[i] = bench_now(p) - a;
+        }
+        bench_row r;
+        model_row(&r, bm, dname, isa, threads);
+        snprintf(r.what, sizeof r.what, "%s (%s), decode at position 1M (after %ld tokens)",
+                 bm->path, bm->label, ctx);
+        bench_stats_of_rate(t, steps, 1.0, &r.st);
+        bench_stats sec;
+        bench_stats_of(t, steps, &sec);
+        r.seconds = sec.median;
+        r.bytes = (double)linattn_model_weight_bytes(bm->m) + (double)linattn_session_state_bytes(s);
+        r.context = (double)FAR_POSITION;
+        snprintf(r.note, sizeof r.note, "%s %zu B/stream, as at %ld tokens", what_state,
+                 linattn_session_state_bytes(s), ctx);
         bench_row_ratios(&r, isa, r.bytes, r.seconds);
         bench_emit(&r);
     }
@@ -477,7 +551,13 @@ int suite_model(const bench_plan *p)
             char a[96], b[96];
             row_name(a, sizeof a, models[i].label, "prefill", ctx);
             row_name(b, sizeof b, models[i].label, "decode", ctx);
-            if (!bench_wanted(p, a) && !bench_wanted(p, b))
+            int far = 0; /* the decode-1M row, timed with the first context's */
+            if (!p->quick && c == 0 && fixed_state(models[i].cfg)) {
+                char f[96];
+                row_name(f, sizeof f, models[i].label, "decode", FAR_POSITION);
+                far = bench_wanted(p, f);
+            }
+            if (!bench_wanted(p, a) && !bench_wanted(p, b) && !far)
                 continue;
             for (int ii = 0; ii < p->n_isas; ii++)
                 for (int ti = 0; ti < nt && model_isa_at(p->isas[ii], c); ti++) {
