@@ -241,15 +241,15 @@ def make_student(tcfg: M.Config, tsd: Dict[str, torch.Tensor], args) -> M.LinAtt
 
 
 class DecayParams(torch.nn.Module):
-    """Learned decays: gamma_l,h = sigmoid(logit), one per layer and head."""
+    """Learned decays: gamma_h = sigmoid(logit_h), one per head shared by every
+    layer (the INI's `decay` has one value per head)."""
 
     def __init__(self, student: M.LinAttnLM, init: List[float]):
         super().__init__()
         g = torch.tensor(init, dtype=torch.float64).clamp(1e-4, 1 - 1e-6)
-        self.logit = torch.nn.Parameter(
-            torch.log(g / (1 - g)).float().repeat(student.cfg.n_layers, 1))
-        for i, layer in enumerate(student.layers):
-            layer.attn.log_decay_fn = (lambda i=i: F.logsigmoid(self.logit[i]))
+        self.logit = torch.nn.Parameter(torch.log(g / (1 - g)).float())
+        for layer in student.layers:
+            layer.attn.log_decay_fn = lambda: F.logsigmoid(self.logit)
 
     def values(self) -> np.ndarray:
         return torch.sigmoid(self.logit.detach().double()).numpy()
@@ -376,6 +376,7 @@ def main() -> None:
     ap.add_argument("--eval-every", type=float, default=3.0, help="minutes (curve)")
     ap.add_argument("--curve-bytes", type=int, default=8192)
     ap.add_argument("--heldout", default=HELDOUT, help="final evaluation text (64 KiB KJV tail)")
+    ap.add_argument("--summary", default=None, help="JSON summary (default WORK_DIR/summary.json)")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "models"))
     ap.add_argument("--configs-dir", default=os.path.join(ROOT, "configs"))
     args = ap.parse_args()
@@ -397,6 +398,10 @@ def main() -> None:
     for p in teacher.parameters():
         p.requires_grad_(False)
     ctx = args.ctx or tcfg.max_seq_len
+    if tcfg.positions != "rope" and args.pos_offset_max:
+        # only RoPE softmax is offset-invariant (the teacher's target stays right)
+        print(f"positions = {tcfg.positions}: no random position offsets", flush=True)
+        args.pos_offset_max = 0
     print(f"teacher {args.config}: {teacher.num_params()} parameters, ctx {ctx}, "
           f"tokenizer {tokzr or 'bytes'}", flush=True)
 
@@ -602,11 +607,8 @@ def main() -> None:
 
     # ---- export ------------------------------------------------------------
     if decay_params is not None:
-        # one decay per head in the INI: the learned per-layer values must agree,
-        # so the per-head mean over layers is exported (printed so it can be judged)
-        vals = decay_params.values()
-        print(f"learned decays per layer/head:\n{np.array2string(vals, precision=5)}", flush=True)
-        g = vals.mean(0)
+        g = decay_params.values()
+        print(f"learned decays per head: {np.array2string(g, precision=6)}", flush=True)
         scfg.decay = ",".join(repr(float(np.float32(x))) for x in g)
         for layer in student.layers:
             layer.attn.log_decay_fn = None
@@ -652,9 +654,10 @@ def main() -> None:
         smp = M.generate(final, PROMPT.encode(), 200, temperature=0.8, seed=42)
         summary["sample"] = PROMPT + smp.decode("latin-1")
         print(f"--- sample ---\n{summary['sample']}\n", flush=True)
-    with open(os.path.join(work, "summary.json"), "w") as f:
+    summary_path = args.summary or os.path.join(work, "summary.json")
+    with open(summary_path, "w") as f:
         json.dump(summary, f, indent=1)
-    print(f"summary -> {os.path.join(work, 'summary.json')} "
+    print(f"summary -> {summary_path} "
           f"(total {(time.time() - t_start) / 60:.1f} min)", flush=True)
 
 
