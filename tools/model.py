@@ -15,6 +15,12 @@ load_safetensors(path, cfg=None, dtype=torch.float32) -> LinAttnLM
 read_safetensors(path)      -> (dict name -> float32 numpy array, metadata)
 write_safetensors(path, tensors, dtype, metadata=None)
 from_ini(path, dtype=torch.float32) -> LinAttnLM with the .ini's weights loaded
+set_hybrid_form(model, "auto"|"quadratic"|"chunked")   hybrid attention's form
+
+Attention kinds: softmax (optionally a sliding `window`), linear (phi = elu+1,
+optional per-head decay) and hybrid (a softmax window of W keys plus a decayed
+linear tail over older keys, optional learned feature maps of `feature_dim`);
+see the comment above hybrid_features() for the hybrid maths.
 
 All Python here must run with Debian's /usr/bin/python3 (torch 1.13, numpy).
 No dependency on the `safetensors` package: the format is written by hand.
@@ -54,7 +60,7 @@ class Config:
     n_heads: int = 4
     n_layers: int = 2
     d_ff: int = 64
-    attention: str = "linear"        # softmax | linear
+    attention: str = "linear"        # softmax | linear | hybrid
     norm: str = "layernorm"          # layernorm | rmsnorm
     norm_position: str = "pre"       # pre | post
     ffn: str = "gelu"                # relu | gelu (tanh approximation) | swiglu
@@ -62,15 +68,25 @@ class Config:
     max_seq_len: int = 64
     eps: float = 1e-6                # linear-attention denominator epsilon
     tie_embeddings: bool = False
-    decay: str = "none"              # linear only: none | retnet | g0,g1,... (one per head)
+    decay: str = "none"              # linear/hybrid: none | retnet | g0,g1,... (one per head)
     weights: str = ""                # path of the .safetensors (relative to the .ini)
     rope_theta: float = 10000.0      # rope: frequencies rope_theta^(-2i/head_dim)
     rope_pairing: str = "interleaved"  # rope: interleaved (2i, 2i+1) | half (i, i + hd/2)
     bias: bool = True                # False: no bias tensors (attention, ffn, layernorm)
     n_kv_heads: int = 0              # k/v heads (grouped-query attention); 0 = n_heads
+    window: int = 0                  # softmax: sliding window W (0 = none); hybrid: W >= 1
+    feature_dim: int = 0             # hybrid: F of the learned feature maps (0 = elu(x)+1 on q, k)
 
     def validate(self) -> None:
-        assert self.attention in ("softmax", "linear"), self.attention
+        assert self.attention in ("softmax", "linear", "hybrid"), self.attention
+        assert self.window >= 0, "window must be >= 0"
+        if self.window > 0:
+            assert self.attention in ("softmax", "hybrid"), "window needs softmax or hybrid"
+        if self.attention == "hybrid":
+            assert self.window >= 1, "hybrid needs window >= 1"
+        assert self.feature_dim >= 0, "feature_dim must be >= 0"
+        if self.feature_dim > 0:
+            assert self.attention == "hybrid", "feature_dim needs hybrid attention"
         assert self.norm in ("layernorm", "rmsnorm"), self.norm
         assert self.norm_position in ("pre", "post"), self.norm_position
         assert self.ffn in ("relu", "gelu", "swiglu"), self.ffn
@@ -87,7 +103,7 @@ class Config:
         assert self.max_seq_len > 0
         g = self.decays()
         if g is not None:
-            assert self.attention == "linear", "decay needs linear attention"
+            assert self.attention in ("linear", "hybrid"), "decay needs linear or hybrid attention"
             assert len(g) == self.n_heads, "decay: one value per head"
             assert all(0.0 < x <= 1.0 for x in g), "decay values must be in (0, 1]"
 
@@ -116,7 +132,7 @@ class Config:
     # the keys added with the llama family: written (and stored in metadata)
     # only when not their defaults, so older files stay byte for byte
     _LATER_DEFAULTS = {"rope_theta": 10000.0, "rope_pairing": "interleaved", "bias": True,
-                       "n_kv_heads": 0}
+                       "n_kv_heads": 0, "window": 0, "feature_dim": 0}
 
     # ---- INI -------------------------------------------------------------
     @classmethod
@@ -186,6 +202,10 @@ class Config:
             lines.append("bias = false")
         if self.n_kv_heads:
             lines.append(f"n_kv_heads = {self.n_kv_heads}")
+        if self.window or self.attention == "hybrid":
+            lines.append(f"window = {self.window}")
+        if self.feature_dim or self.attention == "hybrid":
+            lines.append(f"feature_dim = {self.feature_dim}")
         text = "\n".join(lines) + "\n"
         if extra_sections:
             text += "\n" + extra_sections.strip("\n") + "\n"
@@ -198,7 +218,8 @@ class Config:
         if self.decays() is None:
             d.pop("decay")   # files of undecayed models stay as they were
         for k, v in self._LATER_DEFAULTS.items():
-            if d[k] == v and not (k.startswith("rope") and self.positions == "rope"):
+            if d[k] == v and not (k.startswith("rope") and self.positions == "rope") \
+                    and not (k in ("window", "feature_dim") and self.attention == "hybrid"):
                 d.pop(k)
         out = {k: (("true" if v else "false") if isinstance(v, bool) else str(v))
                for k, v in d.items()}
@@ -372,10 +393,14 @@ def causal_linear_attention_cumsum(q, k, v, eps):
     return num / (den + eps)[..., None]
 
 
-def causal_softmax_attention(q, k, v, past: Optional[Tuple[torch.Tensor, torch.Tensor]] = None):
+def causal_softmax_attention(q, k, v, past: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                             window: int = 0):
     """Scaled dot-product attention, scale 1/sqrt(dh), causal. q,k,v [B,H,T,dh].
 
-    past = (K, V) of earlier tokens ([B,H,P,dh]) or None.  Returns (out, (K, V)).
+    past = (K, V) of earlier tokens ([B,H,P,dh]) or None.  window W > 0: query
+    i (absolute position) sees only keys j with i - W < j <= i, and the
+    returned cache keeps only the last W keys (enough for the next query).
+    Returns (out, (K, V)).
     """
     if past is not None:
         k = torch.cat([past[0], k], dim=2)
@@ -385,9 +410,221 @@ def causal_softmax_attention(q, k, v, past: Optional[Tuple[torch.Tensor, torch.T
     att = (q @ k.transpose(-1, -2)) * scale                              # [B,H,T,P+T]
     qi = torch.arange(T, device=q.device)[:, None] + P
     kj = torch.arange(P + T, device=q.device)[None, :]
-    att = att.masked_fill(kj > qi, float("-inf"))
-    att = torch.softmax(att, dim=-1)
-    return att @ v, (k, v)
+    masked = kj > qi
+    if window > 0:
+        masked = masked | (kj <= qi - window)
+    att = att.masked_fill(masked, float("-inf"))
+    out = torch.softmax(att, dim=-1) @ v
+    if window > 0:
+        k, v = k[:, :, -window:], v[:, :, -window:]
+    return out, (k, v)
+
+
+# ---- hybrid attention: a softmax window plus a decayed linear tail ---------
+#
+# For query i (after RoPE), scale = 1/sqrt(dh), s_ij = q_i.k_j * scale:
+#   c_i  = max_{i-W < j <= i} s_ij                       (the window holds j = i)
+#   w_ij = exp(s_ij - c_i)                                 i - W < j <= i
+#   w_ij = exp(lam_h - c_i) gamma_h^(i-j) phiq_i.phik_j    j <= i - W   (the tail)
+#   out_i = sum_j w_ij v_j / sum_j w_ij
+# phiq = elu(wq_phi[h] q) + 1, phik = elu(wk_phi[g] k) + 1 (feature_dim F > 0) or
+# elu(x) + 1 on q, k themselves (F = 0).  Recurrent form: a key enters S, z when
+# it leaves the ring of the last W keys; S_i = sum_{j <= i-W} gamma^(i-j) phik_j v_j^T.
+#
+# The functions below take q [B,H,T,dh], fq [B,H,T,F] and the keys k, v, fk
+# [B,H,P+T,.] of which the first P (P <= W) come from a ring of earlier tokens;
+# past = (S0 [B,H,F,dv], z0 [B,H,F]) is the state after the token before the
+# first key of the block (keys older than the ring), or None; lam [H]; log_decay
+# [H] (log gamma) or None.
+
+def hybrid_features(x: torch.Tensor, w: Optional[torch.Tensor]) -> torch.Tensor:
+    """phi of hybrid attention: elu(w[h] @ x) + 1 with x [B,n,T,dh], w [n,F,dh];
+    elu(x) + 1 when w is None."""
+    if w is None:
+        return phi(x)
+    return phi(torch.einsum("bntd,nfd->bntf", x, w.to(x.dtype)))
+
+
+def _log_decay(log_decay, H, like):
+    if log_decay is None:
+        return like.new_zeros(H)
+    return log_decay.to(like.dtype)
+
+
+def hybrid_attention_quadratic(q, k, v, fq, fk, lam, window, log_decay=None, past=None):
+    """Masked quadratic form ([T, P+T] weights), literally the definition.  -> out."""
+    B, H, T, dh = q.shape
+    L = k.shape[2]
+    P = L - T
+    logg = _log_decay(log_decay, H, q)
+    s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))               # [B,H,T,L]
+    d = (torch.arange(T, device=q.device)[:, None] + P) - torch.arange(L, device=q.device)
+    win = (d >= 0) & (d < window)
+    tail = d >= window
+    sw = s.masked_fill(~win, float("-inf"))
+    c = sw.amax(-1, keepdim=True)                                        # [B,H,T,1]
+    ew = torch.exp(sw - c)
+    gd = torch.exp(logg[:, None, None] * d.clamp(min=0).to(q.dtype))    # [H,T,L]
+    tw = ((fq @ fk.transpose(-1, -2)) * gd).masked_fill(~tail, 0.0)
+    st = torch.exp(lam.to(q.dtype)[:, None, None] - c)                  # [B,H,T,1]
+    num_t, den_t = tw @ v, tw.sum(-1, keepdim=True)
+    if past is not None:
+        S0, z0 = past
+        t1 = torch.arange(1, T + 1, device=q.device, dtype=q.dtype)
+        g0 = torch.exp(logg[:, None] * t1)[..., None]                   # [H,T,1] gamma^(t+1)
+        num_t = num_t + g0 * (fq @ S0)
+        den_t = den_t + g0 * (fq * z0[:, :, None, :]).sum(-1, keepdim=True)
+    num = ew @ v + st * num_t
+    den = ew.sum(-1, keepdim=True) + st * den_t
+    return num / den
+
+
+def hybrid_attention_chunked(q, k, v, fq, fk, lam, window, log_decay=None, past=None,
+                             chunk: int = 64):
+    """The same maths in O(T (C + F dv)) per head: chunks of C = max(chunk, W)
+    queries; the window and the tail's nearest keys come from a band of 2C keys
+    (this chunk and the one before); older chunks reach the tail through a
+    decayed sum of per-chunk states (an [n, n] decay matrix, no Python loop)."""
+    B, H, T, dh = q.shape
+    L = k.shape[2]
+    P = L - T
+    Fd, dv = fq.shape[-1], v.shape[-1]
+    C = max(int(chunk), int(window))
+    n = -(-L // C)
+    pad = n * C - L
+    dev, dt = q.device, q.dtype
+    logg = _log_decay(log_decay, H, q)
+    lam = lam.to(dt)
+
+    def chunks(x, front):      # [B,H,*,f] -> [B,H,n,C,f], front zeros (dummy queries) + end pad
+        x = F.pad(x, (0, 0, front, pad + (L - front - x.shape[2])))
+        return x.view(B, H, n, C, x.shape[-1])
+
+    def with_prev(x):          # [B,H,n,C,f] -> [B,H,n,2C,f]: the chunk before, then this one
+        prev = torch.cat([torch.zeros_like(x[:, :, :1]), x[:, :, :-1]], dim=2)
+        return torch.cat([prev, x], dim=3)
+
+    qc, fqc = chunks(q, P), chunks(fq, P)
+    kc, vc, fkc = chunks(k, 0), chunks(v, 0), chunks(fk, 0)
+    k2, v2, fk2 = with_prev(kc), with_prev(vc), with_prev(fkc)
+    ii = torch.arange(C, device=dev)
+    d = C + ii[:, None] - torch.arange(2 * C, device=dev)[None, :]     # i - j, [C,2C]
+    valid = torch.ones(n, 1, 2 * C, dtype=torch.bool, device=dev)
+    valid[0, :, :C] = False                                              # no chunk before the first
+    win = (d >= 0) & (d < window) & valid                                # [n,C,2C]
+    tail = (d >= window) & valid
+    s = (qc @ k2.transpose(-1, -2)) * (1.0 / math.sqrt(dh))             # [B,H,n,C,2C]
+    sw = s.masked_fill(~win, float("-inf"))
+    c = sw.amax(-1, keepdim=True)                                        # [B,H,n,C,1]
+    ew = torch.exp(sw - c)
+    gd = torch.exp(logg.view(H, 1, 1, 1) * d.clamp(min=0).to(dt))       # [H,1,C,2C]
+    tw = ((fqc @ fk2.transpose(-1, -2)) * gd).masked_fill(~tail, 0.0)
+    num_t, den_t = tw @ v2, tw.sum(-1, keepdim=True)
+    if n > 2:   # keys of chunks m <= c-2: decayed to the start of chunk m+1, summed over m
+        gout = torch.exp(logg[:, None] * (C - ii).to(dt))                # [H,C] gamma^(C-u)
+        fkw = fkc * gout[None, :, None, :, None]
+        D = fkw.transpose(-1, -2) @ vc                                   # [B,H,n,F,dv]
+        Dz = fkw.sum(3)                                                  # [B,H,n,F]
+        cm = torch.arange(n, device=dev)
+        ex = cm[:, None] - 1 - cm[None, :]                               # c-1-m
+        Mx = torch.exp(logg.view(H, 1, 1) * (ex.clamp(min=0) * C).to(dt))
+        Mx = Mx.masked_fill(ex < 1, 0.0)                                 # [H,n,n]
+        R = torch.einsum("hcm,bhmx->bhcx", Mx, D.reshape(B, H, n, Fd * dv)).view(B, H, n, Fd, dv)
+        Rz = torch.einsum("hcm,bhmf->bhcf", Mx, Dz)
+        gin = torch.exp(logg[:, None] * ii.to(dt))[None, :, None, :, None]   # gamma^ii
+        num_t = num_t + gin * (fqc @ R)
+        den_t = den_t + gin * (fqc @ Rz[..., None])
+    if past is not None:        # keys older than the ring: gamma^(e-P+1) S0 for query e >= P
+        S0, z0 = past
+        e = torch.arange(n * C, device=dev)
+        g0 = torch.exp(logg[:, None] * (e - P + 1).clamp(min=0).to(dt)).masked_fill(e < P, 0.0)
+        g0 = g0.view(1, H, n, C, 1)
+        num_t = num_t + g0 * (fqc @ S0[:, :, None])
+        den_t = den_t + g0 * (fqc @ z0[:, :, None, :, None])
+    st = torch.exp(lam.view(H, 1, 1, 1) - c)
+    num = ew @ v2 + st * num_t
+    den = ew.sum(-1, keepdim=True) + st * den_t
+    out = (num / den).reshape(B, H, n * C, dv)
+    return out[:, :, P:P + T]
+
+
+def hybrid_state(fk, v, window, log_decay=None, past=None, T=None):
+    """The tail state (S, z) after the last key of fk, v [B,H,P+T,.]: every key at
+    least W older than the last one, S = sum_j gamma^(L-1-j) phik_j v_j^T (+ gamma^T S0)."""
+    B, H, L, Fd = fk.shape
+    logg = _log_decay(log_decay, H, fk)
+    m = L - window                       # keys 0 .. m-1 have left the ring
+    if m > 0:
+        j = torch.arange(m, device=fk.device, dtype=fk.dtype)
+        w = torch.exp(logg[:, None] * (L - 1 - j))[None, :, :, None]    # [1,H,m,1]
+        fkw = fk[:, :, :m] * w
+        S, z = fkw.transpose(-1, -2) @ v[:, :, :m], fkw.sum(2)
+    else:
+        S = fk.new_zeros(B, H, Fd, v.shape[-1])
+        z = fk.new_zeros(B, H, Fd)
+    if past is not None:
+        gT = torch.exp(logg * float(T if T is not None else L))
+        S = S + gT[:, None, None] * past[0]
+        z = z + gT[:, None] * past[1]
+    return S, z
+
+
+def hybrid_attention_naive(q, k, v, fq, fk, lam, window, decay=None):
+    """Per-query loop over keys, written from the definition (no past).  Verification only."""
+    B, H, T, dh = q.shape
+    out = torch.empty(B, H, T, v.shape[-1], dtype=q.dtype)
+    g = [1.0] * H if decay is None else [float(x) for x in decay]
+    for b in range(B):
+        for h in range(H):
+            for i in range(T):
+                lo = max(0, i - window + 1)
+                s = [float(q[b, h, i] @ k[b, h, j]) / math.sqrt(dh) for j in range(lo, i + 1)]
+                c = max(s)
+                ws = [math.exp(x - c) for x in s]
+                idx = list(range(lo, i + 1))
+                for j in range(0, lo):
+                    ws.append(math.exp(float(lam[h]) - c) * g[h] ** (i - j)
+                              * float(fq[b, h, i] @ fk[b, h, j]))
+                    idx.append(j)
+                wt = torch.tensor(ws, dtype=q.dtype)
+                out[b, h, i] = (wt @ v[b, h, idx]) / wt.sum()
+    return out
+
+
+def hybrid_attention_recurrent(q, k, v, fq, fk, lam, window, decay=None):
+    """Token by token with a ring of the last W keys and S, z (the decode path of
+    the engine).  Verification only."""
+    B, H, T, dh = q.shape
+    g = q.new_ones(H) if decay is None else torch.tensor(decay, dtype=q.dtype)
+    S = q.new_zeros(B, H, fq.shape[-1], v.shape[-1])
+    z = q.new_zeros(B, H, fq.shape[-1])
+    out = torch.empty(B, H, T, v.shape[-1], dtype=q.dtype)
+    for i in range(T):
+        if i - window >= 0:      # key i-W leaves the ring
+            j = i - window
+            S = g[:, None, None] * S + (g ** window)[:, None, None] * fk[:, :, j, :, None] * v[:, :, j, None, :]
+            z = g[:, None] * z + (g ** window)[:, None] * fk[:, :, j]
+        else:
+            S, z = g[:, None, None] * S, g[:, None] * z
+        lo = max(0, i - window + 1)
+        s = (k[:, :, lo:i + 1] @ q[:, :, i, :, None])[..., 0] / math.sqrt(dh)   # [B,H,n]
+        c = s.amax(-1, keepdim=True)
+        e = torch.exp(s - c)
+        st = torch.exp(lam[None, :, None] - c)                             # [B,H,1]
+        num = (e[..., None] * v[:, :, lo:i + 1]).sum(2) + st * (fq[:, :, i, :, None] * S).sum(2)
+        den = e.sum(-1, keepdim=True) + st * (fq[:, :, i] * z).sum(-1, keepdim=True)
+        out[:, :, i] = num / den
+    return out
+
+
+def hybrid_attention(q, k, v, fq, fk, lam, window, log_decay=None, past=None,
+                     chunk: int = 64, form: str = "auto"):
+    """Dispatch: form = quadratic | chunked | auto (quadratic for short blocks)."""
+    if form == "auto":
+        form = "quadratic" if q.shape[2] * k.shape[2] <= 4096 else "chunked"
+    if form == "quadratic":
+        return hybrid_attention_quadratic(q, k, v, fq, fk, lam, window, log_decay, past)
+    return hybrid_attention_chunked(q, k, v, fq, fk, lam, window, log_decay, past, chunk)
 
 
 class Attention(nn.Module):
@@ -400,8 +637,27 @@ class Attention(nn.Module):
         self.k = nn.Linear(d, kvd, bias=cfg.bias)
         self.v = nn.Linear(d, kvd, bias=cfg.bias)
         self.o = nn.Linear(d, d, bias=cfg.bias)
+        # hybrid: "auto" | "quadratic" | "chunked" (set_hybrid_form);
+        # log_decay_fn: optional callable -> [H] log gamma (learned decays, linearize.py)
+        self.hybrid_form = "auto"
+        self.log_decay_fn = None
+        if cfg.attention == "hybrid":
+            H, G, dh, Fd = cfg.n_heads, cfg.kv_heads, cfg.head_dim, cfg.feature_dim
+            if Fd > 0:   # init: [I; -I] for F = 2 dh, I for F = dh, else small random
+                self.wq_phi = nn.Parameter(_phi_init(H, Fd, dh))
+                self.wk_phi = nn.Parameter(_phi_init(G, Fd, dh))
+            self.lin_scale = nn.Parameter(torch.full((H,), -math.log(Fd or dh)))
 
-    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0):
+    def log_decay(self) -> Optional[torch.Tensor]:
+        if self.log_decay_fn is not None:
+            return self.log_decay_fn()
+        g = self.cfg.decays()
+        if g is None:
+            return None
+        return torch.log(torch.tensor(g, dtype=torch.float64))
+
+    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0,
+                want_state: bool = True):
         B, T, d = x.shape
         H, dh, G = self.cfg.n_heads, self.cfg.head_dim, self.cfg.kv_heads
 
@@ -412,6 +668,10 @@ class Attention(nn.Module):
         if self.cfg.positions == "rope":
             q = rope(q, pos_offset, self.cfg.rope_theta, self.cfg.rope_pairing)
             k = rope(k, pos_offset, self.cfg.rope_theta, self.cfg.rope_pairing)
+        if self.cfg.attention == "hybrid":
+            y, new_state = self._hybrid(q, k, v, state, chunk, want_state)
+            y = y.transpose(1, 2).reshape(B, T, d)
+            return self.o(y), new_state
         if G != H:  # query head h reads k/v head h // (H / G)
             k = k.repeat_interleave(H // G, dim=1)
             v = v.repeat_interleave(H // G, dim=1)
@@ -419,9 +679,57 @@ class Attention(nn.Module):
             y, new_state = causal_linear_attention(q, k, v, self.cfg.eps, chunk, state,
                                                    self.cfg.decays())
         else:
-            y, new_state = causal_softmax_attention(q, k, v, state)
+            y, new_state = causal_softmax_attention(q, k, v, state, self.cfg.window)
         y = y.transpose(1, 2).reshape(B, T, d)
         return self.o(y), new_state
+
+    def _hybrid(self, q, k, v, state, chunk, want_state):
+        """state = (ring_k [B,G,P,dh], ring_v [B,G,P,dh], S [B,H,F,dv], z [B,H,F]):
+        the last P <= W keys/values (post-RoPE, per k/v head) and the tail sums
+        after the previous token."""
+        H, G, W = self.cfg.n_heads, self.cfg.kv_heads, self.cfg.window
+        T = q.shape[2]
+        past = None
+        if state is not None:
+            rk, rv, S0, z0 = state
+            k = torch.cat([rk, k], dim=2)
+            v = torch.cat([rv, v], dim=2)
+            past = (S0, z0)
+        wq = getattr(self, "wq_phi", None)
+        wk = getattr(self, "wk_phi", None)
+        fq = hybrid_features(q, wq)
+        fk = hybrid_features(k, wk)
+        r = H // G
+        kx, vx, fkx = (t.repeat_interleave(r, dim=1) if r > 1 else t for t in (k, v, fk))
+        logg = self.log_decay()
+        if logg is not None:
+            logg = logg.to(q.device)
+        y = hybrid_attention(q, kx, vx, fq, fkx, self.lin_scale, W, logg, past,
+                             chunk, self.hybrid_form)
+        new_state = None
+        if want_state:
+            S, z = hybrid_state(fkx, vx, W, logg, past, T)
+            new_state = (k[:, :, -W:], v[:, :, -W:], S, z)
+        return y, new_state
+
+
+def _phi_init(n: int, Fd: int, dh: int) -> torch.Tensor:
+    eye = torch.eye(dh)
+    if Fd == 2 * dh:
+        w = torch.cat([eye, -eye], 0)
+    elif Fd == dh:
+        w = eye
+    else:
+        w = torch.randn(Fd, dh) / math.sqrt(dh)
+    return w[None].repeat(n, 1, 1).contiguous()
+
+
+def set_hybrid_form(model: nn.Module, form: str) -> None:
+    """Choose the hybrid attention form of every layer: auto | quadratic | chunked."""
+    assert form in ("auto", "quadratic", "chunked"), form
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.hybrid_form = form
 
 
 class FFN(nn.Module):
@@ -449,13 +757,14 @@ class Block(nn.Module):
         self.norm2 = make_norm(cfg)
         self.ffn = FFN(cfg)
 
-    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0):
+    def forward(self, x, state=None, chunk: int = 64, pos_offset: int = 0,
+                want_state: bool = True):
         if self.pre:
-            a, st = self.attn(self.norm1(x), state, chunk, pos_offset)
+            a, st = self.attn(self.norm1(x), state, chunk, pos_offset, want_state)
             x = x + a
             x = x + self.ffn(self.norm2(x))
         else:
-            a, st = self.attn(x, state, chunk, pos_offset)
+            a, st = self.attn(x, state, chunk, pos_offset, want_state)
             x = self.norm1(x + a)
             x = self.norm2(x + self.ffn(x))
         return x, st
@@ -484,7 +793,8 @@ class LinAttnLM(nn.Module):
 
         pos_offset: absolute position of tokens[:, 0] (for incremental decoding).
         states: per-layer state from a previous call (linear: (S, z); softmax:
-        (K, V)); pass return_states=True to get the new ones.
+        (K, V), the last W of them with a window; hybrid: (ring K, ring V, S, z));
+        pass return_states=True to get the new ones.
         """
         B, T = tokens.shape
         x = self.tok_emb(tokens)
@@ -497,7 +807,8 @@ class LinAttnLM(nn.Module):
             x = x + self.pos_emb(pos)
         new_states = []
         for i, layer in enumerate(self.layers):
-            x, st = layer(x, None if states is None else states[i], chunk, pos_offset)
+            x, st = layer(x, None if states is None else states[i], chunk, pos_offset,
+                          return_states)
             new_states.append(st)
         if self.cfg.norm_position == "pre":
             x = self.norm_f(x)
@@ -602,6 +913,11 @@ def expected_tensor_shapes(cfg: Config) -> Dict[str, Tuple[int, ...]]:
             shapes[p + f"attn.{nm}.weight"] = (rows, d)
             if cfg.bias:
                 shapes[p + f"attn.{nm}.bias"] = (rows,)
+        if cfg.attention == "hybrid":
+            if cfg.feature_dim > 0:
+                shapes[p + "attn.wq_phi"] = (cfg.n_heads, cfg.feature_dim, cfg.head_dim)
+                shapes[p + "attn.wk_phi"] = (cfg.kv_heads, cfg.feature_dim, cfg.head_dim)
+            shapes[p + "attn.lin_scale"] = (cfg.n_heads,)
         for nm in ("norm1", "norm2"):
             shapes[p + f"{nm}.weight"] = (d,)
             if ln:
@@ -736,7 +1052,7 @@ def generate(model: LinAttnLM, prompt: bytes, max_new_tokens: int = 200,
             nxt = int(torch.multinomial(probs.float(), 1, generator=gen))
         out.append(nxt)
         toks.append(nxt)
-        limited = cfg.attention == "softmax" or cfg.positions == "learned"
+        limited = (cfg.attention == "softmax" and cfg.window == 0) or cfg.positions == "learned"
         if limited and pos >= cfg.max_seq_len:
             ctx = toks[-cfg.max_seq_len:]
             logits, states = model(torch.tensor([ctx]), 0, None, return_states=True)

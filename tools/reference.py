@@ -4,6 +4,7 @@
     /usr/bin/python3 tools/reference.py            # tiny models + kjv goldens
     /usr/bin/python3 tools/reference.py --check    # self-checks of the reference maths only
     /usr/bin/python3 tools/reference.py --no-kjv   # skip the goldens of the shipped models
+    /usr/bin/python3 tools/reference.py --only hybrid  # only the window/hybrid models
 
 For every tiny model NAME this writes into tests/data/:
     NAME.ini               [model] section, weights = NAME.safetensors
@@ -23,6 +24,11 @@ loop written from the definition (lengths, Lq != Lk both ways, d_v != d_k):
 For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini,
 configs/kjv-linear-plain.ini), if present:
     kjv-<variant>.tokens.npy ('<f8') [32], kjv-<variant>.logits.npy ('<f4') [32, V]
+
+Window / hybrid models (HYBRID_MODELS: sliding-window softmax and the hybrid
+softmax-window + decayed-linear-tail attention, max_seq_len 16) have the same
+files, the stream running 100 tokens past max_seq_len; `--only hybrid` writes
+just these and leaves every other golden file alone.
 
 All logits are computed in float64 from the weights as stored (i.e. after the
 F16/BF16 rounding), then cast to float32.
@@ -135,6 +141,40 @@ TINY_MODELS = [
 ]
 
 
+# window / hybrid attention (constant-memory softmax variants); max_seq_len 16
+# so that the 100-token stream runs far past it
+HYBRID_BASE = dict(TINY_BASE, max_seq_len=16)
+_LLAMA = dict(norm="rmsnorm", norm_position="pre", ffn="swiglu", bias=False)
+HYBRID_MODELS = [
+    ("tiny-window-rope-gqa",
+     dict(attention="softmax", window=5, positions="rope", n_kv_heads=2, **_LLAMA), "F32", 31),
+    ("tiny-hybrid-rope-gqa",
+     dict(attention="hybrid", window=4, feature_dim=0, decay="0.6,0.8,0.9,0.97",
+          positions="rope", n_kv_heads=2, **_LLAMA), "F32", 32),
+    ("tiny-hybrid-fmap-rope-gqa",
+     dict(attention="hybrid", window=3, feature_dim=16, decay="0.7,0.85,0.95,0.99",
+          positions="rope", n_kv_heads=2, **_LLAMA), "F32", 33),
+    ("tiny-hybrid-fmap-f16",
+     dict(attention="hybrid", window=6, feature_dim=8, positions="none", **_LLAMA), "F16", 34),
+]
+
+
+def init_hybrid(model: M.LinAttnLM, seed: int) -> None:
+    """init_tiny, then non-trivial hybrid parameters: lin_scale around -log(F or dh)
+    (so the tail and the window weigh alike), feature maps = the linearizer's init
+    plus noise (a transposed or mis-indexed map shows)."""
+    init_tiny(model, seed)
+    g = torch.Generator().manual_seed(1000 + seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("lin_scale"):
+                fd = model.cfg.feature_dim or model.cfg.head_dim
+                p.copy_(-np.log(fd) + 0.5 * torch.randn(p.shape, generator=g))
+            elif name.endswith("_phi"):
+                base = M._phi_init(p.shape[0], p.shape[1], p.shape[2]).to(p.dtype)
+                p.copy_(base + 0.3 * torch.randn(p.shape, generator=g))
+
+
 def init_tiny(model: M.LinAttnLM, seed: int) -> None:
     """Random init scaled so that activations are O(1) (not a trained model)."""
     g = torch.Generator().manual_seed(seed)
@@ -233,10 +273,9 @@ def self_check(verbose: bool = True) -> None:
     assert (g - torch.nn.functional.gelu(x, approximate="tanh")).abs().max().item() < 1e-12
     # 5. whole models: full forward == token-by-token incremental forward,
     #    chunk size does not matter, safetensors round trip
-    for name, over, _, seed in TINY_MODELS:
-        cfg = M.Config(**TINY_BASE, **over)
+    for name, cfg, _, seed, init in all_tiny():
         mdl = M.LinAttnLM(cfg)
-        init_tiny(mdl, seed)
+        init(mdl, seed)
         mdl = mdl.to(dt).eval()
         toks = torch.from_numpy(tiny_tokens().astype(np.int64))[None]
         with torch.no_grad():
@@ -250,9 +289,106 @@ def self_check(verbose: bool = True) -> None:
             inc = torch.cat(rows, 1)
         err = (inc - full).abs().max().item()
         assert err < 1e-10, (name, err)
+        if cfg.attention == "hybrid" or cfg.window > 0:
+            # every form, and prefill-then-decode (in blocks) == one shot, past max_seq_len
+            st = torch.from_numpy(stream_tokens().astype(np.int64))[None]
+            with torch.no_grad():
+                M.set_hybrid_form(mdl, "quadratic")
+                ref = mdl(st)
+                M.set_hybrid_form(mdl, "chunked")
+                for ch in (1, 4, 64):
+                    assert (mdl(st, chunk=ch) - ref).abs().max().item() < 1e-10, (name, ch)
+                for form in ("quadratic", "chunked"):
+                    M.set_hybrid_form(mdl, form)
+                    states, rows, p0 = None, [], 0
+                    for blk in (7, 1, 1, 30, 1, 61):
+                        lg, states = mdl(st[:, p0:p0 + blk], p0, states, return_states=True)
+                        rows.append(lg)
+                        p0 += blk
+                    assert (torch.cat(rows, 1) - ref).abs().max().item() < 1e-10, (name, form)
+                M.set_hybrid_form(mdl, "auto")
+    self_check_hybrid()
     if verbose:
         print("self-check: linear attention chunked == cumsum == naive loop, "
               "softmax single key == v, incremental == full forward: OK")
+
+
+def self_check_hybrid() -> None:
+    """Window softmax and hybrid attention: quadratic == chunked == per-token loop
+    from the definition == recurrent ring+S,z loop == state carried across calls;
+    W >= T is plain causal softmax; lam = -inf leaves the windowed softmax."""
+    torch.manual_seed(1)
+    dt = torch.float64
+    B, H, T, dh, Fd = 2, 3, 41, 4, 6
+    q, k, v = (torch.randn(B, H, T, dh, dtype=dt) for _ in range(3))
+    v = torch.cat([v, torch.randn(B, H, T, 2, dtype=dt)], -1)          # d_v != d_k
+    wq, wk = torch.randn(H, Fd, dh, dtype=dt), torch.randn(H, Fd, dh, dtype=dt)
+    full_sm, _ = M.causal_softmax_attention(q, k, v)
+    for W in (1, 2, 5, 16):
+        # windowed softmax: a naive loop, and a KV cache carried in blocks
+        ws, _ = M.causal_softmax_attention(q, k, v, None, W)
+        for t in range(T):
+            lo = max(0, t - W + 1)
+            sc = (q[:, :, t:t + 1] @ k[:, :, lo:t + 1].transpose(-1, -2)) / dh ** 0.5
+            ref = torch.softmax(sc, -1) @ v[:, :, lo:t + 1]
+            assert (ws[:, :, t:t + 1] - ref).abs().max().item() < 1e-12, ("window", W, t)
+        past, rows, p0 = None, [], 0
+        for blk in (3, 1, 17, 1, 19):
+            o, past = M.causal_softmax_attention(q[:, :, p0:p0 + blk], k[:, :, p0:p0 + blk],
+                                                 v[:, :, p0:p0 + blk], past, W)
+            assert past[0].shape[2] <= W
+            rows.append(o)
+            p0 += blk
+        assert (torch.cat(rows, 2) - ws).abs().max().item() < 1e-12, ("window cache", W)
+        for wqq, wkk in ((None, None), (wq, wk)):
+            fq, fk = M.hybrid_features(q, wqq), M.hybrid_features(k, wkk)
+            lam = torch.randn(H, dtype=dt)
+            for g in (None, [0.5, 0.9, 1.0]):
+                lg = None if g is None else torch.log(torch.tensor(g, dtype=dt))
+                a = M.hybrid_attention_quadratic(q, k, v, fq, fk, lam, W, lg)
+                errs = [(a - M.hybrid_attention_naive(q, k, v, fq, fk, lam, W, g)).abs().max(),
+                        (a - M.hybrid_attention_recurrent(q, k, v, fq, fk, lam, W, g)).abs().max()]
+                for ch in (1, 4, 16, 64):
+                    c = M.hybrid_attention_chunked(q, k, v, fq, fk, lam, W, lg, None, ch)
+                    errs.append((c - a).abs().max())
+                for form in ("quadratic", "chunked"):   # state carried across blocks
+                    past, rows, p0 = None, [], 0
+                    for blk in (2, 1, 13, 1, 24):
+                        P = 0 if past is None else min(W, p0)
+                        ks = slice(p0 - P, p0 + blk)
+                        qs = slice(p0, p0 + blk)
+                        rows.append(M.hybrid_attention(q[:, :, qs], k[:, :, ks], v[:, :, ks],
+                                                       fq[:, :, qs], fk[:, :, ks], lam, W, lg,
+                                                       past, 8, form))
+                        past = M.hybrid_state(fk[:, :, ks], v[:, :, ks], W, lg, past, blk)
+                        p0 += blk
+                    errs.append((torch.cat(rows, 2) - a).abs().max())
+                err = max(float(e) for e in errs)
+                assert err < 1e-12, ("hybrid", W, wqq is None, g, err)
+                # no tail: lam = -inf is the windowed softmax
+                ninf = torch.full((H,), float("-inf"), dtype=dt)
+                for form in ("quadratic", "chunked"):
+                    o = M.hybrid_attention(q, k, v, fq, fk, ninf, W, lg, None, 8, form)
+                    assert (o - ws).abs().max().item() < 1e-12, ("lam=-inf", W, form)
+            # W >= T: plain causal softmax
+            for form in ("quadratic", "chunked"):
+                o = M.hybrid_attention(q, k, v, fq, fk, torch.zeros(H, dtype=dt), T, None,
+                                       None, 8, form)
+                assert (o - full_sm).abs().max().item() < 1e-12, ("W>=T", form)
+    # float32 chunked vs float64 quadratic at a training length (the linearizer's path)
+    Tl, W = 300, 16
+    q, k, v = (torch.randn(1, 2, Tl, 8, dtype=dt) for _ in range(3))
+    fq, fk = M.hybrid_features(q, None), M.hybrid_features(k, None)
+    lam, lg = torch.tensor([-2.0, -1.0], dtype=dt), torch.log(torch.tensor([0.9, 0.99], dtype=dt))
+    a = M.hybrid_attention_quadratic(q, k, v, fq, fk, lam, W, lg)
+    c = M.hybrid_attention_chunked(q, k, v, fq, fk, lam, W, lg, None, 64)
+    assert (a - c).abs().max().item() < 1e-12
+    c32 = M.hybrid_attention_chunked(*(t.float() for t in (q, k, v, fq, fk, lam)), W,
+                                     lg.float(), None, 64)
+    assert (a - c32.double()).abs().max().item() < 1e-4
+    print("self-check: window softmax == naive loop and KV ring; hybrid quadratic == chunked "
+          "== per-token definition == ring+S,z recurrence == state across blocks; "
+          "W >= T == softmax; lam = -inf == window softmax: OK")
 
 
 def numpy_decayed_attention(q, k, v, decay, lengths, eps):
@@ -354,8 +490,17 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
     def elu1(x):
         return np.where(x > 0, x + 1.0, np.exp(x))
 
-    S = [np.zeros((H, dh, dh)) for _ in range(cfg.n_layers)]
-    z = [np.zeros((H, dh)) for _ in range(cfg.n_layers)]
+    W = cfg.window
+    Fd = cfg.feature_dim or dh
+
+    def fmap(x, wname, hh):
+        """hybrid feature map of one head: elu(w[hh] @ x) + 1, or elu(x) + 1."""
+        if cfg.feature_dim:
+            return elu1(w[wname][hh] @ x)
+        return elu1(x)
+
+    S = [np.zeros((H, Fd, dh)) for _ in range(cfg.n_layers)]
+    z = [np.zeros((H, Fd)) for _ in range(cfg.n_layers)]
     K = [[] for _ in range(cfg.n_layers)]
     V = [[] for _ in range(cfg.n_layers)]
     out = []
@@ -388,9 +533,31 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
                         S[l][hh] = gam[hh] * S[l][hh] + np.outer(fk, v[sk])
                         z[l][hh] = gam[hh] * z[l][hh] + fk
                         heads.append(fq @ S[l][hh] / (fq @ z[l][hh] + cfg.eps))
+                    elif cfg.attention == "hybrid":
+                        # the key W tokens old leaves the ring of W keys into S, z
+                        gm = gam[hh]
+                        S[l][hh] *= gm
+                        z[l][hh] *= gm
+                        if p - W >= 0:
+                            old = K[l][p - W][sk]
+                            fk = fmap(old, pf + "attn.wk_phi", g)
+                            S[l][hh] += gm ** W * np.outer(fk, V[l][p - W][sk])
+                            z[l][hh] += gm ** W * fk
+                        lo = max(0, p - W + 1)
+                        ks = np.stack([kk[sk] for kk in K[l][lo:]])
+                        vs = np.stack([vv[sk] for vv in V[l][lo:]])
+                        sc = ks @ q[sl] / np.sqrt(dh)
+                        c = sc.max()
+                        e = np.exp(sc - c)
+                        fq = fmap(q[sl], pf + "attn.wq_phi", hh)
+                        st = np.exp(w[pf + "attn.lin_scale"][hh] - c)
+                        num = e @ vs + st * (fq @ S[l][hh])
+                        den = e.sum() + st * (fq @ z[l][hh])
+                        heads.append(num / den)
                     else:
-                        ks = np.stack([kk[sk] for kk in K[l]])
-                        vs = np.stack([vv[sk] for vv in V[l]])
+                        lo = max(0, p - W + 1) if W > 0 else 0
+                        ks = np.stack([kk[sk] for kk in K[l][lo:]])
+                        vs = np.stack([vv[sk] for vv in V[l][lo:]])
                         sc = ks @ q[sl] / np.sqrt(dh)
                         e = np.exp(sc - sc.max())
                         heads.append((e / e.sum()) @ vs)
@@ -418,7 +585,7 @@ def numpy_forward(ini_path: str, tokens: np.ndarray) -> np.ndarray:
 def check_goldens(out_dir: str) -> None:
     """Re-derive every tiny golden with numpy_forward and compare."""
     worst = 0.0
-    for name, _, _, _ in TINY_MODELS:
+    for name, *_ in all_tiny():
         base = os.path.join(out_dir, name)
         for tk, lg in ((".tokens.npy", ".logits.npy"),
                        (".stream_tokens.npy", ".stream_logits.npy")):
@@ -437,14 +604,31 @@ def check_goldens(out_dir: str) -> None:
 # generation
 # --------------------------------------------------------------------------
 
-def make_tiny(out_dir: str) -> None:
+def all_tiny():
+    """(name, Config, dtype, seed, init) of every tiny golden model."""
+    out = [(n, M.Config(**TINY_BASE, **o), dt, sd, init_tiny) for n, o, dt, sd in TINY_MODELS]
+    out += [(n, M.Config(**HYBRID_BASE, **o), dt, sd, init_hybrid)
+            for n, o, dt, sd in HYBRID_MODELS]
+    return out
+
+
+def has_stream(cfg: M.Config) -> bool:
+    """Models that decode past max_seq_len: linear (not learned positions), window, hybrid."""
+    if cfg.positions == "learned":
+        return False
+    return cfg.attention in ("linear", "hybrid") or cfg.window > 0
+
+
+def make_tiny(out_dir: str, only: str = "all") -> None:
     os.makedirs(out_dir, exist_ok=True)
     toks = tiny_tokens()
     stoks = stream_tokens()
-    for name, over, dtype, seed in TINY_MODELS:
-        cfg = M.Config(**TINY_BASE, **over)
+    hybrid_names = {m[0] for m in HYBRID_MODELS}
+    for name, cfg, dtype, seed, init in all_tiny():
+        if only == "hybrid" and name not in hybrid_names:
+            continue
         mdl = M.LinAttnLM(cfg)
-        init_tiny(mdl, seed)
+        init(mdl, seed)
         st_path = os.path.join(out_dir, name + ".safetensors")
         M.save_safetensors(mdl, st_path, dtype, {"generator": "tools/reference.py",
                                                  "seed": str(seed)})
@@ -456,12 +640,13 @@ def make_tiny(out_dir: str) -> None:
                        f"storage {dtype}); do not edit"))
         # reload exactly as the engine would: from the .ini, rounded weights, float64
         m64 = M.from_ini(ini_path, torch.float64)
+        M.set_hybrid_form(m64, "quadratic")   # the goldens from the plain masked form
         assert dataclasses.replace(m64.cfg, weights="") == cfg
         lg = golden_logits(m64, toks)
         write_npy(os.path.join(out_dir, name + ".tokens.npy"), toks)
         write_npy(os.path.join(out_dir, name + ".logits.npy"), lg)
         extra = ""
-        if cfg.attention == "linear" and cfg.positions != "learned":
+        if has_stream(cfg):
             slg = golden_logits(m64, stoks)
             assert np.allclose(slg[:T_TINY], golden_logits(m64, stoks[:T_TINY]), atol=1e-6)
             write_npy(os.path.join(out_dir, name + ".stream_tokens.npy"), stoks)
@@ -522,13 +707,17 @@ def main() -> None:
     ap.add_argument("--out", default=DATA, help="output folder (default tests/data)")
     ap.add_argument("--check", action="store_true", help="only run the self-checks")
     ap.add_argument("--no-kjv", action="store_true", help="skip the shipped-model goldens")
+    ap.add_argument("--only", choices=["all", "hybrid"], default="all",
+                    help="hybrid: write only the window/hybrid tiny models (no other file)")
     args = ap.parse_args()
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    torch.set_num_threads(min(2, torch.get_num_threads()) if not os.environ.get("LINATTN_THREADS") else int(os.environ["LINATTN_THREADS"]))
     self_check()
     if args.check:
         return
-    make_tiny(args.out)
+    make_tiny(args.out, args.only)
     check_goldens(args.out)
+    if args.only == "hybrid":
+        return
     make_decay_ops(args.out)
     if not args.no_kjv:
         make_kjv(args.out)
