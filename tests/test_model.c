@@ -117,6 +117,12 @@ static const char *const golden_models[] = {
     "tiny-softmax-rope-half-ln-bias-mqa",
     "tiny-linear-rope-half-ln-nobias-swiglu",
     "tiny-linear-rope-gqa-retnet",
+    /* constant memory for softmax models: a window of 5, and hybrid (a
+     * window with a decayed linear tail, with and without feature maps) */
+    "tiny-window-rope-gqa",
+    "tiny-hybrid-rope-gqa",
+    "tiny-hybrid-fmap-rope-gqa",
+    "tiny-hybrid-fmap-f16",
 };
 
 /* PyTorch (float64) logits after every token; 1e-4 max abs error, as the
@@ -174,6 +180,11 @@ Test(golden, linear_streams_past_the_training_context)
     check_golden("tiny-linear-llama-gqa-tied", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-rope-half-ln-nobias-swiglu", "stream_tokens", "stream_logits");
     check_golden("tiny-linear-rope-gqa-retnet", "stream_tokens", "stream_logits");
+    /* a window (ring) and hybrid streams: max_seq_len 16, 100 tokens */
+    check_golden("tiny-window-rope-gqa", "stream_tokens", "stream_logits");
+    check_golden("tiny-hybrid-rope-gqa", "stream_tokens", "stream_logits");
+    check_golden("tiny-hybrid-fmap-rope-gqa", "stream_tokens", "stream_logits");
+    check_golden("tiny-hybrid-fmap-f16", "stream_tokens", "stream_logits");
 }
 
 Test(golden, shipped_demo_models_match_pytorch)
