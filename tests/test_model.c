@@ -1405,7 +1405,11 @@ static void windowed_sessions(linattn_attention_kind kind, int W, int F, int dec
         for (int i = 0; i < S; i++) {
             cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
             double e = rel_diff(lb[i], a, 256);
-            cr_assert_leq(e, 1e-5, "W=%d stream %d step %d: %g", W, i, step, e);
+            /* a group's rows are projected by one gemm, a lone token's by
+             * gemv: the last bit of a k or v may differ, and an f16 cache
+             * rounds that to a neighbouring half (2^-11 relative) */
+            double tol = kv == LINATTN_KV_F16 ? 1e-4 : 1e-5;
+            cr_assert_leq(e, tol, "W=%d stream %d step %d: %g", W, i, step, e);
         }
     }
     for (int i = 0; i < S; i++) {
