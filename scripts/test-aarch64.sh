@@ -50,9 +50,10 @@ echo "--- linattn generate on a golden model (qemu-aarch64, NEON kernels)"
 qemu-aarch64 "$build/linattn" generate tests/data/tiny-linear-pre-ln-gelu-sincos.ini \
     --prompt "Hello" --tokens 16 --temperature 0 --stats || status=1
 
-# Decayed models through the NEON kernels, prefill and step paths: bits per
+# Decayed linear and hybrid models through the NEON kernels, prefill and step paths: bits per
 # byte of their golden stream against PyTorch's (float64 logits, 1e-3).
-for m in tiny-linear-pre-rms-gelu-none-decay tiny-linear-post-ln-relu-sincos-retnet-f16; do
+for m in tiny-linear-pre-rms-gelu-none-decay tiny-linear-post-ln-relu-sincos-retnet-f16 \
+         tiny-hybrid-rope-gqa tiny-hybrid-fmap-rope-gqa; do
     echo "--- linattn eval $m (qemu-aarch64, NEON kernels)"
     want=$(cat "tests/data/$m.stream_bpb.txt")
     for w in "" "--window 7"; do
