@@ -194,6 +194,8 @@ Test(golden, shipped_demo_models_match_pytorch)
     check_golden("kjv-linear", "tokens", "logits");
     check_golden("kjv-linear-plain", "tokens", "logits");
     check_golden("kjv-softmax", "tokens", "logits");
+    /* the llama-shaped teacher (rope, swiglu, GQA) */
+    check_golden("kjv-llama", "tokens", "logits");
 }
 
 /* ---- sessions on random models -------------------------------------------- */

@@ -22,7 +22,8 @@ loop written from the definition (lengths, Lq != Lk both ways, d_v != d_k):
     decay-op-*.{q,k,v,decay}.npy ('<f4'), .lengths.npy ('<f8'), .out.npy ('<f8')
 
 For each shipped model in models/ (configs/kjv-softmax.ini, configs/kjv-linear.ini,
-configs/kjv-linear-plain.ini), if present:
+configs/kjv-linear-plain.ini, the llama-shaped teacher configs/kjv-llama.ini and its
+conversions kjv-llama-hybrid16, -hybrid64, -hybrid64-self), if present:
     kjv-<variant>.tokens.npy ('<f8') [32], kjv-<variant>.logits.npy ('<f4') [32, V]
 
 Window / hybrid models (HYBRID_MODELS: sliding-window softmax and the hybrid
@@ -680,7 +681,8 @@ def make_tiny(out_dir: str, only: str = "all") -> None:
 
 def make_kjv(out_dir: str) -> None:
     toks = kjv_tokens()
-    for variant in ("softmax", "linear", "linear-plain"):
+    for variant in ("softmax", "linear", "linear-plain", "llama", "llama-hybrid16",
+                    "llama-hybrid64", "llama-hybrid64-self"):
         ini = os.path.join(ROOT, "configs", f"kjv-{variant}.ini")
         if not os.path.exists(ini):
             print(f"skip kjv-{variant}: {ini} not found")
@@ -707,12 +709,16 @@ def main() -> None:
     ap.add_argument("--out", default=DATA, help="output folder (default tests/data)")
     ap.add_argument("--check", action="store_true", help="only run the self-checks")
     ap.add_argument("--no-kjv", action="store_true", help="skip the shipped-model goldens")
-    ap.add_argument("--only", choices=["all", "hybrid"], default="all",
-                    help="hybrid: write only the window/hybrid tiny models (no other file)")
+    ap.add_argument("--only", choices=["all", "hybrid", "kjv"], default="all",
+                    help="hybrid: write only the window/hybrid tiny models (no other file); "
+                         "kjv: only the shipped models' goldens")
     args = ap.parse_args()
     torch.set_num_threads(min(2, torch.get_num_threads()) if not os.environ.get("LINATTN_THREADS") else int(os.environ["LINATTN_THREADS"]))
     self_check()
     if args.check:
+        return
+    if args.only == "kjv":
+        make_kjv(args.out)
         return
     make_tiny(args.out, args.only)
     check_goldens(args.out)
