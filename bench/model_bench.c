@@ -370,6 +370,43 @@ static void model_row(bench_row *r, const bench_model *bm, const char *name, lin
     r->threads = threads;
 }
 
+/* Times `steps` single-token decode steps of s (tokens[steps]) and emits
+ * row `name`, saying `what` it decodes. t holds the samples. */
+static int decode_row(const bench_plan *p, const bench_model *bm, linattn_session *s,
+                      const int *tokens, int steps, float *logits, double *t, const char *name,
+                      linattn_isa isa, int threads, double context, const char *what)
+{
+    for (int i = 0; i < steps; i++) {
+        double a = bench_now(p);
+        if (linattn_session_feed(s, &tokens[i], 1, logits) != LINATTN_OK) {
+            fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
+            return -1;
+        }
+        t[i] = bench_now(p) - a;
+    }
+    bench_row r;
+    model_row(&r, bm, name, isa, threads);
+    char full[4096 + 160];
+    snprintf(full, sizeof full, "%s (%s), %s", bm->path, bm->label, what);
+    bench_copy(r.what, sizeof r.what, full);
+    bench_stats_of_rate(t, steps, 1.0, &r.st);
+    bench_stats sec;
+    bench_stats_of(t, steps, &sec);
+    r.seconds = sec.median;
+    /* a token reads every weight once, and the whole state or cache */
+    double weights = (double)linattn_model_weight_bytes(bm->m);
+    double state = (double)linattn_session_state_bytes(s);
+    r.bytes = weights + state;
+    r.context = context;
+    snprintf(r.note, sizeof r.note, "weights %s %.0f MiB + %s %.1f MiB a token%s%s",
+             linattn_model_weight_dtypes(bm->m), weights / 1048576,
+             fixed_state(bm->cfg) ? "state" : "kv-cache", state / 1048576,
+             bm->note[0] ? "; " : "", bm->note);
+    bench_row_ratios(&r, isa, r.bytes, r.seconds);
+    bench_emit(&r);
+    return 0;
+}
+
 /* Prefill ctx tokens from empty (repeated by the plan's rule), then time
  * single-token decode steps after the last prefill. */
 static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linattn_isa isa,
@@ -415,61 +452,21 @@ static int run_model(const bench_plan *p, const bench_model *bm, long ctx, linat
         bench_row_ratios(&r, isa, 0, 0);
         bench_emit(&r);
     }
-    if (want_d) {
-        for (int i = 0; i < steps; i++) {
-            double a = bench_now(p);
-            if (linattn_session_feed(s, &tokens[n + i], 1, logits) != LINATTN_OK) {
-                fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-                goto out;
-            }
-            t[i] = bench_now(p) - a;
-        }
-        bench_row r;
-        model_row(&r, bm, dname, isa, threads);
-        snprintf(r.what, sizeof r.what, "%s (%s), decode after %ld tokens", bm->path, bm->label,
-                 ctx);
-        bench_stats_of_rate(t, steps, 1.0, &r.st);
-        bench_stats sec;
-        bench_stats_of(t, steps, &sec);
-        r.seconds = sec.median;
-        /* a token reads every weight once, and the whole state or cache */
-        double weights = (double)linattn_model_weight_bytes(bm->m);
-        r.bytes = weights + (double)linattn_session_state_bytes(s);
-        r.context = (double)ctx;
-        snprintf(r.note, sizeof r.note, "weights %s %.0f MiB + %s %.1f MiB a token%s%s",
-                 linattn_model_weight_dtypes(bm->m), weights / 1048576, what_state, (double)linattn_session_state_bytes(s) / 1048576,
-                 bm->note[0] ? "; " : "", bm->note);
-        bench_row_ratios(&r, isa, r.bytes, r.seconds);
-        bench_emit(&r);
-    }
+    char what[96];
+    snprintf(what, sizeof what, "decode after %ld tokens", ctx);
+    if (want_d && decode_row(p, bm, s, tokens + n, steps, logits, t, dname, isa, threads,
+                             (double)ctx, what) != 0)
+        goto out;
     row_name(dname, sizeof dname, bm->label, "decode", FAR_POSITION);
     if (!p->quick && ctx == full_contexts[0] && fixed_state(bm->cfg) && bench_wanted(p, dname)) {
         /* the same stream moved to position 1M: a fixed state does the
          * same work at any position (the ring and sums stay full), so
          * this times what a real stream a million tokens long decodes at */
         s->tokens = FAR_POSITION;
-        for (int i = 0; i < steps; i++) {
-            double a = bench_now(p);
-            if (linattn_session_feed(s, &tokens[n + i], 1, logits) != LINATTN_OK) {
-                fprintf(stderr, "linattn-bench: %s\n", linattn_last_error());
-                goto out;
-            }
-            t[i] = bench_now(p) - a;
-        }
-        bench_row r;
-        model_row(&r, bm, dname, isa, threads);
-        snprintf(r.what, sizeof r.what, "%s (%s), decode at position 1M (after %ld tokens)",
-                 bm->path, bm->label, ctx);
-        bench_stats_of_rate(t, steps, 1.0, &r.st);
-        bench_stats sec;
-        bench_stats_of(t, steps, &sec);
-        r.seconds = sec.median;
-        r.bytes = (double)linattn_model_weight_bytes(bm->m) + (double)linattn_session_state_bytes(s);
-        r.context = (double)FAR_POSITION;
-        snprintf(r.note, sizeof r.note, "%s %zu B/stream, as at %ld tokens", what_state,
-                 linattn_session_state_bytes(s), ctx);
-        bench_row_ratios(&r, isa, r.bytes, r.seconds);
-        bench_emit(&r);
+        snprintf(what, sizeof what, "decode at position 1M (after %ld tokens)", ctx);
+        if (decode_row(p, bm, s, tokens + n, steps, logits, t, dname, isa, threads,
+                       (double)FAR_POSITION, what) != 0)
+            goto out;
     }
     rc = 0;
 out:

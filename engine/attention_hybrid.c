@@ -85,14 +85,7 @@ static linattn_status hybrid_row(linattn_session *s, const linattn_kernels *kt, 
         row_f32(kt, kl, linattn_cache_at(s, 0, layer, pos), kvd, s->kv16);
         row_f32(kt, vl, linattn_cache_at(s, 1, layer, pos), kvd, s->kv16);
     }
-    void *kc = linattn_cache_at(s, 0, layer, pos), *vc = linattn_cache_at(s, 1, layer, pos);
-    if (s->kv16) {
-        kt->to_f16(kc, k, kvd);
-        kt->to_f16(vc, v, kvd);
-    } else {
-        memcpy(kc, k, kvd * sizeof(float));
-        memcpy(vc, v, kvd * sizeof(float));
-    }
+    linattn_cache_put(s, kt, layer, pos, k, v, kvd);
     if (tail) { /* it joins the tail's sums; each head reads them */
         for (int h = 0; h < H; h++) {
             const int g = h / group;

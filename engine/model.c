@@ -197,22 +197,6 @@ static void embed(const linattn_model *m, float *x, const int *tokens, int n,
 
 /* ---- attention of a layer: one set of functions per kind ------------------ */
 
-/* Stores count floats of k and of v at position pos of s's layer cache:
- * copied, or rounded to halfs (kv_cache = f16). Rows of a window's ring
- * wrap: count is one row then, or rows that do not wrap. */
-static void cache_append(const linattn_session *s, const linattn_kernels *kt, int layer,
-                         uint64_t pos, const float *k, const float *v, size_t count)
-{
-    void *kc = linattn_cache_at(s, 0, layer, pos), *vc = linattn_cache_at(s, 1, layer, pos);
-    if (s->kv16) {
-        kt->to_f16(kc, k, count);
-        kt->to_f16(vc, v, count);
-    } else {
-        memcpy(kc, k, count * sizeof(float));
-        memcpy(vc, v, count * sizeof(float));
-    }
-}
-
 /* A one-head (or all-heads) softmax call on s's cache rows. */
 static linattn_attention_desc softmax_desc(const linattn_session *s, int heads, int n, int len_k,
                                            int causal, int threads)
@@ -254,7 +238,7 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
     const void *kc = linattn_cache_at(s, 0, layer, 0), *vc = linattn_cache_at(s, 1, layer, 0);
     int len_k = (int)t0 + n, causal = 1;
     if (m->window > 0 && n == 1) {
-        cache_append(s, kt, layer, t0, k, v, kvd);
+        linattn_cache_put(s, kt, layer, t0, k, v, kvd);
         len_k = t0 + 1 < (uint64_t)m->window ? (int)t0 + 1 : m->window;
         causal = 0; /* the ring holds exactly the window */
     } else if (m->window > 0) {
@@ -273,13 +257,13 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
             memcpy(gv + (size_t)prev * kvd * elem, v, (size_t)n * kvd * sizeof(float));
         }
         for (int r = n > W ? n - W : 0; r < n; r++) /* the last W rows stay */
-            cache_append(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
+            linattn_cache_put(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
                          v + (size_t)r * kvd, kvd);
         kc = gk;
         vc = gv;
         len_k = prev + n;
     } else {
-        cache_append(s, kt, layer, t0, k, v, (size_t)n * kvd);
+        linattn_cache_put(s, kt, layer, t0, k, v, (size_t)n * kvd);
     }
     linattn_attention_desc desc = softmax_desc(s, m->h, n, len_k, causal, threads);
     desc.window = causal ? m->window : 0;
@@ -346,7 +330,7 @@ static size_t hybrid_unit_bytes(const linattn_session *w, int layer)
 static void softmax_before(linattn_session *s, const linattn_kernels *kt, int layer,
                            const float *k, const float *v)
 {
-    cache_append(s, kt, layer, s->tokens, k, v, (size_t)s->m->kvd);
+    linattn_cache_put(s, kt, layer, s->tokens, k, v, (size_t)s->m->kvd);
 }
 
 /* Unit h of stream s's token (q, a: [d]; k, v: a row of the batch). */

@@ -2,6 +2,8 @@
 #ifndef LINATTN_ENGINE_MODEL_H
 #define LINATTN_ENGINE_MODEL_H
 
+#include <string.h>
+
 #include "internal.h"
 #include "weights.h"
 
@@ -129,6 +131,23 @@ static inline void *linattn_cache_at(const linattn_session *s, int which, int la
     size_t slot = m->window > 0 ? (size_t)(pos % (uint64_t)m->cache_rows) : (size_t)pos;
     size_t row = ((size_t)layer * (size_t)m->cache_rows + slot) * (size_t)m->kvd;
     return (char *)(which ? s->vcache : s->kcache) + row * linattn_cache_elem(s);
+}
+
+/* Stores count floats of k and of v at position pos of s's layer cache:
+ * copied, or rounded to halfs (kv_cache = f16). Rows of a window's ring
+ * wrap: count is one row then, or rows that do not wrap. */
+static inline void linattn_cache_put(const linattn_session *s, const linattn_kernels *kt,
+                                     int layer, uint64_t pos, const float *k, const float *v,
+                                     size_t count)
+{
+    void *kc = linattn_cache_at(s, 0, layer, pos), *vc = linattn_cache_at(s, 1, layer, pos);
+    if (s->kv16) {
+        kt->to_f16((uint16_t *)kc, k, count);
+        kt->to_f16((uint16_t *)vc, v, count);
+    } else {
+        memcpy(kc, k, count * sizeof(float));
+        memcpy(vc, v, count * sizeof(float));
+    }
 }
 
 /* Runs n (<= LINATTN_CHUNK) rows through the model in s's buffers and

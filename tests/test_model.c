@@ -1135,11 +1135,45 @@ static linattn_model *random_llama(linattn_attention_kind kind, int G, linattn_r
     return m;
 }
 
+/* Six streams of different histories (prefixes of tokens[n]) stepped
+ * together for 3 tokens give each stream's own logits, within tol. */
+static void steps_together_equal_alone(const linattn_model *m, const int *tokens, int n,
+                                       double tol)
+{
+    enum { S = 6 };
+    linattn_session *batch[S], *alone[S];
+    static float lb[S][256];
+    float a[256], *out[S];
+    for (int i = 0; i < S; i++) {
+        batch[i] = new_session(m);
+        alone[i] = new_session(m);
+        cr_assert_eq(linattn_session_feed(batch[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(alone[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
+        out[i] = lb[i];
+    }
+    for (int step = 0; step < 3; step++) {
+        int next[S];
+        for (int i = 0; i < S; i++)
+            next[i] = tokens[(i * 13 + step) % n];
+        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
+                     linattn_last_error());
+        for (int i = 0; i < S; i++) {
+            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
+            double e = rel_diff(lb[i], a, 256);
+            cr_assert_leq(e, tol, "stream %d step %d: %g", i, step, e);
+        }
+    }
+    for (int i = 0; i < S; i++) {
+        linattn_session_free(batch[i]);
+        linattn_session_free(alone[i]);
+    }
+}
+
 /* Prefill (crossing the 128-token chunks) = steps; save, load, continue =
  * one stream bit for bit; many streams stepped together = each alone. */
 static void llama_sessions(linattn_attention_kind kind, int G, linattn_rope_pairing pairing)
 {
-    enum { N = 300, S = 6 };
+    enum { N = 300 };
     linattn_model *m = random_llama(kind, G, pairing, 512);
     int tokens[N];
     make_tokens(tokens, N, 21);
@@ -1163,31 +1197,7 @@ static void llama_sessions(linattn_attention_kind kind, int G, linattn_rope_pair
         cr_assert_eq(memcmp(a, b, sizeof a), 0, "G=%d: bit-identical after load, token %d", G, i);
     }
 
-    linattn_session *batch[S], *alone[S];
-    float lb[S][256], *out[S];
-    for (int i = 0; i < S; i++) {
-        batch[i] = new_session(m);
-        alone[i] = new_session(m);
-        cr_assert_eq(linattn_session_feed(batch[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
-        cr_assert_eq(linattn_session_feed(alone[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
-        out[i] = lb[i];
-    }
-    for (int step = 0; step < 3; step++) {
-        int next[S];
-        for (int i = 0; i < S; i++)
-            next[i] = tokens[(i * 13 + step) % N];
-        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
-                     linattn_last_error());
-        for (int i = 0; i < S; i++) {
-            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
-            double e = rel_diff(lb[i], a, 256);
-            cr_assert_leq(e, 1e-5, "G=%d stream %d step %d: %g", G, i, step, e);
-        }
-    }
-    for (int i = 0; i < S; i++) {
-        linattn_session_free(batch[i]);
-        linattn_session_free(alone[i]);
-    }
+    steps_together_equal_alone(m, tokens, N, 1e-5);
     linattn_session_free(s1);
     linattn_session_free(s2);
     linattn_session_free(s3);
@@ -1351,7 +1361,7 @@ static linattn_model *random_windowed(linattn_attention_kind kind, int W, int F,
 static void windowed_sessions(linattn_attention_kind kind, int W, int F, int decay,
                               linattn_kv_cache kv)
 {
-    enum { N = 300, S = 5 };
+    enum { N = 300 };
     linattn_model *m = random_windowed(kind, W, F, decay, kv);
     int tokens[N];
     make_tokens(tokens, N, 31);
@@ -1388,36 +1398,10 @@ static void windowed_sessions(linattn_attention_kind kind, int W, int F, int dec
     linattn_session_free(o);
     linattn_model_free(other);
 
-    linattn_session *batch[S], *alone[S];
-    static float lb[S][256];
-    float *out[S];
-    for (int i = 0; i < S; i++) {
-        batch[i] = new_session(m);
-        alone[i] = new_session(m);
-        cr_assert_eq(linattn_session_feed(batch[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
-        cr_assert_eq(linattn_session_feed(alone[i], tokens, 5 + 9 * i, NULL), LINATTN_OK);
-        out[i] = lb[i];
-    }
-    for (int step = 0; step < 3; step++) {
-        int next[S];
-        for (int i = 0; i < S; i++)
-            next[i] = tokens[(i * 13 + step) % N];
-        cr_assert_eq(linattn_sessions_step(batch, next, S, out), LINATTN_OK, "%s",
-                     linattn_last_error());
-        for (int i = 0; i < S; i++) {
-            cr_assert_eq(linattn_session_feed(alone[i], &next[i], 1, a), LINATTN_OK);
-            double e = rel_diff(lb[i], a, 256);
-            /* a group's rows are projected by one gemm, a lone token's by
-             * gemv: the last bit of a k or v may differ, and an f16 cache
-             * rounds that to a neighbouring half (2^-11 relative) */
-            double tol = kv == LINATTN_KV_F16 ? 1e-4 : 1e-5;
-            cr_assert_leq(e, tol, "W=%d stream %d step %d: %g", W, i, step, e);
-        }
-    }
-    for (int i = 0; i < S; i++) {
-        linattn_session_free(batch[i]);
-        linattn_session_free(alone[i]);
-    }
+    /* a group's rows are projected by one gemm, a lone token's by gemv:
+     * the last bit of a k or v may differ, and an f16 cache rounds that to
+     * a neighbouring half (2^-11 relative) */
+    steps_together_equal_alone(m, tokens, N, kv == LINATTN_KV_F16 ? 1e-4 : 1e-5);
 
     /* far past max_seq_len: the same state bytes, no allocation */
     int chunk[1000];
