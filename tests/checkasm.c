@@ -73,9 +73,11 @@ static const struct tolerance {
     [K_axpy] = {TOL_BOUND, 2, "c u (|y| + |a x|) + tiny", "one FMA or a rounded product then a rounded add"},
     [K_scale] = {TOL_ULP, 0.5, "c ulp", "one correctly rounded product"},
     [K_exp_sub_sum] = {TOL_ULP, 1, "y: c ulp of exp(fl(x-m)); sum: (n+2c+2) u sum y + n tiny",
-     "glibc expf and SLEEF u10 are both within 1 ulp, also for denormal results; the fp32 "
-     "subtraction x-m is part of the contract; the sum adds n rounded adds to c ulp per term"},
-    [K_elu1] = {TOL_ULP, 1, "c ulp", "x+1 is correctly rounded; exp (libm or SLEEF u10) is within 1 ulp"},
+     "glibc expf and the inline exp (the exp sweep) are both within 1 ulp, also for denormal "
+     "results; the fp32 subtraction x-m is part of the contract; the sum adds n rounded adds "
+     "to c ulp per term"},
+    [K_elu1] = {TOL_ULP, 1, "c ulp",
+     "x+1 is correctly rounded; exp (libm or the inline one, see the exp sweep) is within 1 ulp"},
     [K_relu] = {TOL_EXACT, 0, "equal", "max(x, 0) never rounds"},
     [K_gelu] = {TOL_BOUND, 3, "c ulp + 4 u |x|",
      "c ulps for the final products; for x < -3, 1+tanh cancels, so tanh's absolute error "
@@ -1965,11 +1967,209 @@ static int run_bench(const char *only)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The kernels' inline exp over every fp32                                   */
+/* ------------------------------------------------------------------------ */
+
+/* SLEEF's scalar build of the u10 expf its AVX2, AVX-512 and NEON builds
+ * compile from the same source with FMA (sleef.h declares it only where
+ * FP_FAST_FMA is defined). The kernels used those before the inline exp. */
+float Sleef_expf1_u10purecfma(float);
+
+/* The bound of the inline exp (simd/body/exp_body.h): under 1 ulp of the
+ * exact exp(x) (libm's double exp, itself within 2^-29 of that ulp), "ulp"
+ * as everywhere here (2^-149 for subnormal results). The errors of p (exp
+ * x = p 2^n) add up to at most 0.5 ulp(p) for the last FMA's rounding,
+ * |r|/2 <= 0.18 for 1 + r Q rounded before it, 0.18 for the reduction's
+ * rounding of r and 0.05 for the polynomial: 0.91, were all to fall on one
+ * x. A subnormal result rounds p 2^n once more (0.5 ulp), but there
+ * ulp(p) 2^n <= 2^-150, half of the result's ulp: 0.5 + 0.91 / 2 = 0.96.
+ * Measured over every float: 0.891 (normal results). */
+#define EXP_TOL 1.0
+#define SWEEP_CHUNK 4096 /* floats of consecutive bit patterns (one sign, in order): in L1 */
+
+typedef struct exp_report {
+    report r;
+    double worst_x;
+    uint64_t not_rounded, full; /* results != fl(exp x); results checked against exp(x) */
+} exp_report;
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The result every x of a chunk must give exactly (its bits), or -1 where
+ * the chunk needs the reference: x < -104 gives +0, x > 89 and +inf give
+ * +inf, |x| < 2^-25 gives 1 (within 0.5 ulp: exp(x) is 1 + x to 2^-50);
+ * 0x7fc00000 stands for "any NaN". */
+static int64_t sweep_expect(uint32_t first, uint32_t last)
+{
+    uint32_t a0 = first & 0x7fffffffu, a1 = last & 0x7fffffffu, neg = first >> 31;
+    if (a0 > 0x7f800000u)
+        return 0x7fc00000;
+    if (a1 <= 0x7f800000u && !neg && a0 >= bits_of(89.0f))
+        return 0x7f800000;
+    if (a1 <= 0x7f800000u && neg && a0 >= bits_of(104.0f))
+        return 0;
+    if (a1 < bits_of(0x1p-25f))
+        return bits_of(1.0f);
+    return -1;
+}
+
+/* exp(x) in double: libm's, except for 2^-25 <= |x| < 2^-12 (42% of the
+ * floats that need a reference) where the series to x^4/24 is within
+ * x^5/120 < 2^-66 relatively, better than libm and a quarter of its time. */
+static double exp_ref(float xf)
+{
+    double x = xf;
+    if (fabs(x) < 0x1p-12)
+        return 1.0 + x * (1.0 + x * (0.5 + x * (1.0 / 6 + x * (1.0 / 24))));
+    return exp(x);
+}
+
+static int sweep_uniform_ok(const float *y, size_t n, uint32_t want)
+{
+    uint32_t bad = 0;
+    if (want == 0x7fc00000u) {
+        for (size_t j = 0; j < n; j++)
+            bad |= (bits_of(y[j]) & 0x7fffffffu) <= 0x7f800000u;
+    } else {
+        for (size_t j = 0; j < n; j++)
+            bad |= bits_of(y[j]) ^ want;
+    }
+    return bad == 0;
+}
+
+/* A chunk (of 4096 from bits first on) wholly past the domain: x >= 89
+ * (+inf, NaN) or x <= -104 (-inf, NaN). */
+static int sweep_outside(uint32_t first)
+{
+    uint32_t a = first & 0x7fffffffu;
+    return a >= bits_of(first >> 31 ? 104.0f : 89.0f);
+}
+
+/* A chunk that holds FLT_MAX, an infinity or the first or last NaN. */
+static int sweep_special(uint32_t first)
+{
+    static const uint32_t special[] = {0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fffffffu,
+                                       0xff7fffffu, 0xff800000u, 0xff800001u, 0xffffffffu};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        if (special[i] - first < SWEEP_CHUNK)
+            return 1;
+    return 0;
+}
+
+/* The fp32 bit patterns in chunks of 4096 through exp_sub_sum with m = 0,
+ * whose y is vexp(x - 0) = vexp(x) lane by lane, on each SIMD ISA: every
+ * step-th chunk of the domain [-104, 89] (every float with step 1) and,
+ * unless all, only every 16 step-th past it (where the result is +0, +inf
+ * or NaN), and the chunks of FLT_MAX, the infinities and the NaN ends.
+ * SLEEF's u10 expf on every 16th x that needs the reference, for
+ * comparison. Returns the number of ISAs that failed. */
+static int run_exp_sweep(unsigned step, int all)
+{
+    float *x = aligned_alloc(64, SWEEP_CHUNK * sizeof *x);
+    float *rounded = aligned_alloc(64, SWEEP_CHUNK * sizeof *rounded);
+    double *ref = aligned_alloc(64, SWEEP_CHUNK * sizeof *ref);
+    float *y[LINATTN_ISA_COUNT];
+    exp_report rep[LINATTN_ISA_COUNT];
+    memset(rep, 0, sizeof rep);
+    for (int i = 1; i < n_isas; i++)
+        y[i] = aligned_alloc(64, SWEEP_CHUNK * sizeof *y[i]);
+    double sleef_worst = 0, sleef_worst_x = 0, apart = 0; /* apart: max |inline - SLEEF| in ulps */
+    uint64_t sleef_n = 0;
+    double t0 = now_ns();
+    for (uint64_t base = 0; base < (1ull << 32); base += (uint64_t)SWEEP_CHUNK * step) {
+        if (!all && sweep_outside((uint32_t)base) &&
+            (base / SWEEP_CHUNK / step) % 16 != 0 && !sweep_special((uint32_t)base))
+            continue;
+        for (uint32_t j = 0; j < SWEEP_CHUNK; j++)
+            x[j] = float_of((uint32_t)base + j);
+        for (int i = 1; i < n_isas; i++)
+            (void)isas[i].k.exp_sub_sum(y[i], x, 0.0f, SWEEP_CHUNK);
+        int64_t want = sweep_expect((uint32_t)base, (uint32_t)base + SWEEP_CHUNK - 1);
+        int all_ok = want >= 0;
+        for (int i = 1; i < n_isas && all_ok; i++)
+            all_ok = sweep_uniform_ok(y[i], SWEEP_CHUNK, (uint32_t)want);
+        if (all_ok)
+            continue;
+        for (uint32_t j = 0; j < SWEEP_CHUNK; j++) {
+            ref[j] = exp_ref(x[j]);
+            rounded[j] = (float)ref[j];
+        }
+        for (int i = 1; i < n_isas; i++) {
+            exp_report *e = &rep[i];
+            e->full += SWEEP_CHUNK;
+            for (uint32_t j = 0; j < SWEEP_CHUNK; j++) {
+                /* a correctly rounded result is within 0.5 ulp, and any
+                 * other at least 0.5 ulp away: only those can be the worst */
+                if (bits_of(y[i][j]) == bits_of(rounded[j]) || (isnan(ref[j]) && isnan(y[i][j])))
+                    continue;
+                e->not_rounded++;
+                double err = ulp_err(y[i][j], ref[j]);
+                if (err > e->r.worst || isnan(err)) {
+                    e->r.worst = isnan(err) ? INFINITY : err;
+                    e->worst_x = x[j];
+                }
+                if (!(err <= EXP_TOL))
+                    fail(&e->r, "exp(%a = %.9g): got %a, exp %a (%.3g ulp, limit %g)",
+                         (double)x[j], (double)x[j], (double)y[i][j], ref[j], err, EXP_TOL);
+            }
+        }
+        for (uint32_t j = 0; j < SWEEP_CHUNK; j += 16) {
+            float sl = Sleef_expf1_u10purecfma(x[j]);
+            double es = ulp_err(sl, ref[j]);
+            sleef_n++;
+            if (es > sleef_worst) {
+                sleef_worst = es;
+                sleef_worst_x = x[j];
+            }
+            for (int i = 1; i < n_isas; i++) {
+                double d = isnan(ref[j]) ? 0.0 : ulp_err(y[i][j], (double)sl);
+                apart = d > apart ? d : apart;
+            }
+        }
+    }
+    int failed = 0;
+    for (int i = 1; i < n_isas; i++) {
+        exp_report *e = &rep[i];
+        printf("%-4s %-19s %-7s worst %.3g ulp (tol %g) at x = %.9g; %.2f%% of %.3g not "
+               "correctly rounded\n",
+               e->r.failed ? "FAIL" : "ok",
+               step > 1 ? "exp (sampled)" : all ? "exp (every fp32)" : "exp (all -104..89)",
+               isas[i].name, e->r.worst, EXP_TOL, e->worst_x,
+               100.0 * (double)e->not_rounded / (double)(e->full ? e->full : 1), (double)e->full);
+        if (e->r.failed)
+            printf("     first failure (%d in all): %s\n", e->r.failed, e->r.detail);
+        failed += e->r.failed != 0;
+    }
+    printf("     SLEEF u10 on %.3g of them: worst %.3g ulp at x = %.9g; inline within %.3g ulp "
+           "of SLEEF (%.1f s)\n",
+           (double)sleef_n, sleef_worst, sleef_worst_x, apart, (now_ns() - t0) * 1e-9);
+    for (int i = 1; i < n_isas; i++)
+        free(y[i]);
+    free(x);
+    free(rounded);
+    free(ref);
+    return failed;
+}
+
+/* ------------------------------------------------------------------------ */
 /* main                                                                      */
 /* ------------------------------------------------------------------------ */
 
 static const char usage[] =
-    "usage: checkasm [--seed N] [--require ISA] [--kernel NAME] [--bench]\n"
+    "usage: checkasm [--seed N] [--require ISA] [--kernel NAME] [--exp-step S] [--exp-all]\n"
+    "                [--bench]\n"
     "\n"
     "Checks every kernel of every ISA this CPU runs (scalar included) against a\n"
     "double-precision reference and against the scalar kernels, at sizes\n"
@@ -1977,7 +2177,11 @@ static const char usage[] =
     "\n"
     "  --seed N       reproduce a run (the seed is printed first)\n"
     "  --require ISA  fail unless ISA (avx2, avx512, neon) was among those tested\n"
-    "  --kernel NAME  only this kernel\n"
+    "  --kernel NAME  only this kernel (exp: only the sweep of the inline exp)\n"
+    "  --exp-step S   the inline exp on every S-th run of 4096 fp32 bit patterns\n"
+    "                 in [-104, 89] (default 1: every float there), every 16 S-th\n"
+    "                 past it (where exp is +0, +inf or NaN), and the edges\n"
+    "  --exp-all      past [-104, 89] also every S-th run (S = 1: all 2^32 floats)\n"
     "  --bench        after the checks, ns per call and speed-up over scalar\n"
     "  -h, --help     this text, then the tolerance table\n";
 
@@ -1993,6 +2197,8 @@ int main(int argc, char **argv)
 {
     uint64_t seed = 0;
     int have_seed = 0, bench = 0;
+    unsigned exp_step = 1;
+    int exp_all = 0;
     const char *require[4];
     int n_require = 0;
     const char *only = NULL;
@@ -2011,12 +2217,22 @@ int main(int argc, char **argv)
                 return 2;
             }
             have_seed = 1;
+        } else if (!strcmp(argv[i], "--exp-all")) {
+            exp_all = 1;
+        } else if (!strcmp(argv[i], "--exp-step") && i + 1 < argc) {
+            char *end;
+            unsigned long v = strtoul(argv[++i], &end, 10);
+            if (*end || !*argv[i] || v < 1 || v > 1048576) {
+                fprintf(stderr, "checkasm: --exp-step: expected 1..1048576, got '%s'\n", argv[i]);
+                return 2;
+            }
+            exp_step = (unsigned)v;
         } else if (!strcmp(argv[i], "--require") && i + 1 < argc) {
             if (n_require < 4)
                 require[n_require++] = argv[++i];
         } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
             only = argv[++i];
-            if (!tol_of(only)) {
+            if (!tol_of(only) && strcmp(only, "exp")) {
                 fprintf(stderr, "checkasm: --kernel: unknown kernel '%s'\n", only);
                 return 2;
             }
@@ -2056,6 +2272,11 @@ int main(int argc, char **argv)
             else
                 passed++;
         }
+    }
+    if (!only || !strcmp(only, "exp")) {
+        int f = run_exp_sweep(exp_step, exp_all);
+        failed += f;
+        passed += n_isas - 1 - f;
     }
     printf("isas tested:");
     for (int i = 0; i < n_isas; i++)

@@ -140,7 +140,22 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
 {
     vst1q_f32(out, vaddq_f32(vld1q_f32(out), vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d))));
 }
-LINATTN_INLINE vf vexp(vf x) { return Sleef_expf4_u10advsimd(x); }
+#include "../body/exp_body.h"
+/* exp(x), ours (../body/exp_body.h). fmin and fmax (not the minNum forms
+ * of vmin, vmax) give NaN where x is NaN. p 2^n as p 2^(n>>1)
+ * 2^(n - (n>>1)): both factors normal for n in [-150, 128], the first
+ * product exact, the second rounded once (into the subnormals too). */
+LINATTN_INLINE vf vexp(vf x)
+{
+    x = vmaxq_f32(vminq_f32(x, vdupq_n_f32(89.0f)), vdupq_n_f32(-104.0f));
+    vf n, p = vexp_reduced(x, &n);
+    int32x4_t ni = vcvtq_s32_f32(n);
+    int32x4_t n1 = vshrq_n_s32(ni, 1), n2 = vsubq_s32(ni, n1);
+    const int32x4_t bias = vdupq_n_s32(127);
+    vf s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, bias), 23));
+    vf s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, bias), 23));
+    return vmulq_f32(vmulq_f32(p, s1), s2);
+}
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f4_u10advsimd(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { __builtin_prefetch(p); }

@@ -14,7 +14,8 @@
  *   (nothing past the mask written), which touch no memory past the mask;
  *   vadd vsub vmul vdiv, vfma(a, b, c) = a b + c (fused), vmin/vmax (b
  *   where a is NaN), vkeep vblend vpos_sel (selects);
- *   vhsum vhmax, vhsum4_add (four sums at once); vexp vexpm1 (SLEEF u10);
+ *   vhsum vhmax, vhsum4_add (four sums at once); vexp (ours, inline: exp_body.h,
+ *   under 1 ulp) and vexpm1 (SLEEF u10);
  *   vload_f16 vload_bf16 (VL halfs / bfloat16s as floats, exact) and their
  *   _m forms (only the mask's lanes read, 0 past them);
  *   for gemm_body.h: GEMM_MR, vprefetch, and TB with vtranspose_block. */

@@ -91,7 +91,26 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
 {
     _mm_storeu_ps(out, _mm_add_ps(_mm_loadu_ps(out), avx2_hsum4(a, b, c, d)));
 }
-LINATTN_INLINE vf vexp(vf x) { return Sleef_expf8_u10avx2(x); }
+#include "../body/exp_body.h"
+/* exp(x), ours (../body/exp_body.h). x < -104 (and -inf) is computed as 0
+ * and cleared after: its result would underflow to 0 in the multiply,
+ * which takes a microcode assist (AMD Zen 5: 3x the time a vector; results
+ * that are subnormal, x in (-104, -87.3), still take it).
+ * min_ps gives its second operand where either is NaN, so x goes second.
+ * p 2^n as p 2^(n>>1) 2^(n - (n>>1)): both factors normal for n in
+ * [-150, 128], the first product exact, the second rounded once (into the
+ * subnormals too). */
+LINATTN_INLINE vf vexp(vf x)
+{
+    const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_LT_OQ);
+    vf n, p = vexp_reduced(_mm256_andnot_ps(zero, _mm256_min_ps(_mm256_set1_ps(89.0f), x)), &n);
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_andnot_ps(zero, _mm256_mul_ps(_mm256_mul_ps(p, s1), s2));
+}
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }

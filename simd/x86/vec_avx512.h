@@ -83,7 +83,16 @@ LINATTN_INLINE void vhsum4_add(float *out, vf a, vf b, vf c, vf d)
                                                                   LINATTN_HALF(c), LINATTN_HALF(d))));
 #undef LINATTN_HALF
 }
-LINATTN_INLINE vf vexp(vf x) { return Sleef_expf16_u10avx512f(x); }
+#include "../body/exp_body.h"
+/* exp(x), ours (../body/exp_body.h): see vec_avx2.h. vscalefps is p 2^n
+ * rounded once, subnormal and overflowing results included, and needs no
+ * assist for them (a 2^32 sweep: no slower below -104). */
+LINATTN_INLINE vf vexp(vf x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));
+    vf n, p = vexp_reduced(x, &n);
+    return _mm512_scalef_ps(p, n);
+}
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
