@@ -792,3 +792,34 @@ Test(config, llama2c_weights_key)
     EXPECT_ERROR("[model]\nweights = random:1\n", LINATTN_ERR_FORMAT, "[model] key 'd_model'",
                  "required");
 }
+
+/* window, feature_dim and attention = hybrid: what goes with what. */
+Test(config, window_and_hybrid_keys)
+{
+    cr_assert_eq(load_text(with_model("attention = softmax\nwindow = 64\n")), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_expect_eq(cfg.window, 64);
+    cr_assert_eq(load_text(with_model("attention = hybrid\nwindow = 16\nfeature_dim = 32\n"
+                                      "decay = retnet\n")),
+                 LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(cfg.attention, LINATTN_ATTN_HYBRID);
+    cr_expect_eq(cfg.feature_dim, 32);
+    EXPECT_ERROR(with_model("attention = hybrid\n"), LINATTN_ERR_INVALID, "key 'window'",
+                 "hybrid needs window >= 1");
+    EXPECT_ERROR(with_model("attention = linear\nwindow = 8\n"), LINATTN_ERR_INVALID,
+                 "key 'window'", "softmax or hybrid");
+    EXPECT_ERROR(with_model("attention = softmax\nwindow = -1\n"), LINATTN_ERR_INVALID,
+                 "key 'window'");
+    EXPECT_ERROR(with_model("attention = softmax\nfeature_dim = 8\n"), LINATTN_ERR_INVALID,
+                 "key 'feature_dim'", "needs attention = hybrid");
+    EXPECT_ERROR(with_model("attention = softmax\ndecay = retnet\n"), LINATTN_ERR_INVALID,
+                 "key 'decay'", "linear or hybrid");
+    EXPECT_ERROR(with_model("attention = softmax\nwindow = 4\npositions = learned\n"),
+                 LINATTN_ERR_INVALID, "key 'window'", "learned positions");
+    /* a hybrid's ring may hold halfs, a linear model has none */
+    cr_assert_eq(load_text(with_model("attention = hybrid\nwindow = 4\n[runtime]\n"
+                                      "kv_cache = f16\n")),
+                 LINATTN_OK, "%s", linattn_last_error());
+    EXPECT_ERROR(with_model("attention = linear\n[runtime]\nkv_cache = f16\n"),
+                 LINATTN_ERR_INVALID, "key 'kv_cache'", "no KV cache");
+}
