@@ -227,12 +227,10 @@ Test(eval, bad_input_gives_one_line)
  * bits/byte overall; in every 4 KiB block at most 1.03 times its own figure
  * in fresh windows of 256 (a long context may help, never hurt); and below
  * the softmax twin read in fresh windows of 256 on the same bytes. */
-static double eval_json(const char *config, const char *window, double blocks[16])
+static double eval_json_path(const char *cfg, const char *window, double blocks[16])
 {
     char json_path[512];
     snprintf(json_path, sizeof json_path, "%s", tu_path(window ? "w.json" : "s.json"));
-    char cfg[1024];
-    snprintf(cfg, sizeof cfg, "%s/../../configs/%s", tu_data_dir(), config);
     const char *args[12] = {"eval", cfg, "--text", tu_data("kjv-heldout-64k.txt"), "--json",
                             json_path, NULL};
     if (window) {
@@ -254,6 +252,14 @@ static double eval_json(const char *config, const char *window, double blocks[16
     }
     free(json);
     return bpb;
+}
+
+/* The same for configs/NAME. */
+static double eval_json(const char *config, const char *window, double blocks[16])
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, "%s/../../configs/%s", tu_data_dir(), config);
+    return eval_json_path(cfg, window, blocks);
 }
 
 Test(eval, shipped_linear_model_streams)
@@ -320,4 +326,63 @@ Test(eval, f16_kv_cache_costs_the_softmax_model_nothing_measurable)
                 b32, b16, b16 - b32);
     cr_expect(fabs(b16 - b32) <= 0.001, "fp32 %.5f vs F16 %.5f bits/byte", b32, b16);
     cr_expect(b32 > 1.0 && b32 < 2.0, "the fp32 figure itself (%.4f) is the model's", b32);
+}
+
+/* The llama-shaped teacher's config with a sliding window of W and its
+ * weights by absolute path (tools/eval_constant_memory.sh's baseline). */
+static const char *window_config(int W)
+{
+    char teacher[1024];
+    snprintf(teacher, sizeof teacher, "%s/../../configs/kjv-llama.ini", tu_data_dir());
+    size_t n;
+    char *text = tu_read_file(teacher, &n);
+    const char *w = strstr(text, "\nweights = ../");
+    cr_assert(w, "kjv-llama.ini: no relative weights line");
+    const char *eol = strchr(w + 1, '\n');
+    static char out[8192];
+    snprintf(out, sizeof out, "%.*s\nwindow = %d\nweights = %s/../../%.*s%s", (int)(w - text), text,
+             W, tu_data_dir(), (int)(eol - (w + 14)), w + 14, eol);
+    free(text);
+    char name[32];
+    snprintf(name, sizeof name, "window%d.ini", W);
+    const char *path = tu_path(name);
+    tu_write_text(path, out);
+    return path;
+}
+
+/* The teacher's conversions to constant memory (tools/linearize.py,
+ * tools/TRAINING.md), on the held-out 64 KiB, the issue's targets: each
+ * hybrid in fresh windows of the teacher's context better than the window
+ * alone of four times its width and within `within` of the teacher; as one
+ * stream level (every 4 KiB block at most 1.03 times its fresh-window
+ * figure) and below the teacher's fresh windows. */
+static void check_hybrid(const char *config, int W, double teacher, double within)
+{
+    double hw[16], hs[16], ww[16];
+    double windows = eval_json(config, "1024", hw);
+    double stream = eval_json(config, NULL, hs);
+    double wider = eval_json_path(window_config(4 * W), "1024", ww);
+    cr_log_info("%s: windows of 1024 %.4f, one stream %.4f; window %d alone %.4f; teacher %.4f",
+                config, windows, stream, 4 * W, wider, teacher);
+    cr_expect(windows <= within * teacher, "%s: %.4f is more than %.2f x the teacher's %.4f",
+              config, windows, within, teacher);
+    cr_expect(stream < teacher, "%s: one stream %.4f is not below the teacher's windows %.4f",
+              config, stream, teacher);
+    for (int b = 0; b < 16; b++)
+        cr_expect(hs[b] <= 1.03 * hw[b], "%s block %d: stream %.4f > 1.03 x windows %.4f", config,
+                  b, hs[b], hw[b]);
+    cr_expect(windows < wider, "%s: %.4f is not below the window of %d alone (%.4f)", config,
+              windows, 4 * W, wider);
+}
+
+/* Measured (tools/TRAINING.md): teacher 1.8468; hybrid 16 1.8476 (window 64
+ * alone 1.8507), one stream 1.8423; hybrid 64 1.8466 (window 256 alone
+ * 1.8467), one stream 1.8406. The last margin is 1e-4 bits/byte: the test
+ * holds the shipped files to it, the engine's rounding is 1e-6. */
+Test(eval, shipped_hybrids_beat_wider_windows, .timeout = 900)
+{
+    double tb[16];
+    double teacher = eval_json("kjv-llama.ini", "1024", tb);
+    check_hybrid("kjv-llama-hybrid16.ini", 16, teacher, 1.05);
+    check_hybrid("kjv-llama-hybrid64.ini", 64, teacher, 1.03);
 }

@@ -196,6 +196,9 @@ Test(golden, shipped_demo_models_match_pytorch)
     check_golden("kjv-softmax", "tokens", "logits");
     /* the llama-shaped teacher (rope, swiglu, GQA) */
     check_golden("kjv-llama", "tokens", "logits");
+    /* and its conversions to constant memory (tools/linearize.py) */
+    check_golden("kjv-llama-hybrid16", "tokens", "logits");
+    check_golden("kjv-llama-hybrid64", "tokens", "logits");
 }
 
 /* ---- sessions on random models -------------------------------------------- */
