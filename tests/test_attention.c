@@ -135,17 +135,6 @@ static float *run_new(enum variant var, const problem *p)
     return out;
 }
 
-/* The ISAs this CPU and build run (scalar first); returns how many. Leaves
- * the choice at auto. */
-static int cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT])
-{
-    int n = 0;
-    for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
-        if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
-            isas[n++] = (linattn_isa)i;
-    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
-    return n;
-}
 
 static double phi(double x)
 {
@@ -397,7 +386,7 @@ static void check_causality_bad_values(enum variant var)
     const int ts[] = {0, 5, 63, 64, 127, 128, 200, 299};
     const float bad[] = {INFINITY, -INFINITY, NAN};
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int ni = cpu_isas(isas);
+    int ni = tu_cpu_isas(isas);
     for (int ii = 0; ii < ni; ii++) {
         if (linattn_set_isa(isas[ii]) != LINATTN_OK)
             continue;
@@ -788,7 +777,7 @@ Test(linear, prefill_then_step_equals_steps)
     /* a short, a medium and RetNet's first horizon */
     const float decay[3] = {0.5f, 0.9f, 0.96875f};
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int n = cpu_isas(isas);
+    int n = tu_cpu_isas(isas);
     for (int i = 0; i < n; i++) {
         if (linattn_set_isa(isas[i]) != LINATTN_OK)
             continue; /* the CPU has it but this build does not */
@@ -864,7 +853,7 @@ Test(linear, chunked_equals_recurrent)
 Test(attention, every_isa_agrees)
 {
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int n = cpu_isas(isas);
+    int n = tu_cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 101);
     int lengths[2] = {150, 97};
     p.lengths = lengths;
@@ -931,7 +920,7 @@ Test(softmax, split_keys_against_reference)
         {2, 1, 64, 1100, 8, 128, 1}, {1, 3, 5, 3000, 33, 20, 0},
     };
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int ni = cpu_isas(isas);
+    int ni = tu_cpu_isas(isas);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int *x = shapes[s];
         problem p = make(x[0], x[1], x[2], x[3], x[4], x[5], x[6], 500 + s);
@@ -1317,7 +1306,7 @@ Test(decay, ones_are_no_decay_bit_for_bit)
 Test(decay, every_isa_agrees)
 {
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int n = cpu_isas(isas);
+    int n = tu_cpu_isas(isas);
     problem p = make(2, 3, 130, 150, 33, 20, 1, 620);
     int lengths[2] = {150, 97};
     p.lengths = lengths;
@@ -1632,7 +1621,7 @@ Test(softmax_f16kv, equals_fp32_on_the_same_values)
         {2, 2, 3, 2049, 17, 31, 1, 0},  {1, 8, 64, 1100, 64, 64, 1, 8},
     };
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int ni = cpu_isas(isas);
+    int ni = tu_cpu_isas(isas);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int *x = shapes[s];
         const int G = x[7] ? x[7] : x[1];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "linattn.h"
+#include "testutil.h"
 
 static uint64_t rng;
 
@@ -130,16 +131,6 @@ static double max_err(const float *a, const double *ref, size_t n)
     return e;
 }
 
-/* Every ISA the CPU runs, scalar first. */
-static int cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT])
-{
-    int n = 0;
-    for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
-        if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
-            isas[n++] = (linattn_isa)i;
-    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
-    return n;
-}
 
 /* fp32 against the double reference: each output is a convex combination
  * of at most W values of |v| <= 3.4 whose weights carry a few ulps of
@@ -150,7 +141,7 @@ static void check(wcase *c)
 {
     double *ref = reference(c);
     linattn_isa isas[LINATTN_ISA_COUNT];
-    int n = cpu_isas(isas);
+    int n = tu_cpu_isas(isas);
     for (int i = 0; i < n; i++) {
         cr_assert_eq(linattn_set_isa(isas[i]), LINATTN_OK);
         for (int t = 1; t <= 2; t++) {

@@ -251,3 +251,13 @@ int tu_count_lines(const char *s, size_t n)
         lines += s[i] == '\n';
     return lines;
 }
+
+int tu_cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT])
+{
+    int n = 0;
+    for (int i = LINATTN_ISA_SCALAR; i < LINATTN_ISA_COUNT; i++)
+        if (linattn_set_isa((linattn_isa)i) == LINATTN_OK)
+            isas[n++] = (linattn_isa)i;
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    return n;
+}

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "linattn.h"
+
 /* ---- a temporary folder per test -------------------------------------------
  * Criterion runs every test in its own process, so one folder at a time:
  *     TestSuite(name, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -83,5 +85,9 @@ void tu_assert_ok(const tu_run_result *r);
 
 /* The number of '\n' in the n bytes at s. */
 int tu_count_lines(const char *s, size_t n);
+
+/* The ISAs this CPU and build run (scalar first) into isas; returns how
+ * many. Leaves the choice at auto. */
+int tu_cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT]);
 
 #endif
