@@ -108,6 +108,7 @@ linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group
 /* The denominator of head h's read as the state stands, without eps:
  * phi(q) . z over every key it holds (decayed), phi(q) = phiq given. With
  * a step's output (eps = 0) it gives the head's unnormalised sums. */
-float linattn_linear_state_den(const linattn_linear_state *s, int h, const float *phiq);
+float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kernels *kt, int h,
+                               const float *phiq);
 
 #endif

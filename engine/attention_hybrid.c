@@ -92,8 +92,12 @@ static linattn_status hybrid_row(linattn_session *s, const linattn_kernels *kt, 
             if (L->wq_phi) {
                 kt->gemv(qf + (size_t)h * F, L->wq_phi + (size_t)h * F * dh, (size_t)dh,
                          q + (size_t)h * dh, NULL, (size_t)F, (size_t)dh);
-                kt->gemv(kf + (size_t)h * F, L->wk_phi + (size_t)g * F * dh, (size_t)dh,
-                         kl + (size_t)g * dh, NULL, (size_t)F, (size_t)dh);
+                if (h % group == 0) /* its k/v head's map, once a group */
+                    kt->gemv(kf + (size_t)h * F, L->wk_phi + (size_t)g * F * dh, (size_t)dh,
+                             kl + (size_t)g * dh, NULL, (size_t)F, (size_t)dh);
+                else
+                    memcpy(kf + (size_t)h * F, kf + (size_t)(h - h % group) * F,
+                           (size_t)F * sizeof(float));
             } else {
                 memcpy(qf + (size_t)h * F, q + (size_t)h * dh, (size_t)dh * sizeof(float));
                 memcpy(kf + (size_t)h * F, kl + (size_t)g * dh, (size_t)dh * sizeof(float));
@@ -117,7 +121,7 @@ static linattn_status hybrid_row(linattn_session *s, const linattn_kernels *kt, 
                                 o);
         if (!tail)
             continue;
-        float D = linattn_linear_state_den(s->lin[layer], h, pq + (size_t)h * F);
+        float D = linattn_linear_state_den(s->lin[layer], kt, h, pq + (size_t)h * F);
         if (D == 0.0f)
             continue; /* every phi underflowed: the tail weighs nothing */
         /* alpha = rho / (1 + rho) from log rho, without overflow either way */

@@ -1180,11 +1180,9 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
     return LINATTN_OK;
 }
 
-float linattn_linear_state_den(const linattn_linear_state *s, int h, const float *phiq)
+float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kernels *kt, int h,
+                               const float *phiq)
 {
-    const linattn_kernels *kt;
-    if (linattn_kernels_current(&kt) != LINATTN_OK)
-        return 0.0f;
     lin_sums st = state_sums(s, h);
     const lin_pow *pw = &s->pows[h];
     const size_t dk = (size_t)s->dk;

@@ -349,19 +349,7 @@ def lr_at(frac: float, peak: float, warmup: float = 0.05, floor: float = 0.1) ->
 
 
 def write_ini(cfg: M.Config, path: str, weights_path: str, header: str) -> None:
-    gen = "\n".join([
-        "[runtime]",
-        "threads = 0",
-        "# isa = auto: left unset, so LINATTN_ISA can choose (else the best the CPU has)",
-        "",
-        "[generate]",
-        f"prompt = {PROMPT}",
-        "max_new_tokens = 1000",
-        "temperature = 0.8",
-        "top_k = 40",
-        "top_p = 0.95",
-        "seed = 42",
-    ])
+    gen = M.runtime_generate_sections(PROMPT, 1000)
     rel = os.path.relpath(weights_path, os.path.dirname(os.path.abspath(path)))
     with open(path, "w") as f:
         f.write(cfg.to_ini_text(weights=rel, header=header, extra_sections=gen))

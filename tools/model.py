@@ -227,6 +227,23 @@ class Config:
         return out
 
 
+def runtime_generate_sections(prompt: str, max_new_tokens: int) -> str:
+    """The [runtime] and [generate] sections the shipped demo configs carry."""
+    return "\n".join([
+        "[runtime]",
+        "threads = 0",
+        "# isa = auto: left unset, so LINATTN_ISA can choose (else the best the CPU has)",
+        "",
+        "[generate]",
+        f"prompt = {prompt}",
+        f"max_new_tokens = {max_new_tokens}",
+        "temperature = 0.8",
+        "top_k = 40",
+        "top_p = 0.95",
+        "seed = 42",
+    ])
+
+
 # --------------------------------------------------------------------------
 # building blocks
 # --------------------------------------------------------------------------

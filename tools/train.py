@@ -179,19 +179,7 @@ def lr_at(frac: float, peak: float, warmup: float, floor: float) -> float:
 
 def write_ini(cfg: M.Config, variant: str, path: str, weights_path: str) -> None:
     streams = cfg.attention == "linear" and cfg.positions != "learned"
-    gen = "\n".join([
-        "[runtime]",
-        "threads = 0",
-        "# isa = auto: left unset, so LINATTN_ISA can choose (else the best the CPU has)",
-        "",
-        "[generate]",
-        f"prompt = {PROMPT}",
-        f"max_new_tokens = {1000 if streams and cfg.decays() else 200}",
-        "temperature = 0.8",
-        "top_k = 40",
-        "top_p = 0.95",
-        "seed = 42",
-    ])
+    gen = M.runtime_generate_sections(PROMPT, 1000 if streams and cfg.decays() else 200)
     note = (f"KJV byte-level demo model, {variant} attention; trained by tools/train.py "
             f"(see tools/TRAINING.md).")
     if variant == "linear" and cfg.decays():
