@@ -107,8 +107,23 @@ linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group
 
 /* The denominator of head h's read as the state stands, without eps:
  * phi(q) . z over every key it holds (decayed), phi(q) = phiq given. With
- * a step's output (eps = 0) it gives the head's unnormalised sums. */
+ * a step's output (eps = 0) it gives the head's unnormalised sums.
+ * stepped: the head has taken this token's key (linattn_linear_step_heads)
+ * and the state has not yet counted it (linattn_linear_step_done). */
 float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kernels *kt, int h,
-                               const float *phiq);
+                               const float *phiq, int stepped);
+
+/* z[dk] = head h's key sum as a read now weighs it (the folded sums and
+ * the waiting rows, decayed): linattn_linear_state_den is phi(q) . z. */
+void linattn_linear_state_z_now(const linattn_linear_state *s, const linattn_kernels *kt, int h,
+                                float *z);
+
+/* The softmax operator over fp32 or (kv16) half k and v that also writes
+ * each row's log-sum-exp of its visible scaled scores, lse[(b H + h) len_q
+ * + i] (-inf for a row that saw no key): what a caller needs to merge the
+ * result with attention over other keys. */
+linattn_status linattn_attention_softmax_lse(const linattn_attention_desc *d, const float *q,
+                                             const void *k, const void *v, float *out, float *lse,
+                                             int kv16);
 
 #endif

@@ -1181,9 +1181,11 @@ linattn_status linattn_linear_step(linattn_linear_state *s, const float *q, cons
 }
 
 float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kernels *kt, int h,
-                               const float *phiq)
+                               const float *phiq, int stepped)
 {
     lin_sums st = state_sums(s, h);
+    if (stepped) /* the head took a key the state has not counted yet */
+        st.rows = (int)((s->tokens + 1) % LIN_B);
     const lin_pow *pw = &s->pows[h];
     const size_t dk = (size_t)s->dk;
     /* as the read weighs them: the sums g^n, waiting row j g^(n - 1 - j) */
@@ -1191,4 +1193,16 @@ float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kern
     for (int j = 0; j < st.rows; j++)
         den += pw->rw[LIN_RC - st.rows + j] * kt->dot(phiq, st.K + (size_t)j * dk, dk);
     return den;
+}
+
+void linattn_linear_state_z_now(const linattn_linear_state *s, const linattn_kernels *kt, int h,
+                                float *z)
+{
+    lin_sums st = state_sums(s, h);
+    const lin_pow *pw = &s->pows[h];
+    const size_t dk = (size_t)s->dk;
+    for (size_t c = 0; c < dk; c++)
+        z[c] = pw->pw[st.rows] * st.z[c];
+    for (int j = 0; j < st.rows; j++)
+        kt->axpy(z, pw->rw[LIN_RC - st.rows + j], st.K + (size_t)j * dk, dk);
 }

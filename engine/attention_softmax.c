@@ -67,8 +67,9 @@ typedef struct sm_head {
     const float *q;
     const void *k, *v;
     float *out;
-    int len;  /* valid keys */
-    int kv16; /* k, v are halfs */
+    float *lse; /* [Lq] each row's log-sum-exp of its visible scores, or NULL */
+    int len;    /* valid keys */
+    int kv16;   /* k, v are halfs */
 } sm_head;
 
 /* &x[i] of a k or v tensor of fp32 or (kv16) halfs */
@@ -78,7 +79,7 @@ static const void *sm_at(const void *x, size_t i, int kv16)
 }
 
 static sm_head sm_head_at(const attn_plan *p, const float *q, const void *k, const void *v,
-                          float *out, size_t bh, int kv16)
+                          float *out, float *lse, size_t bh, int kv16)
 {
     size_t b = bh / (size_t)p->H, h = bh % (size_t)p->H;
     sm_head hd;
@@ -86,6 +87,7 @@ static sm_head sm_head_at(const attn_plan *p, const float *q, const void *k, con
     hd.k = sm_at(k, b * p->k.batch + h / (size_t)p->group * p->k.head, kv16);
     hd.v = sm_at(v, b * p->v.batch + h / (size_t)p->group * p->v.head, kv16);
     hd.out = out + b * p->out.batch + h * p->out.head;
+    hd.lse = lse ? lse + bh * (size_t)p->Lq : NULL;
     hd.len = attn_len(p, (int)b);
     hd.kv16 = kv16;
     return hd;
@@ -241,11 +243,14 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
     }
 }
 
-/* Rows [i0, i0 + nq) of out = o / l; a row that saw no key is zeros (the contract). */
+/* Rows [i0, i0 + nq) of out = o / l; a row that saw no key is zeros (the
+ * contract), its log-sum-exp -inf. */
 static void sm_finish(const attn_plan *p, const sm_head *hd, int i0, int nq, const sm_buffers *b)
 {
     const size_t dv = (size_t)p->dv;
     for (int r = 0; r < nq; r++) {
+        if (hd->lse)
+            hd->lse[i0 + r] = b->l[r] > 0.0f ? b->m[r] + logf(b->l[r]) : -INFINITY;
         float *dst = hd->out + (size_t)(i0 + r) * p->out.row;
         const float *acc = b->o + (size_t)r * dv;
         if (b->l[r] > 0.0f) {
@@ -313,6 +318,8 @@ static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         }
         if (L > 0.0f)
             kt->scale(dst, 1.0f / L, dv);
+        if (hd->lse)
+            hd->lse[r] = L > 0.0f ? M + logf(L) : -INFINITY;
     }
 }
 
@@ -341,7 +348,7 @@ size_t linattn_attention_softmax_workspace(const linattn_attention_desc *d)
 
 /* The operator over fp32 or (kv16) half k and v. */
 static linattn_status softmax_run(const linattn_attention_desc *d, const float *q, const void *k,
-                                  const void *v, float *out, int kv16)
+                                  const void *v, float *out, float *lse, int kv16)
 {
     attn_plan p;
     const char *op = kv16 ? "softmax_f16kv" : "softmax";
@@ -382,7 +389,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 #endif
             for (long it = 0; it < heads * nseg; it++) {
                 sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it / nseg), kv16);
+                sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)(it / nseg), kv16);
                 int g = (int)(it % nseg);
                 sm_range(kt, &p, &hd, 0, p.Lq, g * SM_SPLIT_KEYS, (g + 1) * SM_SPLIT_KEYS, &b);
                 sm_partial_store(parts + (size_t)it * stride, p.Lq, dv, &b);
@@ -391,7 +398,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 #pragma omp for schedule(static)
 #endif
             for (long bh = 0; bh < heads; bh++) {
-                sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh, kv16);
+                sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)bh, kv16);
                 sm_merge(kt, &p, &hd, p.Lq, parts + (size_t)bh * nseg * stride, stride, nseg);
             }
         }
@@ -402,7 +409,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 #endif
         for (long bh = 0; bh < heads; bh++) {
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)bh, kv16);
+            sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)bh, kv16);
             for (long qb = 0; qb < nqb; qb++) {
                 int i0 = (int)qb * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
                 sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
@@ -417,7 +424,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 #endif
         for (long it = 0; it < heads * nqb; it++) {
             sm_buffers b = sm_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
-            sm_head hd = sm_head_at(&p, q, k, v, out, (size_t)(it % heads), kv16);
+            sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)(it % heads), kv16);
             int i0 = (int)(nqb - 1 - it / heads) * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
             sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
             sm_finish(&p, &hd, i0, nq, &b);
@@ -430,11 +437,18 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
                                          const float *k, const float *v, float *out)
 {
-    return softmax_run(d, q, k, v, out, 0);
+    return softmax_run(d, q, k, v, out, NULL, 0);
 }
 
 linattn_status linattn_attention_softmax_f16kv(const linattn_attention_desc *d, const float *q,
                                                const uint16_t *k, const uint16_t *v, float *out)
 {
-    return softmax_run(d, q, k, v, out, 1);
+    return softmax_run(d, q, k, v, out, NULL, 1);
+}
+
+linattn_status linattn_attention_softmax_lse(const linattn_attention_desc *d, const float *q,
+                                             const void *k, const void *v, float *out, float *lse,
+                                             int kv16)
+{
+    return softmax_run(d, q, k, v, out, lse, kv16);
 }

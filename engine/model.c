@@ -295,19 +295,19 @@ static linattn_status hybrid_rows(linattn_session *s, const linattn_kernels *kt,
                                   const float *q, const float *k, const float *v, float *a,
                                   int n, int threads)
 {
-    (void)threads;
-    return linattn_hybrid_rows(s, kt, layer, s->tokens, q, k, v, a, n, s->hyb_ws);
+    return linattn_hybrid_rows(s, kt, layer, q, k, v, a, n, threads);
 }
 
-/* A batch step (attend_batch) spreads (stream, unit) pairs over threads:
- * units are heads (softmax), state heads (linear) or whole streams
- * (hybrid, whose heads share one state step). */
+/* One token's attention is cut into units that may run on any threads
+ * (a batch step's (stream, unit) pairs, the team's shares): heads
+ * (softmax), state heads (linear), k/v heads with their query heads
+ * (hybrid: a group shares its key's feature map). */
 static int softmax_units(const linattn_model *m) { return m->h; }
 static int linear_units(const linattn_model *m) { return m->lin_heads; }
-static int hybrid_units(const linattn_model *m) { (void)m; return 1; }
+static int hybrid_units(const linattn_model *m) { return m->g; }
 
 /* Scratch bytes of one unit: a one-head softmax call against the longest
- * cache, the linear fold's, or a hybrid row's. */
+ * cache, the linear fold's, or a hybrid group's. */
 static size_t softmax_unit_bytes(const linattn_session *w, int layer)
 {
     (void)layer;
@@ -322,8 +322,7 @@ static size_t linear_unit_bytes(const linattn_session *w, int layer)
 
 static size_t hybrid_unit_bytes(const linattn_session *w, int layer)
 {
-    (void)layer;
-    return linattn_hybrid_scratch_floats(w->m) * sizeof(float) + ATTN_ALIGN;
+    return linattn_hybrid_group_bytes(w, layer);
 }
 
 /* Before the units of a batch step: this token's k, v into the stream's cache. */
@@ -364,13 +363,12 @@ static linattn_status linear_unit(linattn_session *s, const linattn_kernels *kt,
     return linattn_linear_step_heads(s->lin[layer], h, h + 1, q, k, v, a, scratch);
 }
 
-static linattn_status hybrid_unit(linattn_session *s, const linattn_kernels *kt, int layer, int h,
+static linattn_status hybrid_unit(linattn_session *s, const linattn_kernels *kt, int layer, int g,
                                   const float *q, const float *k, const float *v, float *a,
                                   void *scratch, size_t bytes)
 {
-    (void)h, (void)bytes;
-    uintptr_t p = ((uintptr_t)scratch + ATTN_ALIGN - 1) & ~(uintptr_t)(ATTN_ALIGN - 1);
-    return linattn_hybrid_rows(s, kt, layer, s->tokens, q, k, v, a, 1, (float *)p);
+    (void)k, (void)v, (void)bytes;
+    return linattn_hybrid_group(s, kt, layer, g, q, a, scratch);
 }
 
 /* After every unit of the step: the linear states count the token. */
@@ -399,8 +397,8 @@ static const attn_kind attn_kinds[] = {
                               softmax_unit, NULL},
     [LINATTN_ATTN_LINEAR] = {linear_rows, linear_units, linear_unit_bytes, NULL, linear_unit,
                              linear_after},
-    [LINATTN_ATTN_HYBRID] = {hybrid_rows, hybrid_units, hybrid_unit_bytes, NULL, hybrid_unit,
-                             NULL},
+    [LINATTN_ATTN_HYBRID] = {hybrid_rows, hybrid_units, hybrid_unit_bytes, linattn_hybrid_begin,
+                             hybrid_unit, linattn_hybrid_end},
 };
 
 static const attn_kind *kind_of(const linattn_model *m)
@@ -417,6 +415,22 @@ static linattn_status attend_rows(linattn_session *s, const linattn_kernels *kt,
     return kind_of(s->m)->rows(s, kt, layer, q, k, v, a, n, threads);
 }
 
+/* w's scratch for T units of per bytes at once (one a thread). */
+static linattn_status unit_scratch(linattn_session *w, size_t per, int T)
+{
+    if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
+        return linattn_err(LINATTN_ERR_NOMEM, "attention: unit scratch size overflows");
+    if (w->batch_ws_bytes >= per * (size_t)T)
+        return LINATTN_OK;
+    void *p = mem_realloc(w->batch_ws, per * (size_t)T);
+    if (!p)
+        return linattn_err(LINATTN_ERR_NOMEM, "attention: cannot allocate %zu bytes of scratch",
+                           per * (size_t)T);
+    w->batch_ws = p;
+    w->batch_ws_bytes = per * (size_t)T;
+    return LINATTN_OK;
+}
+
 /* One token of each stream (row i of w's q, k, v, a): OpenMP over (stream,
  * unit) pairs, so a few streams still fill the threads. Each pair does what
  * the stream's own step does for that unit. */
@@ -431,17 +445,9 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     const size_t kvrow = w->kx ? (size_t)d : (size_t)m->kvd;
     const int HP = kind->units(m);
     const size_t per = kind->unit_bytes(w, layer);
-    if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
-        return linattn_err(LINATTN_ERR_NOMEM, "batched attention: scratch size overflows");
-    if (w->batch_ws_bytes < per * (size_t)T) {
-        void *p = mem_realloc(w->batch_ws, per * (size_t)T);
-        if (!p)
-            return linattn_err(LINATTN_ERR_NOMEM,
-                               "batched attention: cannot allocate %zu bytes of scratch",
-                               per * (size_t)T);
-        w->batch_ws = p;
-        w->batch_ws_bytes = per * (size_t)T;
-    }
+    linattn_status st0 = unit_scratch(w, per, T);
+    if (st0 != LINATTN_OK)
+        return st0;
     double work = 0; /* flops of the attention of all pairs */
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
@@ -735,6 +741,62 @@ static linattn_status attend_layer(linattn_session *s, const linattn_kernels *k,
                    : attend_rows(s, k, l, s->q, kk, vv, s->a, n, threads);
 }
 
+/* Layer l's attention of the team's one token: thread 0 ropes q and k
+ * and runs the kind's `before` (the token into the cache or ring); the
+ * units are shared out among the team; thread 0 runs `after` (a state
+ * counts the token), which nothing reads before the team meets again.
+ * Each unit does for its heads what the stream's own step does, in its
+ * thread's share of s's unit scratch (team_scratch), so the bits do not
+ * depend on the team's size. */
+static void attend_team(const pass *p, int l, int *failed)
+{
+    linattn_session *s = p->s;
+    const linattn_model *m = s->m;
+    const attn_kind *kind = kind_of(m);
+    const float *kk = s->kx ? s->kx : s->k, *vv = s->kx ? s->vx : s->v;
+    if (p->tm.t == 0) {
+        if (m->cfg.positions == LINATTN_POS_ROPE)
+            rope_rows(m, s->q, s->k, 1, s->rope);
+        if (s->kx) /* linear, grouped k/v: one per query head */
+            repeat_kv(m, s->kx, s->vx, s->k, s->v, 1);
+        if (kind->before)
+            kind->before(s, p->k, l, kk, vv);
+    }
+    meet(p);
+    const size_t units = (size_t)kind->units(m);
+    const size_t per = s->batch_ws_bytes / (size_t)p->tm.T / ATTN_ALIGN * ATTN_ALIGN;
+    const size_t lo = units * (size_t)p->tm.t / (size_t)p->tm.T;
+    const size_t hi = units * (size_t)(p->tm.t + 1) / (size_t)p->tm.T;
+    char *scratch = (char *)s->batch_ws + (size_t)p->tm.t * per;
+    for (size_t u = lo; u < hi; u++)
+        if (kind->unit(s, p->k, l, (int)u, s->q, kk, vv, s->a, scratch, per) != LINATTN_OK) {
+#pragma omp atomic write
+            *failed = 1;
+        }
+    meet(p);
+    if (p->tm.t == 0 && kind->after)
+        kind->after(s, l);
+}
+
+/* The largest unit scratch of any layer of s, aligned. */
+static size_t team_unit_bytes(const linattn_session *s)
+{
+    const attn_kind *kind = kind_of(s->m);
+    size_t per = 0;
+    for (int l = 0; l < s->m->cfg.n_layers; l++) {
+        size_t b = kind->unit_bytes(s, l);
+        per = b > per ? b : per;
+    }
+    return (per + ATTN_ALIGN - 1) / ATTN_ALIGN * ATTN_ALIGN;
+}
+
+linattn_status linattn_model_size_team(linattn_session *s, int threads)
+{
+    if (threads > LINATTN_CHUNK)
+        threads = LINATTN_CHUNK; /* team_size's cap */
+    return unit_scratch(s, team_unit_bytes(s), threads < 1 ? 1 : threads);
+}
+
 /* Whether attention of one query against the cache spreads over threads
  * itself (softmax against a long cache, as linattn_attention_softmax
  * decides): it then runs between parallel regions. */
@@ -793,20 +855,31 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
                 st = attend_layer(s, k, l, 1, NULL, T);
         }
     } else if (n == 1 && !streams) {
-#pragma omp parallel num_threads(T) if (T > 1)
+        /* the unit scratch was sized with the session (a step allocates
+         * nothing): a team larger than it was sized for is cut to fit */
+        const size_t fit = s->batch_ws_bytes / team_unit_bytes(s);
+        const int Tf = (size_t)T < fit ? T : fit > 0 ? (int)fit : 1;
+        (void)Tf; /* used by the pragma only */
+        if (fit == 0)
+            return linattn_err(LINATTN_ERR_NOMEM, "decode step: no attention scratch");
+        int failed = 0;
+#pragma omp parallel num_threads(Tf) if (Tf > 1)
         {
             pass p = {s, k, 1, 1, team_me(), 1};
             for (int l = 0; l < nl; l++) {
                 layer_start(&p, l);
                 meet(&p);
-                if (p.tm.t == 0) /* the caller's thread: its error message */
-                    st = attend_layer(s, k, l, 1, NULL, 1);
-                meet(&p);
-                if (st != LINATTN_OK)
-                    break;
+                attend_team(&p, l, &failed);
+                int stop;
+#pragma omp atomic read
+                stop = failed;
+                if (stop)
+                    break; /* every thread reads it after the same meeting */
                 layer_end(&p, l);
             }
         }
+        if (failed)
+            return linattn_err(LINATTN_ERR_INVALID, "decode step: attention failed");
     } else {
         /* a chunk of one stream, or one row of each of several */
         pass p = {s, k, n, 0, {0, 1}, s->threads};

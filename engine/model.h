@@ -96,9 +96,9 @@ struct linattn_session {
     void *kcache, *vcache;
     int kv16;
     /* window: a prefill's keys and values in position order, the W - 1
-     * before it then its own ([W - 1 + CHUNK][kv_dim] each, as the cache) */
+     * before it then its own ([W + CHUNK][kv_dim] each, as the cache) */
     void *gather_k, *gather_v;
-    float *hyb_ws; /* hybrid: one row's scratch (linattn_hybrid_scratch_floats) */
+    float *hyb_ws; /* hybrid: a chunk's scratch (linattn_hybrid_scratch_floats) */
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
     size_t attn_ws_bytes;
     /* when this session carries a group of streams (sessions_step): one
@@ -172,15 +172,31 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 linattn_status linattn_model_random_safetensors(const linattn_config *config,
                                                 linattn_dtype matrices, linattn_dtype vectors,
                                                 void **bytes, size_t *size);
-/* Hybrid attention (engine/attention_hybrid.c): n rows of one stream at
- * positions pos.. (q [n, d], k, v [n, kv_dim] after RoPE) into out [n, d]:
+/* Sizes s's unit scratch for a one-token team of up to `threads` (the
+ * session does, when created and when its threads change). */
+linattn_status linattn_model_size_team(linattn_session *s, int threads);
+/* Hybrid attention (engine/attention_hybrid.c) of one stream s at its
+ * position s->tokens (q [n, d], k, v [n, kv_dim] after RoPE, out [n, d]):
  * each row's key enters the window's ring, the key W tokens older leaves it
- * for the tail's sums, then the row reads both. scratch: floats of
- * linattn_hybrid_scratch_floats. */
+ * for the tail's sums, then the row reads both.
+ * - rows: n rows (a prefill chunk, up to LINATTN_CHUNK) by the softmax and
+ *   linear operators on up to `threads` threads, in s's gather buffers and
+ *   scratch (hyb_ws: linattn_hybrid_scratch_floats) and attention workspace.
+ * - One token split by k/v heads (the team's and a batch's form): begin on
+ *   one thread (the leaving key into s's scratch, the token's into the
+ *   ring); group g for each g in [0, kv heads), on any threads, each with
+ *   its own scratch of linattn_hybrid_group_bytes; end on one thread after
+ *   every group (the tail counts the token). */
 size_t linattn_hybrid_scratch_floats(const linattn_model *m);
 linattn_status linattn_hybrid_rows(linattn_session *s, const linattn_kernels *kt, int layer,
-                                   uint64_t pos, const float *q, const float *k, const float *v,
-                                   float *out, int n, float *scratch);
+                                   const float *q, const float *k, const float *v, float *out,
+                                   int n, int threads);
+void linattn_hybrid_begin(linattn_session *s, const linattn_kernels *kt, int layer,
+                          const float *k, const float *v);
+size_t linattn_hybrid_group_bytes(const linattn_session *s, int layer);
+linattn_status linattn_hybrid_group(linattn_session *s, const linattn_kernels *kt, int layer,
+                                    int g, const float *q, float *out, void *scratch);
+void linattn_hybrid_end(linattn_session *s, int layer);
 /* Heads of a linear model's state per layer (linattn_model::lin_heads). */
 int linattn_config_state_heads(const linattn_config *c);
 /* Threads a session uses when asked for 0. */

@@ -30,18 +30,21 @@ static void *alloc_floats(size_t n, int *failed)
 static linattn_status size_workspace(linattn_session *s)
 {
     const linattn_model *m = s->m;
-    if (m->cfg.attention != LINATTN_ATTN_SOFTMAX)
-        return LINATTN_OK;
+    const int threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
+    linattn_status st = linattn_model_size_team(s, threads);
+    if (st != LINATTN_OK || m->cfg.attention == LINATTN_ATTN_LINEAR)
+        return st;
     linattn_attention_desc desc;
     linattn_attention_desc_init(&desc);
     desc.batch = 1;
     desc.heads = m->h;
     desc.len_q = LINATTN_CHUNK;
-    /* a window's prefill reads the W - 1 keys before it and its own */
-    desc.len_k = m->window > 0 ? m->window - 1 + LINATTN_CHUNK : m->cfg.max_seq_len;
+    /* a window's prefill reads the W - 1 keys before it and its own (the
+     * hybrid's, W, for the key that leaves) */
+    desc.len_k = m->window > 0 ? m->window + LINATTN_CHUNK : m->cfg.max_seq_len;
     desc.d_k = desc.d_v = m->dh;
     desc.causal = 1;
-    desc.threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
+    desc.threads = threads;
     size_t bytes = linattn_attention_softmax_workspace(&desc);
     if (bytes <= s->attn_ws_bytes)
         return LINATTN_OK;
@@ -103,8 +106,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
             cache = (cache + 1) / 2;
         s->kcache = alloc_floats(cache, &failed);
         s->vcache = alloc_floats(cache, &failed);
-        if (m->cfg.attention == LINATTN_ATTN_SOFTMAX && m->window > 0) {
-            size_t rows = (size_t)(m->window - 1 + LINATTN_CHUNK) * m->kvd;
+        if (m->window > 0) { /* a hybrid's also holds the key that leaves */
+            size_t rows = (size_t)(m->window + LINATTN_CHUNK) * m->kvd;
             if (s->kv16)
                 rows = (rows + 1) / 2;
             s->gather_k = alloc_floats(rows, &failed);

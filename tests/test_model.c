@@ -1437,6 +1437,51 @@ Test(window, hybrid_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 16, 0, 1,
 Test(window, hybrid_feature_map_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 5, 16, 1, LINATTN_KV_F32); }
 Test(window, hybrid_sessions_f16) { windowed_sessions(LINATTN_ATTN_HYBRID, 9, 8, 0, LINATTN_KV_F16); }
 
+/* A hybrid prefill big enough for its operators and its own loops to
+ * split over threads (head dimension 64, feature maps of 64, 4 heads on 2
+ * k/v heads): one thread and two give the same bits (the work is cut by
+ * heads and shape, never by the thread count), and both the steps' result
+ * to rounding, across the chunks and the window's edge. */
+Test(window, hybrid_prefill_threads_equal_one_and_steps)
+{
+    enum { N = 300 };
+    linattn_config c;
+    linattn_config_defaults(&c);
+    snprintf(c.weights, sizeof c.weights, "random:4");
+    c.vocab_size = 256, c.d_model = 256, c.n_heads = 4, c.n_kv_heads = 2, c.n_layers = 2;
+    c.d_ff = 256, c.max_seq_len = 64;
+    c.attention = LINATTN_ATTN_HYBRID;
+    c.norm = LINATTN_NORM_RMSNORM;
+    c.ffn = LINATTN_FFN_SWIGLU;
+    c.positions = LINATTN_POS_ROPE;
+    c.bias = 0;
+    c.window = 40;
+    c.feature_dim = 64;
+    cr_assert_eq(linattn_decay_parse("0.9,0.99,0.999,1", &c.decay), LINATTN_OK);
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    int tokens[N];
+    make_tokens(tokens, N, 77);
+    linattn_session *one = new_session(m), *two = new_session(m), *steps = new_session(m);
+    linattn_session_set_threads(one, 1);
+    float a[256], b[256], e[256];
+    cr_assert_eq(linattn_session_feed(one, tokens, 25, NULL), LINATTN_OK); /* inside the window */
+    cr_assert_eq(linattn_session_feed(two, tokens, 25, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(one, tokens + 25, N - 25, a), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_feed(two, tokens + 25, N - 25, b), LINATTN_OK);
+    cr_assert_eq(memcmp(a, b, sizeof a), 0, "one thread and two differ");
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(linattn_session_feed(steps, &tokens[i], 1, e), LINATTN_OK);
+    double err = rel_diff(a, e, 256);
+    cr_assert_leq(err, 1e-5, "prefill vs steps: relative error %g", err);
+    cr_assert_gt(err, 0.0, "the prefill did not take the chunked form (bit-equal to steps)");
+    linattn_session_free(one);
+    linattn_session_free(two);
+    linattn_session_free(steps);
+    linattn_model_free(m);
+}
+
 /* A window as wide as the stream is plain causal softmax, bit for bit. */
 Test(window, wide_window_is_plain_softmax)
 {
