@@ -353,7 +353,8 @@ static void store(const bench_row *r)
     bench_row *dst = &rows[n_rows++];
     *dst = *r;
     /* speed-up over the same workload at 1 thread, in the better direction */
-    if (!isfinite(dst->speedup) && dst->threads != 1 && dst->st.median > 0) {
+    if (!isfinite(dst->speedup) && dst->threads != 1 && dst->st.median > 0 &&
+        strcmp(dst->unit, "x") != 0) { /* a ratio row has no speed to scale */
         for (size_t i = 0; i + 1 < n_rows; i++) {
             const bench_row *one = &rows[i];
             if (one->threads == 1 && !strcmp(one->suite, dst->suite) &&

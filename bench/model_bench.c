@@ -200,6 +200,14 @@ static const batch_row batch_rows[] = {
     {"batch2-linear-step", "linear model, 2 streams stepped together", 1, 2, 64},
 };
 
+/* The hybrid model's decode against the linear one's of the same shape,
+ * interleaved token by token (one step of each in turn, the order
+ * alternating), so a shared machine's swings in memory bandwidth, which
+ * move the two decode rows apart by 20% from one run to the next, fall on
+ * both alike: the row is the median of the per-pair speed ratios. */
+static const char pair_name[] = "pair-hybrid-linear-decode-1k";
+enum { PAIR_CTX = 1024 };
+
 static int thread_counts(const bench_plan *p, int *out)
 {
     int n = 0;
@@ -240,6 +248,25 @@ static int batch_config(const bench_plan *p, int linear)
         if (config_linear(p, i) == linear)
             return i;
     return -1;
+}
+
+/* The first hybrid config (-1: none). */
+static int hybrid_config(const bench_plan *p)
+{
+    for (int i = 0; i < p->n_configs; i++) {
+        char label[48];
+        label_of(p->configs[i], label, sizeof label);
+        if (n_models > i ? models[i].cfg->attention == LINATTN_ATTN_HYBRID
+                         : strstr(label, "hybrid") != NULL)
+            return i;
+    }
+    return -1;
+}
+
+static int pair_wanted(const bench_plan *p)
+{
+    return !p->quick && bench_wanted(p, pair_name) && hybrid_config(p) >= 0 &&
+           batch_config(p, 1) >= 0;
 }
 
 /* The scalar table runs the model rows at the first context only: at 70
@@ -285,6 +312,8 @@ size_t model_units(const bench_plan *p)
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name) && batch_config(p, batch_rows[i].linear) >= 0)
             n += (size_t)p->n_isas * (size_t)nt;
+    if (pair_wanted(p))
+        n += (size_t)p->n_isas * (size_t)nt;
     return n;
 }
 
@@ -315,6 +344,10 @@ void model_list(const bench_plan *p)
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name))
             printf("%-30s model    %s\n", batch_rows[i].name, batch_rows[i].what);
+    if (pair_wanted(p))
+        printf("%-30s model    %s over %s: decode speed after %d tokens, token by token in "
+               "turn\n", pair_name, p->configs[hybrid_config(p)], p->configs[batch_config(p, 1)],
+               PAIR_CTX);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -536,6 +569,68 @@ out:
     return rc;
 }
 
+/* The pair row (pair_name): a's decode speed over b's. */
+static int run_pair(const bench_plan *p, const bench_model *a, const bench_model *b,
+                    linattn_isa isa, int threads)
+{
+    const bench_model *bm[2] = {a, b};
+    linattn_session *s[2] = {0};
+    float *logits[2] = {0};
+    int steps = 2 * DECODE_STEPS(p), rc = -1, *prompt = malloc(PAIR_CTX * sizeof *prompt);
+    double t[2][BENCH_MAX_SAMPLES], ratio[BENCH_MAX_SAMPLES];
+    if (steps > BENCH_MAX_SAMPLES)
+        steps = BENCH_MAX_SAMPLES;
+    if (!prompt)
+        goto out;
+    bench_pin(bench_resolve_threads(threads));
+    for (int i = 0; i < 2; i++) {
+        const int vocab = bm[i]->cfg->vocab_size;
+        for (int j = 0; j < PAIR_CTX; j++)
+            prompt[j] = (j * 7919 + 13) % vocab;
+        if (linattn_session_new(bm[i]->m, &s[i]) != LINATTN_OK ||
+            !(logits[i] = malloc((size_t)vocab * sizeof(float))))
+            goto out;
+        linattn_session_set_threads(s[i], threads);
+        if (linattn_session_feed(s[i], prompt, PAIR_CTX, logits[i]) != LINATTN_OK)
+            goto out;
+    }
+    for (int k = 0; k < steps; k++)
+        for (int j = 0; j < 2; j++) {
+            const int i = (k + j) % 2, tok = (k * 31 + 7) % bm[i]->cfg->vocab_size;
+            double t0 = bench_now(p);
+            if (linattn_session_feed(s[i], &tok, 1, logits[i]) != LINATTN_OK)
+                goto out;
+            t[i][k] = bench_now(p) - t0;
+        }
+    for (int k = 0; k < steps; k++)
+        ratio[k] = t[1][k] / t[0][k];
+    bench_row r;
+    model_row(&r, a, pair_name, isa, threads);
+    snprintf(r.unit, sizeof r.unit, "x");
+    char what[2 * 4096 + 96];
+    snprintf(what, sizeof what, "%s over %s: decode speed after %d tokens, token by token in turn",
+             a->path, b->path, PAIR_CTX);
+    bench_copy(r.what, sizeof r.what, what);
+    bench_stats_of(ratio, steps, &r.st);
+    bench_stats sa, sb;
+    bench_stats_of_rate(t[0], steps, 1.0, &sa);
+    bench_stats_of_rate(t[1], steps, 1.0, &sb);
+    snprintf(r.note, sizeof r.note, "%s %.1f tok/s, %s %.1f tok/s (medians)", a->label,
+             sa.median, b->label, sb.median);
+    r.context = PAIR_CTX;
+    bench_emit(&r);
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "linattn-bench: %s: %s\n", pair_name, linattn_last_error());
+    for (int i = 0; i < 2; i++) {
+        linattn_session_free(s[i]);
+        free(logits[i]);
+    }
+    free(prompt);
+    return rc;
+}
+
 int suite_model(const bench_plan *p)
 {
     if (load_models(p) != 0)
@@ -584,6 +679,17 @@ int suite_model(const bench_plan *p)
                 failed |= run_batch(p, b, &models[mi], p->isas[ii], t[ti]) != 0;
             }
     }
+    for (int ii = 0; pair_wanted(p) && ii < p->n_isas; ii++)
+        for (int ti = 0; ti < nt; ti++) {
+            char label[128], thr[8];
+            snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
+            snprintf(label, sizeof label, "%s %s %s", pair_name, linattn_isa_name(p->isas[ii]),
+                     thr);
+            bench_progress_step(label);
+            linattn_set_isa(p->isas[ii]);
+            failed |= run_pair(p, &models[hybrid_config(p)], &models[batch_config(p, 1)],
+                               p->isas[ii], t[ti]) != 0;
+        }
     free_models();
     return failed ? -1 : 0;
 }
