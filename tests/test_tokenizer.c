@@ -1004,3 +1004,87 @@ Test(tokenizer_cli, eval_windows_of_tokens)
     free(json);
     tu_run_free(&r);
 }
+
+/* tokenize / detokenize: the ids the library gives, in each output form,
+ * and back to the same bytes; with a config's tokenizer or --tokenizer. */
+Test(tokenizer_cli, tokenize_and_back)
+{
+    char spec[4200];
+    snprintf(spec, sizeof spec, "llama2c:%s", write_tokbin("tokenizer.bin"));
+    const char *ini = write_model("m.ini", 300, "tokenizer = llama2c:tokenizer.bin\n", NULL);
+    /* llama2.c adds bos: 1, then " a" bc as llama2c_merges_by_score works out */
+    tu_run_result r = tu_run("tokenize", ini, "abc", NULL);
+    tu_assert_ok(&r);
+    char want[64];
+    snprintf(want, sizeof want, "1 %d %d\n", SA, BC);
+    cr_assert_str_eq(r.out, want);
+    tu_run_free(&r);
+    r = tu_run("tokenize", "--tokenizer", spec, "abc", "--no-bos", "--pieces", NULL);
+    tu_assert_ok(&r);
+    snprintf(want, sizeof want, "%d\t a\n%d\tbc\n", SA, BC);
+    cr_assert_str_eq(r.out, want);
+    tu_run_free(&r);
+    r = tu_run("tokenize", ini, "abc", "--count", NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "3\n");
+    tu_run_free(&r);
+    /* back: bos gives no text, and the dummy prefix's space is dropped */
+    char ids[64];
+    snprintf(ids, sizeof ids, "1 %d %d", SA, BC);
+    r = tu_run("detokenize", ini, ids, NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "abc");
+    tu_run_free(&r);
+
+    /* bytes, from a file and from stdin: the text as it is (a control byte
+     * and the final newline kept; \xNN in --pieces) */
+    tu_write_file(tu_path("t.txt"), "a\tb\n", 4);
+    r = tu_run("tokenize", "--tokenizer", "bytes", "-f", tu_path("t.txt"), NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "97 9 98 10\n");
+    tu_run_free(&r);
+    tu_next_stdin(tu_path("t.txt"));
+    r = tu_run("tokenize", "--tokenizer", "bytes", "--pieces", NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "97\ta\n9\t\\x09\n98\tb\n10\t\\x0a\n");
+    tu_run_free(&r);
+    tu_write_text(tu_path("ids.txt"), "97, 9\n98 10\n");
+    tu_next_stdin(tu_path("ids.txt"));
+    r = tu_run("detokenize", "--tokenizer", "bytes", NULL);
+    tu_assert_ok(&r);
+    cr_assert_eq(r.out_len, 4);
+    cr_assert_eq(memcmp(r.out, "a\tb\n", 4), 0);
+    tu_run_free(&r);
+}
+
+/* Bad input: one line naming what is wrong, and no partial output. */
+Test(tokenizer_cli, tokenize_bad_input)
+{
+    const struct {
+        const char *args[6];
+        const char *want;
+    } cases[] = {
+        {{"tokenize", NULL}, "give a CONFIG or --tokenizer SPEC"},
+        {{"tokenize", "--tokenizer", "bytes", "a", "b", NULL}, "unexpected argument 'b'"},
+        {{"tokenize", "--tokenizer", "bytes", "a", "-f", "x"}, "not both"},
+        {{"tokenize", "--tokenizer", "bytes", "-f", "/nonexistent/t.txt", NULL},
+         "/nonexistent/t.txt: cannot open"},
+        {{"tokenize", "--tokenizer", "nope:x", "a", NULL}, "nope:x"},
+        {{"tokenize", "/nonexistent.ini", "a", NULL}, "/nonexistent.ini"},
+        {{"tokenize", "--frob", NULL}, "unknown option '--frob'"},
+        {{"detokenize", "--tokenizer", "bytes", "72", "256", NULL},
+         "id 2: 256 is not a token of this tokenizer (0..255)"},
+        {{"detokenize", "--tokenizer", "bytes", "72", "-1", NULL}, "id 2: -1 is not a token"},
+        {{"detokenize", "--tokenizer", "bytes", "7x", NULL},
+         "id 1: expected an integer, got '7x'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const *a = cases[i].args;
+        tu_run_result r = tu_run(a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+        cr_expect_eq(r.status, 1, "case %zu", i);
+        cr_expect_eq(r.out_len, 0, "case %zu wrote: %s", i, r.out);
+        cr_expect(strstr(r.err, cases[i].want), "case %zu: %s", i, r.err);
+        cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
+        tu_run_free(&r);
+    }
+}

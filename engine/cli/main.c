@@ -16,11 +16,13 @@ static const char usage[] =
     "       linattn --version | --help\n"
     "\n"
     "commands:\n"
-    "  attend    run an attention operator on .npy tensors (flags or a config)\n"
-    "  chat      a conversation on stdin: 'generate --interactive'\n"
-    "  eval      bits per byte of a text under a model, overall and by position\n"
-    "  generate  stream text from a model described by a config file\n"
-    "  info      version, CPU features, selected ISA, threads (and a model summary)\n"
+    "  attend      run an attention operator on .npy tensors (flags or a config)\n"
+    "  chat        a conversation on stdin: 'generate --interactive'\n"
+    "  detokenize  token ids back to text\n"
+    "  eval        bits per byte of a text under a model, overall and by position\n"
+    "  generate    stream text from a model described by a config file\n"
+    "  info        version, CPU features, selected ISA, threads (and a model summary)\n"
+    "  tokenize    text to token ids (or pieces) under a model's tokenizer\n"
     "\n"
     "Run 'linattn COMMAND --help' for a command's options; 'linattn --version'\n"
     "prints the version.\n"
@@ -233,5 +235,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "info"))
         return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tokenize"))
+        return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "detokenize"))
+        return cmd_detokenize(argc - 1, argv + 1);
     return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);
 }
