@@ -879,3 +879,69 @@ Test(hf, every_allocation_failure_is_reported_and_leaks_nothing)
     }
     free_model(&m);
 }
+
+#ifdef LINATTN_TEST_NUMPY
+/* tools/hf_import.py DIR OUT [args...]: its result (1 = success expected). */
+static tu_run_result hf_import(const char *out, const char *extra)
+{
+    char tool[4200];
+    snprintf(tool, sizeof tool, "%s/../../tools/hf_import.py", tu_data_dir());
+    char *argv[] = {"/usr/bin/python3", tool, (char *)tu_dir(), (char *)out, (char *)extra, NULL};
+    return tu_run_argv("/usr/bin/python3", argv);
+}
+
+/* tools/hf_import.py (numpy; what tools/linearize.py reads Hugging Face
+ * folders with) writes the folder's model under our names and shape: the
+ * engine runs it bit for bit as it runs the folder itself, F16 matrices
+ * kept as stored or rounded with --dtype. */
+Test(hf, hf_import_same_logits_as_the_folder)
+{
+    model m;
+    make_model(&m, 0);
+    matrices_f16 = 1;
+    write_hf(&m, 2, NULL);
+    matrices_f16 = 0;
+    const char *hf = write_ini("hf.ini", hf_ini_softmax);
+    char out[4200];
+    snprintf(out, sizeof out, "%s", tu_path("imported.ini"));
+    tu_run_result r = hf_import(out, NULL);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    size_t n;
+    char *ini = tu_read_file(out, &n);
+    const char *want[] = {"weights = imported.safetensors\n", "rope_pairing = half\n",
+                          "rope_theta = 500.0\n", "norm_eps = 1e-05\n", "n_kv_heads = 2\n",
+                          "ffn = swiglu\n", "attention = softmax\n", "max_seq_len = 128\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(ini, want[i]), "no '%s' in:\n%s", want[i], ini);
+    free(ini);
+    linattn_model *a = load_ok(hf), *b = load_ok(out);
+    cr_expect_str_eq(linattn_model_weight_dtypes(b), linattn_model_weight_dtypes(a));
+    expect_same_logits(a, b);
+    linattn_model_free(b);
+    /* --dtype f32: every tensor widened, exactly (a half is an fp32) */
+    r = hf_import(out, "--dtype=f32");
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    b = load_ok(out);
+    cr_expect_str_eq(linattn_model_weight_dtypes(b), "F32");
+    linattn_config c = *linattn_model_config(a);
+    c.weights_dtype = LINATTN_WEIGHTS_F32; /* the folder's halfs widened at load */
+    linattn_model *a32 = NULL;
+    cr_assert_eq(linattn_model_from_config(&c, &a32), LINATTN_OK, "%s", linattn_last_error());
+    expect_same_logits(a32, b);
+    linattn_model_free(a32);
+    linattn_model_free(a);
+    linattn_model_free(b);
+
+    /* what the engine refuses, the tool refuses, in one line naming the key */
+    write_config_json("llama", 0, ",\n  \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}");
+    r = hf_import(out, NULL);
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "hf_import: ") == r.err && strstr(r.err, "rope_scaling"), "%s",
+              r.err);
+    cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
+    tu_run_free(&r);
+    free_model(&m);
+}
+#endif

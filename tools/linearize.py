@@ -10,9 +10,13 @@ Student kinds (--attention):
   linear   causal linear attention, phi = elu + 1 (optional --decay)
   window   sliding-window softmax of W keys (no new tensors)
 
-Input (load_teacher): a linattn INI whose weights are our safetensors; also a
-llama2.c checkpoint (`model.bin`, or an INI with `weights = llama2c:PATH`).
-Hugging Face folders have a hook (load_hf_folder) that is not written yet.
+Input (load_teacher): a linattn INI whose weights are our safetensors; a
+llama2.c checkpoint (`model.bin`, or an INI with `weights = llama2c:PATH`);
+a Hugging Face llama-family folder (config.json, *.safetensors), or an INI
+with `weights = hf:DIR`, read by tools/hf_import.py with the engine's names
+and checks. The student's INI names the teacher's tokenizer; a Hugging Face
+tokenizer.json is run by the linattn program's `tokenize` (--sample-exe,
+$LINATTN_EXE, build/linattn or PATH).
 
 Data: --text FILE... tokenized with the model's tokenizer (bytes when
 vocab_size is 256 and the INI names no tokenizer).  The last 5% of every file
@@ -90,10 +94,8 @@ def load_teacher(path: str) -> Tuple[M.Config, Dict[str, torch.Tensor], Optional
     with open(path, encoding="utf-8") as f:
         cp.read_file(f)
     sec = cp["model"]
-    tok = sec.get("tokenizer", "").strip() or None
     base = os.path.dirname(os.path.abspath(path))
-    if tok and not os.path.isabs(tok):
-        tok = os.path.normpath(os.path.join(base, tok))
+    tok = tokenizer_spec(sec.get("tokenizer", ""), base)
     w = sec.get("weights", "").strip()
     if w.startswith("llama2c:"):
         p = w[len("llama2c:"):]
@@ -101,7 +103,8 @@ def load_teacher(path: str) -> Tuple[M.Config, Dict[str, torch.Tensor], Optional
         return cfg, sd, tok
     if w.startswith("hf:"):
         p = w[len("hf:"):]
-        return load_hf_folder(p if os.path.isabs(p) else os.path.join(base, p))
+        cfg, sd, hf_tok = load_hf_folder(p if os.path.isabs(p) else os.path.join(base, p))
+        return cfg, sd, tok or hf_tok
     cfg = M.Config.from_ini(path)
     m = M.load_safetensors(cfg.weights, cfg, torch.float32)
     return cfg, {k: v.detach().clone() for k, v in m.state_dict().items()}, tok
@@ -153,15 +156,48 @@ def load_llama2c(path: str) -> Tuple[M.Config, Dict[str, torch.Tensor], Optional
         sd["lm_head.weight"] = take(V, dim)
     assert pos <= a.size, f"{path}: file too short for its header"
     tok = os.path.join(os.path.dirname(os.path.abspath(path)), "tokenizer.bin")
-    return cfg, sd, tok if os.path.exists(tok) else None
+    return cfg, sd, "llama2c:" + tok if os.path.exists(tok) else None
 
 
-def load_hf_folder(path: str):
-    """Hook: a Hugging Face llama-family folder (config.json + *.safetensors) ->
-    (Config, linattn-named weights, tokenizer.json path).  Not written yet: map
-    model.embed_tokens / layers.N.self_attn.{q,k,v,o}_proj / mlp.{gate,up,down}_proj /
-    input_layernorm / post_attention_layernorm / norm / lm_head, rope_pairing = half."""
-    raise NotImplementedError(f"{path}: Hugging Face folders are not supported yet")
+def load_hf_folder(path: str) -> Tuple[M.Config, Dict[str, torch.Tensor], Optional[str]]:
+    """A Hugging Face llama-family folder (config.json, *.safetensors, and
+    tokenizer.json when there is one), read as tools/hf_import.py does: the
+    same names, shape and checks as the engine's `weights = hf:DIR`."""
+    import hf_import as HI
+    try:
+        keys, tensors, tok = HI.read_folder(path)
+    except HI.ImportError_ as e:
+        sys.exit(f"linearize: {e}")
+    cfg = M.Config(**{k: v for k, v in keys.items()})
+    sd = {k: torch.from_numpy(HI.as_f32(t)) for k, t in tensors.items()}
+    return cfg, sd, tok
+
+
+def tokenizer_spec(value: str, base: str) -> Optional[str]:
+    """An INI's tokenizer value as a spec with an absolute path (None: bytes)."""
+    v = value.strip()
+    if v in ("", "bytes"):
+        return None
+    kind, sep, p = v.partition(":")
+    if not sep or kind not in ("llama2c", "hf"):
+        sys.exit(f"linearize: tokenizer {v!r}: expected bytes, llama2c:PATH or hf:PATH")
+    return f"{kind}:{os.path.normpath(os.path.join(base, p))}"
+
+
+def engine_exe(args) -> str:
+    """The linattn program: --sample-exe, $LINATTN_EXE, build/linattn or build-test/linattn
+    here, or linattn on PATH."""
+    import shutil
+    for c in (getattr(args, "sample_exe", None), os.environ.get("LINATTN_EXE"),
+              os.path.join(ROOT, "build", "linattn"), os.path.join(ROOT, "build-test", "linattn"),
+              shutil.which("linattn")):
+        if c and os.access(c, os.X_OK):
+            return c
+    sys.exit("linearize: this tokenizer is run by the linattn program: build it "
+             "(scripts/build.sh) or name it with --sample-exe")
+
+
+ENGINE = None  # engine_exe(args), set by main for tokenize()
 
 
 def tokenize(text: bytes, cfg: M.Config, tokenizer: Optional[str]) -> np.ndarray:
@@ -169,14 +205,24 @@ def tokenize(text: bytes, cfg: M.Config, tokenizer: Optional[str]) -> np.ndarray
     if tokenizer is None:
         assert cfg.vocab_size >= 256, "byte-level data needs vocab_size >= 256"
         return np.frombuffer(text, dtype=np.uint8).astype(np.int64)
-    if tokenizer.endswith(".bin"):   # llama2.c tokenizer (slow reference encoder; small texts)
+    if tokenizer.startswith("llama2c:"):  # slow reference encoder, line by line (stories)
         import llama2c_encode as LE
-        _, pieces, scores = LE.read_tokenizer(tokenizer)
+        _, pieces, scores = LE.read_tokenizer(tokenizer[len("llama2c:"):])
         ids = []
         for line in text.decode("utf-8", "replace").split("\n"):
             ids += LE.encode(pieces, scores, line, False)
         return np.array(ids, dtype=np.int64)
-    raise NotImplementedError(f"tokenizer {tokenizer}: not supported yet")
+    # anything else the engine loads (hf:...): its own encoder, the whole text, no bos
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".txt") as f:
+        f.write(text)
+        f.flush()
+        r = subprocess.run([ENGINE, "tokenize", "--tokenizer", tokenizer, "--no-bos", "-f",
+                            f.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    if r.returncode != 0:
+        sys.exit(f"linearize: {r.stderr.decode(errors='replace').strip()}")
+    return np.array(r.stdout.split(), dtype=np.int64)
 
 
 # --------------------------------------------------------------------------
@@ -348,11 +394,20 @@ def lr_at(frac: float, peak: float, warmup: float = 0.05, floor: float = 0.1) ->
     return peak * (floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * p)))
 
 
-def write_ini(cfg: M.Config, path: str, weights_path: str, header: str) -> None:
+def write_ini(cfg: M.Config, path: str, weights_path: str, header: str,
+              tokenizer: Optional[str] = None) -> None:
+    """The student's INI; the teacher's tokenizer (a spec, its path made
+    relative to the INI) goes with it."""
     gen = M.runtime_generate_sections(PROMPT, 1000)
-    rel = os.path.relpath(weights_path, os.path.dirname(os.path.abspath(path)))
+    here = os.path.dirname(os.path.abspath(path))
+    rel = os.path.relpath(weights_path, here)
+    text = cfg.to_ini_text(weights=rel, header=header, extra_sections=gen)
+    if tokenizer:
+        kind, _, p = tokenizer.partition(":")
+        text = text.replace("[model]\n", f"[model]\ntokenizer = {kind}:{os.path.relpath(p, here)}\n",
+                            1)
     with open(path, "w") as f:
-        f.write(cfg.to_ini_text(weights=rel, header=header, extra_sections=gen))
+        f.write(text)
 
 
 def main() -> None:
@@ -413,6 +468,9 @@ def main() -> None:
     budget = args.minutes * 60.0
 
     tcfg, tsd, tokzr = load_teacher(args.config)
+    global ENGINE
+    if tokzr and not tokzr.startswith("llama2c:"):
+        ENGINE = engine_exe(args)
     assert tcfg.attention == "softmax" and tcfg.window == 0, "the teacher must be plain softmax"
     teacher = M.LinAttnLM(dataclasses.replace(tcfg, weights=""))
     teacher.load_state_dict(tsd, strict=True)
@@ -660,7 +718,7 @@ def main() -> None:
               f"data: {data_note}; seed {args.seed}.\n"
               f"max_seq_len is the teacher's context; this attention decodes past it with "
               f"constant memory.")
-    write_ini(scfg, ini_path, st_path, header)
+    write_ini(scfg, ini_path, st_path, header, tokzr)
     print(f"wrote {st_path} ({args.dtype}) and {ini_path}", flush=True)
 
     # ---- final evaluation (exported weights, float32) ----------------------

@@ -42,7 +42,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-NORM_EPS = 1e-5  # LayerNorm / RMSNorm epsilon: fixed, not configurable
+NORM_EPS = 1e-5  # LayerNorm / RMSNorm epsilon by default (Config.norm_eps)
 
 
 # --------------------------------------------------------------------------
@@ -76,6 +76,7 @@ class Config:
     n_kv_heads: int = 0              # k/v heads (grouped-query attention); 0 = n_heads
     window: int = 0                  # softmax: sliding window W (0 = none); hybrid: W >= 1
     feature_dim: int = 0             # hybrid: F of the learned feature maps (0 = elu(x)+1 on q, k)
+    norm_eps: float = 1e-5           # LayerNorm / RMSNorm epsilon (Hugging Face: rms_norm_eps)
 
     def validate(self) -> None:
         assert self.attention in ("softmax", "linear", "hybrid"), self.attention
@@ -101,6 +102,7 @@ class Config:
             assert self.d_model % 2 == 0, "sincos positions need an even d_model"
         assert self.vocab_size > 0 and self.n_layers > 0 and self.d_ff > 0
         assert self.max_seq_len > 0
+        assert self.norm_eps >= 0, "norm_eps must be >= 0"
         g = self.decays()
         if g is not None:
             assert self.attention in ("linear", "hybrid"), "decay needs linear or hybrid attention"
@@ -132,7 +134,7 @@ class Config:
     # the keys added with the llama family: written (and stored in metadata)
     # only when not their defaults, so older files stay byte for byte
     _LATER_DEFAULTS = {"rope_theta": 10000.0, "rope_pairing": "interleaved", "bias": True,
-                       "n_kv_heads": 0, "window": 0, "feature_dim": 0}
+                       "n_kv_heads": 0, "window": 0, "feature_dim": 0, "norm_eps": 1e-5}
 
     # ---- INI -------------------------------------------------------------
     @classmethod
@@ -206,6 +208,8 @@ class Config:
             lines.append(f"window = {self.window}")
         if self.feature_dim or self.attention == "hybrid":
             lines.append(f"feature_dim = {self.feature_dim}")
+        if self.norm_eps != 1e-5:
+            lines.append(f"norm_eps = {self.norm_eps!r}")
         text = "\n".join(lines) + "\n"
         if extra_sections:
             text += "\n" + extra_sections.strip("\n") + "\n"
@@ -249,35 +253,37 @@ def runtime_generate_sections(prompt: str, max_new_tokens: int) -> str:
 # --------------------------------------------------------------------------
 
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + 1e-5) * w   (weight only, no bias)."""
+    """x / sqrt(mean(x^2) + eps) * w   (weight only, no bias)."""
 
-    def __init__(self, d: int):
+    def __init__(self, d: int, eps: float = NORM_EPS):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + NORM_EPS) * self.weight
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
 class LayerNormNoBias(nn.Module):
-    """(x - mean) / sqrt(var + 1e-5) * w   (biased variance, no bias: bias = false)."""
+    """(x - mean) / sqrt(var + eps) * w   (biased variance, no bias: bias = false)."""
 
-    def __init__(self, d: int):
+    def __init__(self, d: int, eps: float = NORM_EPS):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mu = x.mean(-1, keepdim=True)
         var = (x - mu).pow(2).mean(-1, keepdim=True)
-        return (x - mu) * torch.rsqrt(var + NORM_EPS) * self.weight
+        return (x - mu) * torch.rsqrt(var + self.eps) * self.weight
 
 
 def make_norm(cfg: Config) -> nn.Module:
     if cfg.norm == "layernorm":
         if not cfg.bias:
-            return LayerNormNoBias(cfg.d_model)
-        return nn.LayerNorm(cfg.d_model, eps=NORM_EPS)  # biased variance, weight+bias
-    return RMSNorm(cfg.d_model)
+            return LayerNormNoBias(cfg.d_model, cfg.norm_eps)
+        return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)  # biased variance, weight+bias
+    return RMSNorm(cfg.d_model, cfg.norm_eps)
 
 
 def rope(x: torch.Tensor, pos_offset: int, theta: float, pairing: str) -> torch.Tensor:
