@@ -25,6 +25,9 @@
 
 /* Tokens a prefill processes per pass: bounds the activation buffers. */
 #define LINATTN_CHUNK 128
+/* Streams whose logits one gemm forms in sessions_step (the LM head read
+ * once a block: at vocab 32000 and d 288 it is 37 MB of fp32) */
+#define LINATTN_HEAD_ROWS 32
 
 /* A weight matrix [rows, cols], row-major, as the model holds it: fp32, or
  * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored), or
@@ -101,10 +104,13 @@ struct linattn_session {
     float *hyb_ws; /* hybrid: a chunk's scratch (linattn_hybrid_scratch_floats) */
     void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
     size_t attn_ws_bytes;
-    /* when this session carries a group of streams (sessions_step): one
-     * scratch block per thread for the (stream, head) attention steps */
+    /* one scratch block per thread for the units of one token's attention
+     * (the team's, and a group of streams' when this session carries one:
+     * sessions_step) */
     void *batch_ws;
     size_t batch_ws_bytes;
+    float *head_ws; /* sessions_step: [LINATTN_HEAD_ROWS, vocab] logits of a block of
+                     * streams (allocated at the first group of two or more) */
     float *logits;     /* [vocab] after the last token fed (valid once tokens > 0) */
     linattn_progress_fn progress; /* NULL: none */
     void *progress_user;

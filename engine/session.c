@@ -148,6 +148,7 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->hyb_ws);
     mem_free(s->attn_ws);
     mem_free(s->batch_ws);
+    mem_free(s->head_ws);
     mem_free(s->logits);
     mem_free(s->x);
     mem_free(s->hbuf);
@@ -428,18 +429,31 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         int c = n - g < LINATTN_CHUNK ? n - g : LINATTN_CHUNK;
         linattn_session *w = sessions[g]; /* its buffers carry the group's rows */
         pick_threads(w);
-        st = linattn_model_forward(w, sessions + g, tokens + g, c);
+        /* a group of one is that stream's own step (its one-token team) */
+        st = linattn_model_forward(w, c > 1 ? sessions + g : NULL, tokens + g, c);
         if (st != LINATTN_OK)
             continue;
-        int T = w->threads;
-        int par = T > 1 && (size_t)c * m->vocab * m->d >= LINATTN_PARALLEL_MIN_WORK;
-        (void)par; /* used by the pragma only */
-#pragma omp parallel for num_threads(T) schedule(static) if (par)
-        for (int i = 0; i < c; i++) {
-            linattn_session *s = sessions[g + i];
-            linattn_model_logits(m, k, w->x + (size_t)i * m->d, s->logits, 1);
-            if (logits && logits[g + i])
-                memcpy(logits[g + i], s->logits, (size_t)m->vocab * sizeof(float));
+        /* the LM head: one gemm a block of streams, so its weights are read
+         * once a block rather than once a stream (one stream: a gemv, as
+         * a lone step) */
+        const size_t V = (size_t)m->vocab;
+        if (c > 1 && !w->head_ws &&
+            !(w->head_ws = mem_alloc((size_t)LINATTN_HEAD_ROWS * V * sizeof(float)))) {
+            st = linattn_err(LINATTN_ERR_NOMEM, "sessions_step: cannot allocate %zu bytes of logits",
+                             (size_t)LINATTN_HEAD_ROWS * V * sizeof(float));
+            continue;
+        }
+        for (int r0 = 0; r0 < c; r0 += LINATTN_HEAD_ROWS) {
+            const int nr = c - r0 < LINATTN_HEAD_ROWS ? c - r0 : LINATTN_HEAD_ROWS;
+            float *y = nr > 1 ? w->head_ws : sessions[g + r0]->logits;
+            linattn_model_logits_rows(m, k, w->x + (size_t)r0 * m->d, nr, y, w->threads);
+            for (int i = 0; i < nr; i++) {
+                linattn_session *s = sessions[g + r0 + i];
+                if (nr > 1)
+                    memcpy(s->logits, y + (size_t)i * V, V * sizeof(float));
+                if (logits && logits[g + r0 + i])
+                    memcpy(logits[g + r0 + i], s->logits, V * sizeof(float));
+            }
         }
     }
     return st;
