@@ -8,7 +8,7 @@ version=$3
 # every --help first, so a program that cannot run fails the build here
 help=$(mktemp)
 trap 'rm -f "$help"' EXIT
-for cmd in "" generate eval info attend; do
+for cmd in "" generate eval info attend tokenize detokenize; do
     # shellcheck disable=SC2086
     "$exe" $cmd --help >"$help.$cmd" || { echo "mkman: '$exe $cmd --help' failed" >&2; exit 1; }
 done
@@ -23,7 +23,7 @@ esc() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/" -e 's/^-/\\-/'; }
     printf '.fi\n.SH DESCRIPTION\n.nf\n'
     sed '1,2d' "$help." | esc
     printf '.fi\n'
-    for cmd in generate eval info attend; do
+    for cmd in generate eval info attend tokenize detokenize; do
         printf '.SH "%s"\n.nf\n' "$(echo "linattn $cmd" | tr a-z A-Z)"
         esc <"$help.$cmd"
         printf '.fi\n'

@@ -1,5 +1,6 @@
 /* test_cli.c: `linattn generate` and `info` end to end, their errors, and the embedding example. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -755,4 +756,61 @@ Test(cli, tokens_past_the_bytes)
     cr_assert_eq(text.out_len, 2 + (size_t)(200 - past) + 1, "the bytes only");
     tu_run_free(&ids);
     tu_run_free(&text);
+}
+
+/* ---- signals: Ctrl-C and SIGTERM keep the work ----------------------------- */
+
+/* A generation stopped by a signal prints its stats, writes --save-state (a
+ * stream that continues) and exits 128 + the signal. */
+static void signal_keeps_the_stream(int sig)
+{
+    const char *state = tu_path("sig.bin");
+    char path[512];
+    snprintf(path, sizeof path, "%s", state);
+    const char *args[] = {"generate", tu_data(LINEAR), "-p", "Hi", "-n", "100000000",
+                          "--ignore-eos", "--save-state", path, "--stats", NULL};
+    const int sigs[] = {sig};
+    tu_run_result r = tu_run_signalled(args, sigs, 1, 2000);
+    cr_assert_eq(r.status, 128 + sig, "status %d: %s", r.status, r.err);
+    cr_assert_geq(r.out_len, 2000);
+    cr_expect(strstr(r.err, sig == SIGINT ? "interrupted (Ctrl-C) after " : "terminated (SIGTERM)"),
+              "%s", r.err);
+    cr_expect(strstr(r.err, "saving the stream"), "%s", r.err);
+    cr_expect(strstr(r.err, "stats: prompt "), "%s", r.err);
+    tu_run_free(&r);
+    r = tu_run("generate", tu_data(LINEAR), "--load-state", path, "-n", "5", NULL);
+    tu_assert_ok(&r);
+    cr_expect_gt(r.out_len, 1, "the saved stream continues");
+    tu_run_free(&r);
+}
+
+Test(cli, ctrl_c_ends_the_generation_and_keeps_it) { signal_keeps_the_stream(SIGINT); }
+Test(cli, sigterm_saves_and_exits) { signal_keeps_the_stream(SIGTERM); }
+
+/* In a conversation Ctrl-C ends the answer, not the conversation: the next
+ * line is read and answered (the second signal comes after that answer's
+ * text); the end of input then ends it as usual. */
+Test(cli, ctrl_c_in_chat_returns_to_the_prompt)
+{
+    tu_write_text(tu_path("in.txt"), "first\nsecond\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s", tu_path("chat.bin"));
+    tu_next_stdin(tu_path("in.txt"));
+    /* answers that never end by themselves: no newline stop, no eos */
+    const char *args[] = {"chat", tu_data(LINEAR), "-n", "100000000", "--stop", "@@@@@@",
+                          "--ignore-eos", "--save-state", path, NULL};
+    const int sigs[] = {SIGINT, SIGINT};
+    tu_run_result r = tu_run_signalled(args, sigs, 2, 2000);
+    cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+    cr_assert_geq(r.out_len, 4000, "two answers");
+    tu_run_free(&r);
+    linattn_model *m;
+    cr_assert_eq(linattn_model_load(tu_data(LINEAR), &m), LINATTN_OK);
+    linattn_session *s;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    cr_assert_eq(linattn_session_load(s, path, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_expect_gt(linattn_session_tokens(s), 4000u, "both answers and both lines are in the stream");
+    linattn_session_free(s);
+    linattn_model_free(m);
 }

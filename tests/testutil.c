@@ -5,7 +5,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
+#include <time.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -194,6 +197,59 @@ tu_run_result tu_run_argv(const char *exe, char *const argv[])
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     next_stdin[0] = '\0';
+    tu_run_result r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = read_stream(o, &r.out_len);
+    r.err = read_stream(e, &r.err_len);
+    fclose(o);
+    fclose(e);
+    return r;
+}
+
+tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsig,
+                               long after_bytes)
+{
+    const char *exe = getenv("LINATTN_EXE");
+    cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)"linattn";
+    for (; *args; args++) {
+        cr_assert(n < 63, "too many arguments");
+        argv[n++] = (char *)*args;
+    }
+    argv[n] = NULL;
+    FILE *o = tmpfile(), *e = tmpfile();
+    cr_assert(o && e);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int in = open(next_stdin[0] ? next_stdin : "/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(o), 1) < 0 || dup2(fileno(e), 2) < 0)
+            _exit(126);
+        execv(exe, argv);
+        _exit(127);
+    }
+    next_stdin[0] = '\0';
+    long seen = 0;
+    for (int i = 0; i < nsig; i++) {
+        /* the child has written after_bytes more since the last signal */
+        struct stat stt;
+        int waited = 0, st;
+        while (fstat(fileno(o), &stt) == 0 && stt.st_size < seen + after_bytes) {
+            if (waitpid(pid, &st, WNOHANG) == pid)
+                cr_assert_fail("the child exited (status %d) before signal %d", st, i + 1);
+            cr_assert_lt(waited++, 6000, "no output for signal %d within 60 s", i + 1);
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+        seen = (long)stt.st_size;
+        cr_assert_eq(kill(pid, sigs[i]), 0);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
     tu_run_result r;
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r.out = read_stream(o, &r.out_len);

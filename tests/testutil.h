@@ -78,6 +78,10 @@ void tu_next_stdin(const char *path);
 tu_run_result tu_run(const char *first, ...);
 /* The same with the arguments in a NULL-terminated array. */
 tu_run_result tu_run_args(const char *const *args);
+/* tu_run_args, sending the running program sigs[0..nsig) in turn, each
+ * once it has written after_bytes more to stdout since the one before. */
+tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsig,
+                               long after_bytes);
 /* Frees out and err. */
 void tu_run_free(tu_run_result *r);
 /* Asserts the run exited with status 0, showing its stderr if not. */

@@ -63,6 +63,17 @@ size_t cli_utf8_take(cli_utf8 *u, const char *in, size_t n, char *out);
 /* What is held (an unfinished character), as it is, into out[4]; returns its length. */
 size_t cli_utf8_flush(cli_utf8 *u, char *out);
 
+/* Signals for long commands (signals.c). After install, a first SIGINT
+ * and SIGTERM are only recorded: the command polls cli_signal_pending()
+ * (SIGTERM, else SIGINT, else 0) where it can stop cleanly, keeping its
+ * work; a second SIGINT before cli_signal_handled() exits at once with
+ * status 130. Reads are not restarted (EINTR). restore puts back the
+ * handlers that were there. */
+void cli_signals_install(void);
+void cli_signals_restore(void);
+int cli_signal_pending(void);
+void cli_signal_handled(void);
+
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_attend(int argc, char **argv);

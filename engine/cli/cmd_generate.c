@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,12 @@ static const char usage[] =
     "  --stats              print speed and memory figures to stderr at the end\n"
     "  --save-state FILE    save the stream (and sampler) at the end\n"
     "  --load-state FILE    continue a saved stream; --prompt is then optional\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "\n"
+    "Ctrl-C ends the text (in a conversation: the answer, and the next line is\n"
+    "read) and keeps it: the stats and --save-state as at a normal end; the run\n"
+    "then exits with status 130 (a conversation goes on). A second Ctrl-C\n"
+    "exits at once. SIGTERM ends and keeps it likewise, then exits with 143.\n";
 
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
@@ -453,6 +459,11 @@ int cmd_generate(int argc, char **argv)
                                                         : "learned position table");
         goto out;
     }
+    /* Ctrl-C from here on ends the generation (or, in a conversation, the
+     * answer) and keeps the work: stats, --save-state; SIGTERM likewise,
+     * then exits; a second Ctrl-C exits at once */
+    cli_signals_install();
+    int signalled = 0; /* the signal that ended the run, or 0 */
     double t0 = now_s();
     int prompt_tokens = n_in;
     if (n_in > 0 && (st = feed_prompt(sess, toks, n_in, logits)) != LINATTN_OK) {
@@ -504,8 +515,10 @@ int cmd_generate(int argc, char **argv)
             if (isatty(STDIN_FILENO))
                 fputs("> ", stderr);
             ssize_t got = getline(&line, &line_cap, stdin);
-            if (got < 0)
-                break; /* end of the conversation */
+            if (got < 0) { /* end of the conversation (Ctrl-C at the prompt too) */
+                signalled = cli_signal_pending();
+                break;
+            }
             if (got == 0 || line[got - 1] != '\n') { /* the last line without its newline */
                 char *grown = realloc(line, (size_t)got + 2);
                 if (!grown) {
@@ -554,6 +567,8 @@ int cmd_generate(int argc, char **argv)
         need_input = interactive;
     for (int i = 0; i < gen->max_new_tokens; i++) {
         int tok;
+        if ((signalled = cli_signal_pending()) != 0)
+            break; /* every token so far is fed: the stream stands whole */
         if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK ||
             (st = linattn_sampler_accept(sampler, tok)) != LINATTN_OK) {
             cli_fail_status("generate", st);
@@ -613,7 +628,11 @@ int cmd_generate(int argc, char **argv)
             break;
     }
         fwrite(piece_out, 1, cli_utf8_flush(&utf8, piece_out), stdout);
-        if (!interactive || stopped)
+        if (signalled == SIGINT && interactive) { /* the answer ends; the conversation goes on */
+            cli_signal_handled();
+            signalled = 0;
+        }
+        if (!interactive || stopped || signalled)
             break;
         if (!tail_len || tail[tail_len - 1] != '\n')
             putchar('\n');
@@ -624,6 +643,10 @@ int cmd_generate(int argc, char **argv)
     if (!interactive)
         putchar('\n');
     fflush(stdout);
+    if (signalled)
+        fprintf(stderr, "linattn: generate: %s after %d token%s%s\n",
+                signalled == SIGTERM ? "terminated (SIGTERM)" : "interrupted (Ctrl-C)", made,
+                made == 1 ? "" : "s", save ? "; saving the stream" : "");
     if (stopped)
         fprintf(stderr, "linattn: generate: stopped after %d token%s: the context is full "
                         "(max_seq_len %d, %s)\n",
@@ -654,8 +677,9 @@ int cmd_generate(int argc, char **argv)
                 cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
                 linattn_session_state_bytes(sess));
     }
-    rc = 0;
+    rc = signalled ? 128 + signalled : 0; /* as a shell reports a signal, after the work is kept */
 out:
+    cli_signals_restore();
     free(gen);
     free(tail);
     free(info);
