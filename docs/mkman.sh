@@ -8,7 +8,10 @@ version=$3
 # every --help first, so a program that cannot run fails the build here
 help=$(mktemp)
 trap 'rm -f "$help"' EXIT
-for cmd in "" generate eval info attend tokenize detokenize; do
+cmds="generate eval info attend tokenize detokenize"
+# serve only where it is built (libmicrohttpd)
+"$exe" serve --help >/dev/null 2>&1 && cmds="$cmds serve"
+for cmd in "" $cmds; do
     # shellcheck disable=SC2086
     "$exe" $cmd --help >"$help.$cmd" || { echo "mkman: '$exe $cmd --help' failed" >&2; exit 1; }
 done
@@ -23,7 +26,7 @@ esc() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/" -e 's/^-/\\-/'; }
     printf '.fi\n.SH DESCRIPTION\n.nf\n'
     sed '1,2d' "$help." | esc
     printf '.fi\n'
-    for cmd in generate eval info attend tokenize detokenize; do
+    for cmd in $cmds; do
         printf '.SH "%s"\n.nf\n' "$(echo "linattn $cmd" | tr a-z A-Z)"
         esc <"$help.$cmd"
         printf '.fi\n'

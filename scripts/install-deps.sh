@@ -9,7 +9,7 @@
 set -eu
 
 native="meson ninja-build pkg-config gcc libc6-dev libsleef-dev libcriterion-dev
-        libinih-dev libcjson-dev zlib1g-dev"
+        libinih-dev libcjson-dev zlib1g-dev libmicrohttpd-dev"
 cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-dev:arm64
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"

@@ -80,5 +80,6 @@ int cmd_attend(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const char usage[] =
     "  eval        bits per byte of a text under a model, overall and by position\n"
     "  generate    stream text from a model described by a config file\n"
     "  info        version, CPU features, selected ISA, threads (and a model summary)\n"
+    "  serve       an HTTP server: OpenAI-style completions and constant-size streams\n"
     "  tokenize    text to token ids (or pieces) under a model's tokenizer\n"
     "\n"
     "Run 'linattn COMMAND --help' for a command's options; 'linattn --version'\n"
@@ -237,6 +238,13 @@ int main(int argc, char **argv)
         return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize"))
         return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve"))
+#ifdef LINATTN_HAVE_SERVE
+        return cmd_serve(argc - 1, argv + 1);
+#else
+        return cli_fail("serve", "this linattn was built without libmicrohttpd "
+                                 "(install libmicrohttpd-dev and rebuild)");
+#endif
     if (!strcmp(cmd, "detokenize"))
         return cmd_detokenize(argc - 1, argv + 1);
     return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);

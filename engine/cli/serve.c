@@ -1,0 +1,717 @@
+/* serve.c: `linattn serve`'s streams and its scheduler: one thread owns every session, feeds new input a chunk at a time and advances every generating stream one token per step through one sessions_step (continuous batching), parking idle streams in memory or on disk. */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+#define SRV_MAX_RUNNING 256
+#define SRV_CHUNK 128 /* input tokens a job feeds per step: running streams keep their pace */
+
+typedef struct srv_stream {
+    char id[SRV_ID_LEN];
+    linattn_session *sess; /* NULL when parked */
+    void *parked;          /* the state file's bytes, parked in memory */
+    size_t parked_len;
+    int on_disk;           /* parked as state_dir/ID.state */
+    uint64_t tokens;
+    double last_use;
+    srv_job *busy; /* the job running on it */
+    struct srv_stream *next;
+} srv_stream;
+
+struct srv {
+    const linattn_model *m;
+    srv_options o;
+    pthread_t thread;
+    pthread_mutex_t mu; /* queue, stopping, the counts */
+    pthread_cond_t cv;
+    srv_job *queue, *tail;
+    int stopping, stopped; /* stopped: the thread has ended */
+    int n_active, n_parked, n_running_shared;
+    /* the scheduler thread's own */
+    srv_stream *streams;
+    int n_streams;
+    size_t parked_mem;
+    srv_job *running[SRV_MAX_RUNNING];
+    int n_running;
+    uint64_t next_id;
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+srv_job *srv_job_new(srv_kind kind)
+{
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->kind = kind;
+    j->refs = 2;
+    j->http = 200;
+    j->prev = -1;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    return j;
+}
+
+void srv_job_release(srv_job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left > 0)
+        return;
+    linattn_sampler_free(j->sampler);
+    free(j->input);
+    free(j->blob);
+    free(j->text);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void srv_submit(srv *s, srv_job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->stopped) { /* no scheduler to run it */
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_lock(&j->mu);
+        j->http = 503;
+        snprintf(j->error, sizeof j->error, "the server is stopping");
+        j->done = 1;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        srv_job_release(j);
+        return;
+    }
+    j->next = NULL;
+    if (s->tail)
+        s->tail->next = j;
+    else
+        s->queue = j;
+    s->tail = j;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_wait(srv_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    while (!j->done)
+        pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void srv_counts(srv *s, int *active, int *parked, int *running)
+{
+    pthread_mutex_lock(&s->mu);
+    *active = s->n_active;
+    *parked = s->n_parked;
+    *running = s->n_running_shared;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- streams ----------------------------------------------------------- */
+
+static void publish_counts(srv *s)
+{
+    int active = 0, parked = 0;
+    for (srv_stream *st = s->streams; st; st = st->next)
+        st->sess ? active++ : parked++;
+    pthread_mutex_lock(&s->mu);
+    s->n_active = active;
+    s->n_parked = parked;
+    s->n_running_shared = s->n_running;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static srv_stream *find(srv *s, const char *id)
+{
+    for (srv_stream *st = s->streams; st; st = st->next)
+        if (!strcmp(st->id, id))
+            return st;
+    return NULL;
+}
+
+static void disk_path(const srv *s, const srv_stream *st, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s.state", s->o.state_dir, st->id);
+}
+
+/* A new stream (id given, or made here), with an empty session. */
+static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
+{
+    *why = LINATTN_OK;
+    if (s->n_streams >= s->o.max_streams) {
+        *why = LINATTN_ERR_NOMEM;
+        return NULL;
+    }
+    srv_stream *st = calloc(1, sizeof *st);
+    if (!st || linattn_session_new(s->m, &st->sess) != LINATTN_OK) {
+        free(st);
+        *why = LINATTN_ERR_NOMEM;
+        return NULL;
+    }
+    linattn_session_set_threads(st->sess, s->o.threads);
+    if (id && *id) {
+        snprintf(st->id, sizeof st->id, "%s", id);
+    } else {
+        /* unguessable enough for a local server: time, a counter and the address */
+        uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ ++s->next_id * 0xD1B54A32D192ED03ull ^
+                     (uint64_t)(uintptr_t)st;
+        x ^= x >> 31;
+        x *= 0xBF58476D1CE4E5B9ull;
+        x ^= x >> 29;
+        snprintf(st->id, sizeof st->id, "st-%016llx", (unsigned long long)x);
+    }
+    st->last_use = now_s();
+    st->next = s->streams;
+    s->streams = st;
+    s->n_streams++;
+    return st;
+}
+
+static void drop_parked(srv *s, srv_stream *st)
+{
+    if (st->parked) {
+        s->parked_mem -= st->parked_len;
+        free(st->parked);
+        st->parked = NULL;
+        st->parked_len = 0;
+    }
+    if (st->on_disk) {
+        char path[4200];
+        disk_path(s, st, path, sizeof path);
+        unlink(path);
+        st->on_disk = 0;
+    }
+}
+
+static void remove_stream(srv *s, srv_stream *st)
+{
+    for (srv_stream **p = &s->streams; *p; p = &(*p)->next)
+        if (*p == st) {
+            *p = st->next;
+            break;
+        }
+    drop_parked(s, st);
+    linattn_session_free(st->sess);
+    free(st);
+    s->n_streams--;
+}
+
+/* The stream as a session again (parked in memory or on disk). */
+static linattn_status restore(srv *s, srv_stream *st)
+{
+    if (st->sess)
+        return LINATTN_OK;
+    linattn_session *sess;
+    linattn_status rc = linattn_session_new(s->m, &sess);
+    if (rc != LINATTN_OK)
+        return rc;
+    linattn_session_set_threads(sess, s->o.threads);
+    if (st->parked) {
+        rc = linattn_session_load_mem(sess, st->parked, st->parked_len, NULL, 0, NULL);
+    } else {
+        char path[4200];
+        disk_path(s, st, path, sizeof path);
+        rc = linattn_session_load(sess, path, NULL, 0, NULL);
+    }
+    if (rc != LINATTN_OK) {
+        linattn_session_free(sess);
+        return rc;
+    }
+    drop_parked(s, st);
+    st->sess = sess;
+    return LINATTN_OK;
+}
+
+/* Parks an idle stream: in memory while --park-mem allows, else on disk
+ * (safe-file rules: a temporary, fsync, rename); neither: it stays. */
+static int park(srv *s, srv_stream *st)
+{
+    size_t n = linattn_session_save_size(st->sess, 0);
+    if (s->parked_mem + n <= s->o.park_mem) {
+        void *buf = malloc(n);
+        if (buf && linattn_session_save_mem(st->sess, NULL, 0, buf, n) == LINATTN_OK) {
+            st->parked = buf;
+            st->parked_len = n;
+            s->parked_mem += n;
+            linattn_session_free(st->sess);
+            st->sess = NULL;
+            return 1;
+        }
+        free(buf);
+    }
+    if (s->o.state_dir) {
+        char path[4200];
+        disk_path(s, st, path, sizeof path);
+        if (linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
+            st->on_disk = 1;
+            linattn_session_free(st->sess);
+            st->sess = NULL;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Idle streams beyond --max-active are parked, least recently used first. */
+static void park_extra(srv *s)
+{
+    for (;;) {
+        int active = 0;
+        srv_stream *lru = NULL;
+        for (srv_stream *st = s->streams; st; st = st->next)
+            if (st->sess) {
+                active++;
+                if (!st->busy && (!lru || st->last_use < lru->last_use))
+                    lru = st;
+            }
+        if (active <= s->o.max_active || !lru || !park(s, lru))
+            return;
+    }
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+/* Ends job j with its status (0, to return from begin). */
+static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
+{
+    srv_stream *st = j->st;
+    if (st) {
+        st->busy = NULL;
+        st->last_use = now_s();
+        if (st->sess)
+            st->tokens = linattn_session_tokens(st->sess);
+    }
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i] == j) {
+            s->running[i] = s->running[--s->n_running];
+            break;
+        }
+    pthread_mutex_lock(&j->mu);
+    j->http = http;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(j->error, sizeof j->error, fmt, ap);
+        va_end(ap);
+    }
+    j->ready = j->text_len;
+    if (st) {
+        j->tokens = st->tokens;
+        if (!j->out_id[0])
+            snprintf(j->out_id, sizeof j->out_id, "%s", st->id);
+    }
+    j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (st && j->ephemeral)
+        remove_stream(s, st);
+    j->st = NULL;
+    srv_job_release(j);
+    return 0;
+}
+
+static int status_http(linattn_status st)
+{
+    return st == LINATTN_ERR_NOMEM ? 503 : st == LINATTN_ERR_INVALID ||
+                                                   st == LINATTN_ERR_CONTEXT_FULL ||
+                                                   st == LINATTN_ERR_FORMAT
+                                               ? 400
+                                               : 500;
+}
+
+/* The largest m <= n whose text[0..m) does not end inside a UTF-8
+ * character (text holds len >= n bytes). */
+static size_t utf8_whole(const char *text, size_t n)
+{
+    size_t lead = n;
+    for (int k = 0; k < 4 && lead > 0; k++) {
+        unsigned char c = (unsigned char)text[lead - 1];
+        if ((c & 0xC0) != 0x80) {
+            size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            return n - (lead - 1) >= need ? n : lead - 1;
+        }
+        lead--;
+    }
+    return n;
+}
+
+/* Appends a token's bytes; returns 1 when a stop string now ends the text
+ * (which is cut before it). */
+static int append(srv_job *j, const char *piece, size_t n)
+{
+    pthread_mutex_lock(&j->mu);
+    if (j->text_len + n + 1 > j->text_cap) {
+        size_t cap = j->text_cap ? j->text_cap * 2 : 1024;
+        while (cap < j->text_len + n + 1)
+            cap *= 2;
+        char *t = realloc(j->text, cap);
+        if (!t) {
+            pthread_mutex_unlock(&j->mu);
+            return 1; /* out of memory: the text ends here */
+        }
+        j->text = t;
+        j->text_cap = cap;
+    }
+    size_t old = j->text_len;
+    memcpy(j->text + old, piece, n);
+    j->text_len += n;
+    j->text[j->text_len] = '\0';
+    int stop = 0;
+    size_t hold = 0;
+    for (int k = 0; k < j->p.n_stops && !stop; k++) {
+        size_t sl = strlen(j->p.stops[k]);
+        size_t from = old + 1 > sl ? old + 1 - sl : 0;
+        for (size_t at = from; at + sl <= j->text_len; at++)
+            if (!memcmp(j->text + at, j->p.stops[k], sl)) {
+                j->text_len = at;
+                j->text[at] = '\0';
+                stop = 1;
+                break;
+            }
+        hold = sl - 1 > hold ? sl - 1 : hold;
+    }
+    if (!stop) { /* a stop's first bytes may still come: hold them back */
+        size_t r = j->text_len > hold ? j->text_len - hold : 0;
+        r = utf8_whole(j->text, r);
+        if (r > j->ready)
+            j->ready = r;
+        pthread_cond_broadcast(&j->cv);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return stop;
+}
+
+static linattn_status make_sampler(srv *s, srv_job *j)
+{
+    const srv_params *p = &j->p;
+    const linattn_config *c = linattn_model_config(s->m);
+    linattn_status st = linattn_sampler_new(c->vocab_size, p->temperature, p->top_k, p->top_p,
+                                            p->seed, &j->sampler);
+    if (st == LINATTN_OK)
+        st = linattn_sampler_set_repetition_penalty(j->sampler, p->repeat_penalty,
+                                                    p->repeat_last_n);
+    if (st == LINATTN_OK)
+        st = linattn_sampler_set_min_p(j->sampler, p->min_p);
+    for (int i = 0; st == LINATTN_OK && i < p->n_bias; i++)
+        st = linattn_sampler_set_logit_bias(j->sampler, p->bias_token[i], p->bias[i]);
+    return st;
+}
+
+/* A job off the queue: the quick kinds run at once, a run joins the
+ * running set. */
+static int begin(srv *s, srv_job *j)
+{
+    srv_stream *st = NULL;
+    linattn_status rc = LINATTN_OK;
+    if (j->create) {
+        if (!(st = add_stream(s, NULL, &rc)))
+            return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
+    } else if (!(st = find(s, j->id))) {
+        if (j->kind != SRV_PUT_STATE)
+            return finish(s, j, 404, "no stream '%s'", j->id);
+    } else if (st->busy) {
+        return finish(s, j, 409, "stream '%s' is busy with another request", j->id);
+    }
+    if (j->kind == SRV_PUT_STATE) { /* checked whole before anything changes */
+        linattn_session *sess;
+        if ((rc = linattn_session_new(s->m, &sess)) != LINATTN_OK)
+            return finish(s, j, 503, "out of memory");
+        rc = linattn_session_load_mem(sess, j->blob, j->blob_len, NULL, 0, NULL);
+        if (rc != LINATTN_OK) {
+            linattn_session_free(sess);
+            return finish(s, j, 400, "state: %s", linattn_last_error());
+        }
+        linattn_session_set_threads(sess, s->o.threads);
+        if (!st && !(st = add_stream(s, j->id, &rc))) {
+            linattn_session_free(sess);
+            return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
+        }
+        drop_parked(s, st);
+        linattn_session_free(st->sess);
+        st->sess = sess;
+        j->st = st;
+        return finish(s, j, 200, NULL);
+    }
+    j->st = st;
+    if (j->kind == SRV_DELETE) {
+        j->st = NULL;
+        remove_stream(s, st);
+        snprintf(j->out_id, sizeof j->out_id, "%s", j->id);
+        return finish(s, j, 200, NULL);
+    }
+    if (j->kind == SRV_INFO) {
+        j->where = st->sess ? "active" : st->parked ? "memory" : "disk";
+        j->state_bytes = st->sess ? linattn_session_state_bytes(st->sess) : st->parked_len;
+        j->last_use = st->last_use;
+        j->tokens = st->tokens;
+        pthread_mutex_lock(&j->mu);
+        j->done = 1; /* finish() would touch last_use */
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        snprintf(j->out_id, sizeof j->out_id, "%s", st->id);
+        j->st = NULL;
+        srv_job_release(j);
+        return 0;
+    }
+    if ((rc = restore(s, st)) != LINATTN_OK)
+        return finish(s, j, 500, "stream '%s' cannot be restored: %s", st->id, linattn_last_error());
+    if (j->kind == SRV_GET_STATE) {
+        size_t n = linattn_session_save_size(st->sess, 0);
+        if (!(j->blob = malloc(n ? n : 1)) ||
+            linattn_session_save_mem(st->sess, NULL, 0, j->blob, n) != LINATTN_OK)
+            return finish(s, j, 500, "state: cannot be written");
+        j->blob_len = n;
+        return finish(s, j, 200, NULL);
+    }
+    if (j->kind == SRV_FORK) {
+        srv_stream *f = add_stream(s, NULL, &rc);
+        if (!f)
+            return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
+        linattn_session_free(f->sess);
+        f->sess = NULL;
+        if (linattn_session_fork(st->sess, &f->sess) != LINATTN_OK) {
+            remove_stream(s, f);
+            return finish(s, j, 503, "fork: %s", linattn_last_error());
+        }
+        linattn_session_set_threads(f->sess, s->o.threads);
+        f->tokens = linattn_session_tokens(f->sess);
+        snprintf(j->out_id, sizeof j->out_id, "%s", f->id);
+        return finish(s, j, 200, NULL);
+    }
+    /* SRV_RUN */
+    if ((uint64_t)j->n_input > linattn_session_tokens_left(st->sess))
+        return finish(s, j, 400, "context full: the stream holds %llu tokens and %d more would "
+                                 "pass max_seq_len %d",
+                      (unsigned long long)linattn_session_tokens(st->sess), j->n_input,
+                      linattn_model_config(s->m)->max_seq_len);
+    if (j->generate && j->n_input == 0 && !linattn_session_logits(st->sess))
+        return finish(s, j, 400, "stream '%s' is empty: give a prompt", st->id);
+    if (j->generate && (rc = make_sampler(s, j)) != LINATTN_OK)
+        return finish(s, j, 400, "%s", linattn_last_error());
+    if (s->n_running == SRV_MAX_RUNNING)
+        return finish(s, j, 503, "the server runs its most requests (%d)", SRV_MAX_RUNNING);
+    st->busy = j;
+    j->prompt_tokens = j->n_input;
+    j->prev = -1;
+    s->running[s->n_running++] = j;
+    return 0;
+}
+
+/* One step: a chunk of input for each job still feeding, then one token
+ * for every generating stream through one sessions_step. */
+static void step(srv *s)
+{
+    const linattn_config *c = linattn_model_config(s->m);
+    const linattn_tokenizer *tokz = linattn_model_tokenizer(s->m);
+    const int eos = linattn_tokenizer_eos(tokz);
+    linattn_session *batch[SRV_MAX_RUNNING];
+    int toks[SRV_MAX_RUNNING], nb = 0;
+    srv_job *after[SRV_MAX_RUNNING]; /* finished once their token is fed */
+    int na = 0;
+    for (int i = 0; i < s->n_running; i++) {
+        srv_job *j = s->running[i];
+        linattn_session *sess = j->st->sess;
+        pthread_mutex_lock(&j->mu);
+        int cancelled = j->cancelled;
+        pthread_mutex_unlock(&j->mu);
+        if (cancelled) {
+            finish(s, j, 499, "the client went away");
+            i--;
+            continue;
+        }
+        if (j->phase == 0) {
+            int n = j->n_input - j->fed < SRV_CHUNK ? j->n_input - j->fed : SRV_CHUNK;
+            linattn_status rc = n > 0 ? linattn_session_feed(sess, j->input + j->fed, n, NULL)
+                                      : LINATTN_OK;
+            if (rc != LINATTN_OK) {
+                finish(s, j, status_http(rc), "%s", linattn_last_error());
+                i--;
+                continue;
+            }
+            j->fed += n;
+            if (j->fed < j->n_input)
+                continue;
+            if (!j->generate) {
+                finish(s, j, 200, NULL);
+                i--;
+                continue;
+            }
+            /* the input enters the repetition window, as generate's prompt does */
+            int from = j->n_input > j->p.repeat_last_n ? j->n_input - j->p.repeat_last_n : 0;
+            for (int k = from; k < j->n_input; k++)
+                linattn_sampler_accept(j->sampler, j->input[k]);
+            j->prev = j->n_input > 0 ? j->input[j->n_input - 1] : -1;
+            j->phase = 1;
+        }
+        /* generating: sample from the stream's logits */
+        if (j->made >= j->p.max_tokens) {
+            j->finish = "length";
+            finish(s, j, 200, NULL);
+            i--;
+            continue;
+        }
+        int tok;
+        if (linattn_sample(j->sampler, linattn_session_logits(sess), &tok) != LINATTN_OK ||
+            linattn_sampler_accept(j->sampler, tok) != LINATTN_OK) {
+            finish(s, j, 500, "sampling: %s", linattn_last_error());
+            i--;
+            continue;
+        }
+        j->made++;
+        j->completion_tokens = j->made;
+        int stop = tok == eos;
+        if (!stop) {
+            const char *piece = "";
+            size_t pl = 0;
+            if (linattn_tokenizer_decode(tokz, j->prev, tok, &piece, &pl) != LINATTN_OK)
+                pl = 0; /* a token past the tokenizer: no text */
+            stop = append(j, piece, pl);
+        }
+        j->prev = tok;
+        int last = stop || j->made >= j->p.max_tokens;
+        if (last)
+            j->finish = stop ? "stop" : "length";
+        if (linattn_session_tokens_left(sess) < 1) { /* the token cannot be kept */
+            if (!last)
+                j->finish = "length";
+            finish(s, j, 200, NULL);
+            i--;
+            continue;
+        }
+        if (last && j->ephemeral) {
+            finish(s, j, 200, NULL);
+            i--;
+            continue;
+        }
+        /* the token joins the stream (a kept stream holds all its text) */
+        batch[nb] = sess;
+        toks[nb++] = tok;
+        if (last)
+            after[na++] = j;
+    }
+    if (nb > 0) {
+        linattn_status rc = linattn_sessions_step(batch, toks, nb, NULL);
+        if (rc != LINATTN_OK) /* every stream was checked: this is the machine's */
+            for (int i = s->n_running - 1; i >= 0; i--)
+                if (s->running[i]->phase == 1)
+                    finish(s, s->running[i], 500, "step: %s", linattn_last_error());
+    }
+    for (int i = 0; i < na; i++) {
+        int still = 0;
+        for (int k = 0; k < s->n_running; k++)
+            still |= s->running[k] == after[i];
+        if (still)
+            finish(s, after[i], 200, NULL);
+    }
+    (void)c;
+    park_extra(s);
+    publish_counts(s);
+}
+
+static void *loop(void *arg)
+{
+    srv *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->queue && s->n_running == 0 && !s->stopping)
+            pthread_cond_wait(&s->cv, &s->mu);
+        srv_job *q = s->queue;
+        s->queue = s->tail = NULL;
+        int stopping = s->stopping;
+        pthread_mutex_unlock(&s->mu);
+        for (srv_job *j = q, *nx; j; j = nx) {
+            nx = j->next;
+            j->next = NULL;
+            if (stopping)
+                finish(s, j, 503, "the server is stopping");
+            else
+                (void)begin(s, j);
+        }
+        if (stopping) {
+            while (s->n_running > 0)
+                finish(s, s->running[0], 503, "the server is stopping");
+            return NULL;
+        }
+        step(s);
+    }
+}
+
+linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out)
+{
+    srv *s = calloc(1, sizeof *s);
+    if (!s)
+        return LINATTN_ERR_NOMEM;
+    s->m = m;
+    s->o = *o;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thread, NULL, loop, s) != 0) {
+        free(s);
+        return LINATTN_ERR_NOMEM;
+    }
+    *out = s;
+    return LINATTN_OK;
+}
+
+void srv_stop(srv *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_lock(&s->mu);
+    s->stopped = 1;
+    for (srv_job *j = s->queue, *nx; j; j = nx) { /* came after the thread's last look */
+        nx = j->next;
+        pthread_mutex_lock(&j->mu);
+        j->http = 503;
+        snprintf(j->error, sizeof j->error, "the server is stopping");
+        j->done = 1;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        srv_job_release(j);
+    }
+    s->queue = s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_free(srv *s)
+{
+    if (!s)
+        return;
+    /* parked on disk stays (a restart with the same --state-dir could use
+     * it: not yet); the rest goes */
+    while (s->streams) {
+        srv_stream *st = s->streams;
+        s->streams = st->next;
+        free(st->parked);
+        linattn_session_free(st->sess);
+        free(st);
+    }
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}

@@ -1,0 +1,470 @@
+/* test_serve.c: `linattn serve` started on 127.0.0.1 by each test and driven over HTTP: completions against `generate`, server-sent events, concurrent clients against the same requests alone, the streams API, parking, limits and errors. */
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define MODEL "tiny-linear-pre-ln-gelu-sincos.ini"
+
+TestSuite(serve, .init = tu_make_dir, .fini = tu_remove_dir);
+
+typedef struct server {
+    pid_t pid;
+    int port;
+    char err[512]; /* its stderr file */
+} server;
+
+/* linattn serve MODEL --port 0 ARGS..., up once it prints its address. */
+static server start(const char *const *extra)
+{
+    server s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.err, sizeof s.err, "%s", tu_path("serve.err"));
+    const char *exe = getenv("LINATTN_EXE");
+    cr_assert_not_null(exe);
+    char *argv[32];
+    int n = 0;
+    argv[n++] = "linattn";
+    argv[n++] = "serve";
+    argv[n++] = (char *)tu_data(MODEL);
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    argv[n++] = "--threads";
+    argv[n++] = "1";
+    for (; extra && *extra; extra++)
+        argv[n++] = (char *)*extra;
+    argv[n] = NULL;
+    s.pid = fork();
+    cr_assert_geq(s.pid, 0);
+    if (s.pid == 0) {
+        int fd = open(s.err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int nul = open("/dev/null", O_RDWR);
+        if (fd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(fd, 2) < 0)
+            _exit(126);
+        execv(exe, argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 2000 && !s.port; i++) {
+        size_t len;
+        char *text = access(s.err, R_OK) == 0 ? tu_read_file(s.err, &len) : NULL;
+        const char *at = text ? strstr(text, "http://127.0.0.1:") : NULL;
+        if (at)
+            s.port = atoi(at + strlen("http://127.0.0.1:"));
+        free(text);
+        int st;
+        cr_assert_neq(waitpid(s.pid, &st, WNOHANG), s.pid, "the server exited (status %d)", st);
+        if (!s.port) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cr_assert_gt(s.port, 0, "the server did not say where it listens");
+    return s;
+}
+
+/* SIGTERM, and its exit status. */
+static int stop(server *s)
+{
+    kill(s->pid, SIGTERM);
+    int st;
+    cr_assert_eq(waitpid(s->pid, &st, 0), s->pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+typedef struct reply {
+    int status;
+    char *body; /* NUL-terminated */
+    size_t len;
+} reply;
+
+/* One HTTP/1.0 request (the server closes the connection after it). */
+static reply http(const server *s, const char *method, const char *path, const char *headers,
+                  const void *body, size_t body_len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)s->port);
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+    char head[1024];
+    int hl = snprintf(head, sizeof head,
+                      "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: %zu\r\n%s\r\n", method,
+                      path, body_len, headers ? headers : "");
+    cr_assert_eq(write(fd, head, (size_t)hl), hl);
+    if (body_len)
+        cr_assert_eq(write(fd, body, body_len), (ssize_t)body_len);
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 4096 > cap)
+            buf = realloc(buf, cap *= 2);
+        ssize_t got = read(fd, buf + len, cap - len - 1);
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+    }
+    close(fd);
+    buf[len] = '\0';
+    reply r = {0, NULL, 0};
+    sscanf(buf, "HTTP/1.%*d %d", &r.status);
+    char *b = strstr(buf, "\r\n\r\n");
+    cr_assert_not_null(b, "no header end in: %s", buf);
+    b += 4;
+    r.len = len - (size_t)(b - buf);
+    r.body = malloc(r.len + 1);
+    memcpy(r.body, b, r.len);
+    r.body[r.len] = '\0';
+    free(buf);
+    return r;
+}
+
+static reply post(const server *s, const char *path, const char *json)
+{
+    return http(s, "POST", path, "Content-Type: application/json\r\n", json, strlen(json));
+}
+
+/* The body as JSON (the test fails when it is not). */
+static cJSON *json_of(const reply *r)
+{
+    cJSON *j = cJSON_Parse(r->body);
+    cr_assert_not_null(j, "not JSON: %s", r->body);
+    return j;
+}
+
+static const char *str_at(const cJSON *o, const char *path)
+{
+    /* "a.b.0.c": objects by key, arrays by index */
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *v = o;
+    char *save = NULL;
+    for (char *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
+        v = cJSON_IsArray(v) ? cJSON_GetArrayItem(v, atoi(k))
+                             : cJSON_GetObjectItemCaseSensitive(v, k);
+    cr_assert(cJSON_IsString(v), "no string at %s", path);
+    return v->valuestring;
+}
+
+static double num_at(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    cr_assert(cJSON_IsNumber(v), "no number %s", key);
+    return v->valuedouble;
+}
+
+/* The completion's text (200 expected). */
+static char *completion_text(const server *s, const char *path, const char *json)
+{
+    reply r = post(s, path, json);
+    cr_assert_eq(r.status, 200, "%s: %d %s", json, r.status, r.body);
+    cJSON *j = json_of(&r);
+    char *t = strdup(str_at(j, "choices.0.text"));
+    cJSON_Delete(j);
+    free(r.body);
+    return t;
+}
+
+/* Greedy text equals `linattn generate --temperature 0` on the same prompt;
+ * the events of a streamed request join to the same text and end with
+ * [DONE]. */
+Test(serve, completions_match_generate_and_events_join)
+{
+    server s = start(NULL);
+    char *text = completion_text(&s, "/v1/completions",
+                                 "{\"prompt\": \"Hello\", \"max_tokens\": 40, \"temperature\": 0}");
+    tu_run_result g = tu_run("generate", tu_data(MODEL), "-p", "Hello", "-n", "40",
+                             "--temperature", "0", "--no-display-prompt", NULL);
+    tu_assert_ok(&g);
+    cr_assert_eq(g.out_len, strlen(text) + 1, "generate wrote %zu bytes, the server %zu",
+                 g.out_len, strlen(text));
+    cr_assert_eq(memcmp(g.out, text, strlen(text)), 0, "the texts differ");
+    tu_run_free(&g);
+
+    reply r = post(&s, "/v1/completions",
+                   "{\"prompt\": \"Hello\", \"max_tokens\": 40, \"temperature\": 0, \"stream\": true}");
+    cr_assert_eq(r.status, 200);
+    char joined[4096] = "";
+    int events = 0, done = 0;
+    const char *finish = NULL;
+    cJSON *last = NULL;
+    for (char *line = strtok(r.body, "\n"); line; line = strtok(NULL, "\n")) {
+        cr_assert(!strncmp(line, "data: ", 6), "not an event: %s", line);
+        if (!strcmp(line + 6, "[DONE]")) {
+            done = 1;
+            continue;
+        }
+        cr_assert(!done, "an event after [DONE]");
+        cJSON *e = cJSON_Parse(line + 6);
+        cr_assert_not_null(e, "%s", line);
+        strncat(joined, str_at(e, "choices.0.text"), sizeof joined - strlen(joined) - 1);
+        const cJSON *fr = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0),
+                                              "finish_reason");
+        if (cJSON_IsString(fr))
+            finish = fr->valuestring;
+        events++;
+        cJSON_Delete(last);
+        last = e;
+    }
+    cr_expect(done, "no [DONE]");
+    cr_expect_geq(events, 2, "the text, then the end"); /* a fast model may send it all at once */
+    cr_expect_str_eq(joined, text);
+    cr_expect(finish && !strcmp(finish, "length"), "finish_reason %s", finish ? finish : "none");
+    cJSON_Delete(last);
+    free(r.body);
+
+    /* a stop string ends the text before it */
+    char req[256];
+    char stopper[8];
+    snprintf(stopper, sizeof stopper, "%.3s", text + 10);
+    snprintf(req, sizeof req,
+             "{\"prompt\": \"Hello\", \"max_tokens\": 40, \"temperature\": 0, \"stop\": \"%s\"}", stopper);
+    char *cut = completion_text(&s, "/v1/completions", req);
+    const char *at = strstr(text, stopper);
+    cr_expect_eq(strlen(cut), (size_t)(at - text), "cut at the stop: '%s' in '%s'", cut, text);
+    free(cut);
+    free(text);
+    cr_expect_eq(stop(&s), 0);
+}
+
+typedef struct client {
+    const server *s;
+    int seed;
+    char *text;
+} client;
+
+static void *client_run(void *arg)
+{
+    client *c = arg;
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"prompt\": \"Once\", \"max_tokens\": 60, \"temperature\": 0.9, \"seed\": %d}",
+             c->seed);
+    c->text = completion_text(c->s, "/v1/completions", req);
+    return NULL;
+}
+
+/* Eight clients at once (batched by the scheduler) each get the text the
+ * same request gets alone. */
+Test(serve, concurrent_clients_get_their_own_text)
+{
+    enum { N = 8 };
+    server s = start(NULL);
+    client c[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = (client){&s, 100 + i, NULL};
+        cr_assert_eq(pthread_create(&t[i], NULL, client_run, &c[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < N; i++) {
+        client alone = {&s, 100 + i, NULL};
+        client_run(&alone);
+        cr_expect_str_eq(c[i].text, alone.text, "seed %d", 100 + i);
+        cr_expect_gt(strlen(alone.text), 0u);
+        if (i > 0)
+            cr_expect_str_neq(c[i].text, c[0].text, "seeds %d and 100 gave one text", 100 + i);
+        free(alone.text);
+    }
+    for (int i = 0; i < N; i++)
+        free(c[i].text);
+    cr_expect_eq(stop(&s), 0);
+}
+
+static char *new_stream(const server *s, const char *prompt)
+{
+    char req[256];
+    snprintf(req, sizeof req, "{\"prompt\": \"%s\"}", prompt);
+    reply r = post(s, "/v1/streams", req);
+    cr_assert_eq(r.status, 201, "%d %s", r.status, r.body);
+    cJSON *j = json_of(&r);
+    char *id = strdup(str_at(j, "id"));
+    cr_expect_eq(num_at(j, "tokens"), (double)strlen(prompt));
+    cJSON_Delete(j);
+    free(r.body);
+    return id;
+}
+
+static char *stream_text(const server *s, const char *id, int n)
+{
+    char path[128], req[128];
+    snprintf(path, sizeof path, "/v1/streams/%s/generate", id);
+    snprintf(req, sizeof req, "{\"max_tokens\": %d, \"temperature\": 0}", n);
+    return completion_text(s, path, req);
+}
+
+/* A stream continues where it stood: generate, append, fork (both go on
+ * alike), the state taken out and put back under another id (the same
+ * again), a corrupt state refused, delete. */
+Test(serve, streams_continue_fork_and_move)
+{
+    server s = start(NULL);
+    char *id = new_stream(&s, "In the");
+    char *a = stream_text(&s, id, 12);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/streams/%s/append", id);
+    reply r = post(&s, path, "{\"text\": \" and\"}");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = json_of(&r);
+    cr_expect_eq(num_at(j, "tokens"), 6 + 12 + 4, "prompt, answer and the text appended");
+    cJSON_Delete(j);
+    free(r.body);
+    /* the whole text at once gives what the stream gives in pieces */
+    char whole[256];
+    snprintf(whole, sizeof whole,
+             "{\"prompt\": \"In the%s and\", \"max_tokens\": 10, \"temperature\": 0}", a);
+    char *w = completion_text(&s, "/v1/completions", whole);
+
+    snprintf(path, sizeof path, "/v1/streams/%s/fork", id);
+    r = post(&s, path, "");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    j = json_of(&r);
+    char *fork_id = strdup(str_at(j, "id"));
+    cJSON_Delete(j);
+    free(r.body);
+    snprintf(path, sizeof path, "/v1/streams/%s/state", id);
+    r = http(&s, "GET", path, NULL, NULL, 0);
+    cr_assert_eq(r.status, 200);
+    reply put = http(&s, "PUT", "/v1/streams/moved/state", NULL, r.body, r.len);
+    cr_assert_eq(put.status, 200, "%s", put.body);
+    free(put.body);
+    reply bad = http(&s, "PUT", "/v1/streams/broken/state", NULL, r.body, r.len / 2);
+    cr_expect_eq(bad.status, 400, "%s", bad.body);
+    cr_expect(strstr(bad.body, "state: "), "%s", bad.body);
+    free(bad.body);
+    free(r.body);
+
+    char *x = stream_text(&s, id, 10), *y = stream_text(&s, fork_id, 10),
+         *z = stream_text(&s, "moved", 10);
+    cr_expect_str_eq(x, w, "the stream in pieces and the text at once");
+    cr_expect_str_eq(y, x, "the fork");
+    cr_expect_str_eq(z, x, "the state moved to another id");
+
+    snprintf(path, sizeof path, "/v1/streams/%s", id);
+    r = http(&s, "DELETE", path, NULL, NULL, 0);
+    cr_expect_eq(r.status, 200);
+    free(r.body);
+    r = http(&s, "GET", path, NULL, NULL, 0);
+    cr_expect_eq(r.status, 404, "%s", r.body);
+    free(r.body);
+    free(a), free(w), free(x), free(y), free(z), free(id), free(fork_id);
+    cr_expect_eq(stop(&s), 0);
+}
+
+/* With --max-active 1 every stream but the newest is parked (in memory,
+ * or past --park-mem on disk); a parked stream comes back exactly. */
+static void parked_streams_come_back(const char *const *extra, const char *where)
+{
+    server s = start(extra);
+    char *a = new_stream(&s, "And God");
+    char *twin = new_stream(&s, "And God");
+    char *b = new_stream(&s, "Then");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/streams/%s", a);
+    reply r = http(&s, "GET", path, NULL, NULL, 0);
+    cr_assert_eq(r.status, 200);
+    cJSON *j = json_of(&r);
+    cr_expect_str_eq(str_at(j, "parked"), where, "%s", r.body);
+    cJSON_Delete(j);
+    free(r.body);
+    char *ta = stream_text(&s, a, 30), *tt = stream_text(&s, twin, 30);
+    cr_expect_str_eq(ta, tt, "parked and brought back twice, the same text");
+    free(ta), free(tt), free(a), free(twin), free(b);
+    cr_expect_eq(stop(&s), 0);
+}
+
+Test(serve, parked_in_memory_come_back_exactly)
+{
+    const char *extra[] = {"--max-active", "1", NULL};
+    parked_streams_come_back(extra, "memory");
+}
+
+Test(serve, parked_on_disk_come_back_exactly)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tu_path("parked"));
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    const char *extra[] = {"--max-active", "1", "--park-mem", "0", "--state-dir", dir, NULL};
+    parked_streams_come_back(extra, "disk");
+}
+
+/* Bad requests get a JSON error and the status that says why. */
+Test(serve, bad_requests_get_json_errors)
+{
+    const char *extra[] = {"--api-key", "sesame", "--max-body", "200", NULL};
+    server s = start(extra);
+    const char *key = "Authorization: Bearer sesame\r\n";
+    const struct {
+        const char *method, *path, *headers, *body;
+        int status;
+        const char *want;
+    } cases[] = {
+        {"POST", "/v1/completions", NULL, "{\"prompt\": \"a\"}", 401, "API key"},
+        {"POST", "/v1/completions", "Authorization: Bearer sesamE\r\n", "{\"prompt\": \"a\"}", 401,
+         "API key"},
+        {"POST", "/v1/completions", key, "{bad", 400, "not valid JSON"},
+        {"POST", "/v1/completions", key, "[1]", 400, "JSON object"},
+        {"POST", "/v1/completions", key, "{}", 400, "'prompt' is required"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"n\": 2}", 400, "'n' > 1"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"max_tokens\": -1}", 400,
+         "'max_tokens'"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"temperature\": \"hot\"}", 400,
+         "'temperature'"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"logit_bias\": {\"999\": 1}}", 400,
+         "'logit_bias'"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"stream\": \"st-1\"}", 400,
+         "'stream_id'"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"frequency_penalty\": 0.5}", 400,
+         "repetition_penalty"},
+        {"POST", "/v1/chat/completions", key, "{\"messages\": [{\"role\": \"robot\", "
+                                              "\"content\": \"x\"}]}", 400, "role"},
+        {"POST", "/v1/streams/nope/generate", key, "{}", 404, "no stream 'nope'"},
+        {"GET", "/v1/completions", key, "", 405, "use POST"},
+        {"GET", "/v1/elsewhere", key, "", 404, "no such route"},
+        {"POST", "/v1/completions", key,
+         "{\"prompt\": \"0123456789012345678901234567890123456789012345678901234567890123456789"
+         "0123456789012345678901234567890123456789012345678901234567890123456789"
+         "01234567890123456789012345678901234567890123456789\"}", 413, "--max-body"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        reply r = http(&s, cases[i].method, cases[i].path, cases[i].headers, cases[i].body,
+                       strlen(cases[i].body));
+        cr_expect_eq(r.status, cases[i].status, "case %zu: %d %s", i, r.status, r.body);
+        cJSON *j = cJSON_Parse(r.body);
+        cr_expect(j && strstr(str_at(j, "error.message"), cases[i].want), "case %zu: %s", i,
+                  r.body);
+        cJSON_Delete(j);
+        free(r.body);
+    }
+    /* and the right key works; /health needs none */
+    reply ok = http(&s, "POST", "/v1/completions", key, "{\"prompt\": \"a\", \"max_tokens\": 3}",
+                    strlen("{\"prompt\": \"a\", \"max_tokens\": 3}"));
+    cr_expect_eq(ok.status, 200, "%s", ok.body);
+    free(ok.body);
+    reply h = http(&s, "GET", "/health", NULL, NULL, 0);
+    cr_expect_eq(h.status, 200);
+    cr_expect(strstr(h.body, "\"status\":\"ok\""), "%s", h.body);
+    free(h.body);
+    cr_expect_eq(stop(&s), 0);
+    size_t n;
+    char *err = tu_read_file(s.err, &n);
+    cr_expect(strstr(err, "serve: SIGTERM: stopping"), "%s", err);
+    free(err);
+}
