@@ -61,9 +61,7 @@ static const char usage[] =
 
 typedef struct server {
     srv *sched;
-    const linattn_model *m;
-    const linattn_tokenizer *tokz;
-    const cli_generate *gen; /* defaults of the config's [generate] */
+    srv_request rq; /* what request bodies are read against */
     const char *model_name;
     const char *api_key;
     size_t max_body;
@@ -135,236 +133,6 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned code, const
     cJSON_AddStringToObject(e, "type", error_type(code));
     cJSON_AddNumberToObject(e, "code", code);
     return send_json(c, code, j);
-}
-
-/* ---- request fields ------------------------------------------------------------ */
-
-/* Each returns 0, or 1 with msg set: the field is there but not what it must be. */
-static int get_number(const cJSON *o, const char *key, double lo, double hi, int integer,
-                      double *out, char *msg, size_t n)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v || cJSON_IsNull(v))
-        return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < lo || v->valuedouble > hi ||
-        (integer && v->valuedouble != (double)(long long)v->valuedouble)) {
-        snprintf(msg, n, "'%s' must be %s in [%g, %g]", key, integer ? "an integer" : "a number",
-                 lo, hi);
-        return 1;
-    }
-    *out = v->valuedouble;
-    return 0;
-}
-
-/* The sampling parameters of a completion request, over the config's
- * defaults. chat: the answer ends at a newline unless stop is given. */
-static int read_params(const server *sv, const cJSON *o, int chat, srv_params *p, char *msg,
-                       size_t n)
-{
-    memset(p, 0, sizeof *p);
-    p->max_tokens = sv->gen->max_new_tokens;
-    p->temperature = sv->gen->temperature;
-    p->top_k = sv->gen->top_k;
-    p->top_p = sv->gen->top_p;
-    p->min_p = sv->gen->min_p;
-    p->repeat_penalty = sv->gen->repeat_penalty;
-    p->repeat_last_n = sv->gen->repeat_last_n;
-    p->seed = sv->gen->seed;
-    double v;
-    const int vocab = linattn_model_config(sv->m)->vocab_size;
-#define NUM(key, lo, hi, integer, dst)                                                             \
-    v = -1;                                                                                        \
-    if (get_number(o, key, lo, hi, integer, &v, msg, n))                                           \
-        return 1;                                                                                  \
-    if (v != -1)                                                                                   \
-        dst = v;
-    NUM("max_tokens", 0, 1e9, 1, p->max_tokens)
-    NUM("max_completion_tokens", 0, 1e9, 1, p->max_tokens)
-    NUM("temperature", 0, 100, 0, p->temperature)
-    NUM("top_p", 1e-9, 1, 0, p->top_p)
-    NUM("top_k", 0, 1e9, 1, p->top_k)
-    NUM("min_p", 0, 0.999999, 0, p->min_p)
-    NUM("repetition_penalty", 1e-6, 100, 0, p->repeat_penalty)
-    NUM("repeat_last_n", 0, 4096, 1, p->repeat_last_n)
-    NUM("seed", 0, 9007199254740991.0, 1, p->seed)
-#undef NUM
-    static const char *const refused[] = {"frequency_penalty", "presence_penalty"};
-    for (int i = 0; i < 2; i++) {
-        double x = 0;
-        if (get_number(o, refused[i], -2, 2, 0, &x, msg, n))
-            return 1;
-        if (x != 0) {
-            snprintf(msg, n, "'%s' is not supported: use repetition_penalty", refused[i]);
-            return 1;
-        }
-    }
-    double nn = 1;
-    if (get_number(o, "n", 1, 1e9, 1, &nn, msg, n))
-        return 1;
-    if (nn != 1) {
-        snprintf(msg, n, "'n' > 1 is not supported: send one request per completion");
-        return 1;
-    }
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "logprobs");
-    if (lp && !cJSON_IsNull(lp) && !cJSON_IsFalse(lp)) {
-        snprintf(msg, n, "'logprobs' is not supported");
-        return 1;
-    }
-    const cJSON *echo = cJSON_GetObjectItemCaseSensitive(o, "echo");
-    if (echo && cJSON_IsTrue(echo)) {
-        snprintf(msg, n, "'echo' is not supported");
-        return 1;
-    }
-    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(o, "stop");
-    if (stop && !cJSON_IsNull(stop)) {
-        const cJSON *one = stop;
-        int count = cJSON_IsArray(stop) ? cJSON_GetArraySize(stop) : 1;
-        if (count > SRV_MAX_STOPS) {
-            snprintf(msg, n, "'stop': at most %d strings", SRV_MAX_STOPS);
-            return 1;
-        }
-        for (int i = 0; i < count; i++) {
-            if (cJSON_IsArray(stop))
-                one = cJSON_GetArrayItem(stop, i);
-            if (!cJSON_IsString(one) || !one->valuestring[0] ||
-                strlen(one->valuestring) > SRV_MAX_STOP_LEN) {
-                snprintf(msg, n, "'stop': each a string of 1..%d bytes", SRV_MAX_STOP_LEN);
-                return 1;
-            }
-            snprintf(p->stops[p->n_stops++], SRV_MAX_STOP_LEN + 1, "%s", one->valuestring);
-        }
-    } else if (chat) {
-        snprintf(p->stops[p->n_stops++], SRV_MAX_STOP_LEN + 1, "\n"); /* an answer is a line */
-    }
-    const cJSON *bias = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");
-    if (bias && !cJSON_IsNull(bias)) {
-        if (!cJSON_IsObject(bias)) {
-            snprintf(msg, n, "'logit_bias' must be an object of token id: bias");
-            return 1;
-        }
-        const cJSON *b;
-        cJSON_ArrayForEach(b, bias)
-        {
-            char *end;
-            long tok = strtol(b->string, &end, 10);
-            if (*end || end == b->string || tok < 0 || tok >= vocab || !cJSON_IsNumber(b) ||
-                b->valuedouble < -100 || b->valuedouble > 100) {
-                snprintf(msg, n, "'logit_bias': '%.40s' must be a token id 0..%d with a bias in "
-                                 "[-100, 100]", b->string, vocab - 1);
-                return 1;
-            }
-            if (p->n_bias == SRV_MAX_BIAS) {
-                snprintf(msg, n, "'logit_bias': at most %d tokens", SRV_MAX_BIAS);
-                return 1;
-            }
-            p->bias_token[p->n_bias] = (int)tok;
-            p->bias[p->n_bias++] = b->valuedouble == -100 ? -INFINITY : (float)b->valuedouble;
-        }
-    }
-    return 0;
-}
-
-/* Token ids of text (bos first when asked and the tokenizer starts with it). */
-static int tokenize(const server *sv, const char *text, size_t len, int bos, int **out, int *n,
-                    char *msg, size_t mn)
-{
-    size_t count = 0;
-    const int add = bos && linattn_tokenizer_adds_bos(sv->tokz);
-    if (linattn_tokenizer_encode(sv->tokz, text, len, add, NULL, 0, &count) != LINATTN_OK ||
-        count > 1u << 24) {
-        snprintf(msg, mn, "the text cannot be tokenized: %s", linattn_last_error());
-        return 1;
-    }
-    int *t = malloc((count ? count : 1) * sizeof *t);
-    if (!t || linattn_tokenizer_encode(sv->tokz, text, len, add, t, count, &count) != LINATTN_OK) {
-        free(t);
-        snprintf(msg, mn, "out of memory");
-        return 1;
-    }
-    *out = t;
-    *n = (int)count;
-    return 0;
-}
-
-/* The prompt of a completion: a string, one string in an array, or token ids. */
-static int read_prompt(const server *sv, const cJSON *v, int bos, int **out, int *n, char *msg,
-                       size_t mn)
-{
-    if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsString(cJSON_GetArrayItem(v, 0)))
-        v = cJSON_GetArrayItem(v, 0);
-    if (cJSON_IsString(v))
-        return tokenize(sv, v->valuestring, strlen(v->valuestring), bos, out, n, msg, mn);
-    if (cJSON_IsArray(v)) {
-        const int vocab = linattn_model_config(sv->m)->vocab_size, count = cJSON_GetArraySize(v);
-        int *t = malloc(((size_t)count + 1) * sizeof *t), i = 0;
-        if (!t) {
-            snprintf(msg, mn, "out of memory");
-            return 1;
-        }
-        const cJSON *e;
-        cJSON_ArrayForEach(e, v)
-        {
-            if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= vocab ||
-                e->valuedouble != (double)(int)e->valuedouble) {
-                free(t);
-                snprintf(msg, mn, "'prompt': a string, or token ids 0..%d", vocab - 1);
-                return 1;
-            }
-            t[i++] = (int)e->valuedouble;
-        }
-        *out = t;
-        *n = i;
-        return 0;
-    }
-    snprintf(msg, mn, "'prompt': a string, or token ids");
-    return 1;
-}
-
-/* The plain chat format: each message's text and a newline. */
-static int read_messages(const server *sv, const cJSON *msgs, int bos, int **out, int *n,
-                         char *msg, size_t mn)
-{
-    if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
-        snprintf(msg, mn, "'messages': a non-empty array of {role, content}");
-        return 1;
-    }
-    size_t len = 0, cap = 256;
-    char *text = malloc(cap);
-    const cJSON *m;
-    int i = 0;
-    cJSON_ArrayForEach(m, msgs)
-    {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-        if (!cJSON_IsString(role) || !cJSON_IsString(content) ||
-            (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
-             strcmp(role->valuestring, "assistant"))) {
-            free(text);
-            snprintf(msg, mn, "'messages'[%d]: role system, user or assistant and a string "
-                              "content", i);
-            return 1;
-        }
-        size_t cl = strlen(content->valuestring);
-        if (text && len + cl + 2 > cap) {
-            while (len + cl + 2 > cap)
-                cap *= 2;
-            char *g = realloc(text, cap);
-            if (!g)
-                free(text);
-            text = g;
-        }
-        if (!text) {
-            snprintf(msg, mn, "out of memory");
-            return 1;
-        }
-        memcpy(text + len, content->valuestring, cl);
-        len += cl;
-        text[len++] = '\n';
-        i++;
-    }
-    int rc = tokenize(sv, text, len, bos, out, n, msg, mn);
-    free(text);
-    return rc;
 }
 
 /* ---- results ------------------------------------------------------------------- */
@@ -563,13 +331,13 @@ static enum MHD_Result route_completion(struct MHD_Connection *c, req *r, const 
         }
     }
     const int fresh = stream_id == NULL;
-    int bad = read_params(sv, o, chat, &j->p, msg, sizeof msg);
+    int bad = srv_read_params(&sv->rq, o, chat, &j->p, msg, sizeof msg);
     if (!bad) {
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, chat ? "messages" : "prompt");
         if (chat)
-            bad = read_messages(sv, in, fresh, &j->input, &j->n_input, msg, sizeof msg);
+            bad = srv_read_messages(&sv->rq, in, fresh, &j->input, &j->n_input, msg, sizeof msg);
         else if (in)
-            bad = read_prompt(sv, in, fresh, &j->input, &j->n_input, msg, sizeof msg);
+            bad = srv_read_prompt(&sv->rq, in, fresh, &j->input, &j->n_input, msg, sizeof msg);
         else if (fresh) {
             snprintf(msg, sizeof msg, "'prompt' is required");
             bad = 1;
@@ -611,7 +379,7 @@ static enum MHD_Result stream_job(struct MHD_Connection *c, req *r, srv_kind kin
     if (kind == SRV_RUN) { /* new or append: text (or prompt) to feed */
         const cJSON *t = o ? cJSON_GetObjectItemCaseSensitive(o, id ? "text" : "prompt") : NULL;
         if (t && !cJSON_IsNull(t) &&
-            read_prompt(sv, t, !id, &j->input, &j->n_input, msg, sizeof msg)) {
+            srv_read_prompt(&sv->rq, t, !id, &j->input, &j->n_input, msg, sizeof msg)) {
             srv_job_release(j), srv_job_release(j);
             return send_error(c, 400, "%s", msg);
         }
@@ -917,8 +685,8 @@ int cmd_serve(int argc, char **argv)
     char *dot = strrchr(name, '.');
     if (dot && !strcmp(dot, ".ini"))
         *dot = '\0';
-    server sv = {sched, model, linattn_model_tokenizer(model), gen, name, api_key,
-                 (size_t)max_body, 0};
+    server sv = {sched, {linattn_model_config(model)->vocab_size, linattn_model_tokenizer(model), gen},
+                 name, api_key, (size_t)max_body, 0};
     cli_signals_install();
     d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                          (uint16_t)port, NULL, NULL, handle, &sv, MHD_OPTION_SOCK_ADDR,

@@ -91,6 +91,26 @@ typedef struct srv_options {
 
 typedef struct srv srv;
 
+/* Request bodies (serve_request.c), read against the model's vocabulary,
+ * its tokenizer and the config's [generate] defaults. Each reader returns
+ * 0, or 1 with msg[n] saying what is wrong. bos: a new stream (the
+ * tokenizer's bos first when it starts texts with one). */
+typedef struct srv_request {
+    int vocab;
+    const linattn_tokenizer *tokz;
+    const struct cli_generate *gen;
+} srv_request;
+struct cJSON;
+/* chat: the answer ends at a newline unless stop is given. */
+int srv_read_params(const srv_request *rq, const struct cJSON *o, int chat, srv_params *p,
+                    char *msg, size_t n);
+/* A string, one string in an array, or token ids: into *out[*n] (owned). */
+int srv_read_prompt(const srv_request *rq, const struct cJSON *v, int bos, int **out, int *n,
+                    char *msg, size_t mn);
+/* Messages {role, content} in the plain format: each text and a newline. */
+int srv_read_messages(const srv_request *rq, const struct cJSON *msgs, int bos, int **out,
+                      int *n, char *msg, size_t mn);
+
 /* The scheduler thread over model m (owned by the caller). */
 linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out);
 /* Stops the thread: jobs in flight, and any submitted later, end with 503. */
