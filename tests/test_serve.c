@@ -468,3 +468,39 @@ Test(serve, bad_requests_get_json_errors)
     cr_expect(strstr(err, "serve: SIGTERM: stopping"), "%s", err);
     free(err);
 }
+
+/* /metrics counts what was served (polled: a request is counted as its
+ * connection closes). */
+Test(serve, metrics_count_requests_and_tokens)
+{
+    server s = start(NULL);
+    reply r = post(&s, "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 7}");
+    cr_assert_eq(r.status, 200);
+    free(r.body);
+    r = post(&s, "/v1/completions", "{\"prompt\": 5}");
+    cr_assert_eq(r.status, 400);
+    free(r.body);
+    const char *want[] = {"linattn_requests_total{route=\"completions\",code=\"200\"} 1\n",
+                          "linattn_requests_total{route=\"completions\",code=\"400\"} 1\n",
+                          "linattn_generated_tokens_total 7\n", "linattn_prompt_tokens_total 5\n",
+                          "linattn_time_to_first_token_seconds_count 1\n",
+                          "linattn_inter_token_seconds_count 6\n", "linattn_streams_active 0\n"};
+    reply m = {0, NULL, 0};
+    int ok = 0;
+    for (int tries = 0; tries < 100 && !ok; tries++) {
+        free(m.body);
+        m = http(&s, "GET", "/metrics", NULL, NULL, 0);
+        cr_assert_eq(m.status, 200);
+        ok = 1;
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+            ok &= strstr(m.body, want[i]) != NULL;
+        if (!ok) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        cr_expect(strstr(m.body, want[i]), "no '%s' in:\n%s", want[i], m.body);
+    free(m.body);
+    cr_expect_eq(stop(&s), 0);
+}

@@ -34,7 +34,7 @@ static const char usage[] =
     "  POST /v1/chat/completions  the same with messages (roles system, user,\n"
     "                             assistant: each message's text and a newline; the\n"
     "                             answer ends at a newline unless stop says otherwise)\n"
-    "  GET  /v1/models, GET /health\n"
+    "  GET  /v1/models, GET /health, GET /metrics (Prometheus)\n"
     "  POST /v1/streams                 a new stream (optional prompt) -> its id\n"
     "  POST /v1/streams/ID/append       feed text\n"
     "  POST /v1/streams/ID/generate     sample (the completion parameters)\n"
@@ -59,7 +59,16 @@ static const char usage[] =
     "  curl -s localhost:8080/v1/completions -d '{\"prompt\": \"In the beginning\",\n"
     "    \"max_tokens\": 40}'\n";
 
+#define MAX_COUNTS 64
+
 typedef struct server {
+    pthread_mutex_t mu; /* the request counts */
+    struct {
+        const char *route;
+        unsigned code;
+        unsigned long long n;
+    } counts[MAX_COUNTS];
+    int n_counts;
     srv *sched;
     srv_request rq; /* what request bodies are read against */
     const char *model_name;
@@ -82,6 +91,7 @@ typedef struct req {
     size_t out_len, out_at;
     char cmpl_id[64];
     long long created;
+    const char *route; /* for the request counts */
 } req;
 
 /* ---- responses ------------------------------------------------------------- */
@@ -426,6 +436,54 @@ static enum MHD_Result stream_job(struct MHD_Connection *c, req *r, srv_kind kin
     return ok;
 }
 
+/* Prometheus' text format: requests by route and status, tokens, streams,
+ * the batch, queue wait, time to the first token, time between tokens. */
+static enum MHD_Result send_metrics(struct MHD_Connection *c, server *sv)
+{
+    srv_stats st;
+    srv_get_stats(sv->sched, &st);
+    size_t cap = 8192, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return send_error(c, 503, "out of memory");
+#define OUT(...)                                                                                   \
+    do {                                                                                           \
+        if (n < cap)                                                                               \
+            n += (size_t)snprintf(b + n, cap - n, __VA_ARGS__);                                    \
+    } while (0)
+    OUT("# HELP linattn_requests_total HTTP requests answered, by route and status.\n"
+        "# TYPE linattn_requests_total counter\n");
+    pthread_mutex_lock(&sv->mu);
+    for (int k = 0; k < sv->n_counts; k++)
+        OUT("linattn_requests_total{route=\"%s\",code=\"%u\"} %llu\n", sv->counts[k].route,
+            sv->counts[k].code, sv->counts[k].n);
+    pthread_mutex_unlock(&sv->mu);
+    OUT("# TYPE linattn_prompt_tokens_total counter\nlinattn_prompt_tokens_total %llu\n"
+        "# TYPE linattn_generated_tokens_total counter\nlinattn_generated_tokens_total %llu\n"
+        "# TYPE linattn_steps_total counter\nlinattn_steps_total %llu\n"
+        "# TYPE linattn_restores_total counter\nlinattn_restores_total %llu\n"
+        "# TYPE linattn_parks_total counter\nlinattn_parks_total %llu\n",
+        st.prompt_tokens, st.generated_tokens, st.steps, st.restores, st.parks);
+    OUT("# TYPE linattn_streams_active gauge\nlinattn_streams_active %d\n"
+        "# TYPE linattn_streams_parked gauge\nlinattn_streams_parked %d\n"
+        "# TYPE linattn_requests_running gauge\nlinattn_requests_running %d\n"
+        "# TYPE linattn_batch_size gauge\nlinattn_batch_size %d\n"
+        "# TYPE linattn_parked_bytes gauge\nlinattn_parked_bytes %zu\n",
+        st.active, st.parked, st.running, st.batch, st.parked_bytes);
+    OUT("# TYPE linattn_queue_wait_seconds summary\nlinattn_queue_wait_seconds_sum %.6f\n"
+        "linattn_queue_wait_seconds_count %llu\n"
+        "# TYPE linattn_time_to_first_token_seconds summary\n"
+        "linattn_time_to_first_token_seconds_sum %.6f\n"
+        "linattn_time_to_first_token_seconds_count %llu\n"
+        "# TYPE linattn_inter_token_seconds summary\nlinattn_inter_token_seconds_sum %.6f\n"
+        "linattn_inter_token_seconds_count %llu\n",
+        st.queue_sum, st.queue_count, st.ttft_sum, st.ttft_count, st.itl_sum, st.itl_count);
+#undef OUT
+    enum MHD_Result ok = send_bytes(c, 200, "text/plain; version=0.0.4", b, n < cap ? n : cap - 1);
+    free(b);
+    return ok;
+}
+
 static int authorised(struct MHD_Connection *c, const server *sv)
 {
     if (!sv->api_key)
@@ -479,19 +537,28 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
+    r->route = !strcmp(url, "/v1/completions")                 ? "completions"
+               : !strcmp(url, "/v1/chat/completions")          ? "chat_completions"
+               : !strncmp(url, "/v1/streams", 11)              ? "streams"
+               : !strcmp(url, "/v1/models")                    ? "models"
+               : !strcmp(url, "/health")                       ? "health"
+               : !strcmp(url, "/metrics")                      ? "metrics"
+                                                               : "other";
     if (r->too_big)
         return send_error(c, 413, "the body is larger than %zu bytes (--max-body)",
                           put_state ? (size_t)64 << 20 : sv->max_body);
     if (!strcmp(url, "/health") && !strcmp(method, "GET")) {
-        int active, parked, running;
-        srv_counts(sv->sched, &active, &parked, &running);
+        srv_stats st;
+        srv_get_stats(sv->sched, &st);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "status", "ok");
-        cJSON_AddNumberToObject(o, "streams_active", active);
-        cJSON_AddNumberToObject(o, "streams_parked", parked);
-        cJSON_AddNumberToObject(o, "requests_running", running);
+        cJSON_AddNumberToObject(o, "streams_active", st.active);
+        cJSON_AddNumberToObject(o, "streams_parked", st.parked);
+        cJSON_AddNumberToObject(o, "requests_running", st.running);
         return send_json(c, 200, o);
     }
+    if (!strcmp(url, "/metrics") && !strcmp(method, "GET"))
+        return send_metrics(c, sv);
     if (!authorised(c, sv))
         return send_error(c, 401, "missing or wrong API key (Authorization: Bearer KEY)");
     if (!strcmp(url, "/v1/models")) {
@@ -580,10 +647,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode why)
 {
-    (void)cls, (void)c, (void)why;
+    (void)why;
     req *r = *con_cls;
     if (!r)
         return;
+    server *sv = cls;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    const unsigned code = ci ? ci->http_status : 0;
+    if (r->route && code) {
+        pthread_mutex_lock(&sv->mu);
+        int k = 0;
+        while (k < sv->n_counts && (sv->counts[k].route != r->route || sv->counts[k].code != code))
+            k++;
+        if (k == sv->n_counts && k < MAX_COUNTS) {
+            sv->counts[k].route = r->route;
+            sv->counts[k].code = code;
+            sv->counts[k].n = 0;
+            sv->n_counts++;
+        }
+        if (k < sv->n_counts)
+            sv->counts[k].n++;
+        pthread_mutex_unlock(&sv->mu);
+    }
     if (r->job) {
         pthread_mutex_lock(&r->job->mu);
         r->job->cancelled = !r->job->done;
@@ -685,8 +771,15 @@ int cmd_serve(int argc, char **argv)
     char *dot = strrchr(name, '.');
     if (dot && !strcmp(dot, ".ini"))
         *dot = '\0';
-    server sv = {sched, {linattn_model_config(model)->vocab_size, linattn_model_tokenizer(model), gen},
-                 name, api_key, (size_t)max_body, 0};
+    static server sv; /* the connections' threads may outlive this frame's use of it */
+    memset(&sv, 0, sizeof sv);
+    pthread_mutex_init(&sv.mu, NULL);
+    sv.sched = sched;
+    sv.rq = (srv_request){linattn_model_config(model)->vocab_size, linattn_model_tokenizer(model),
+                          gen};
+    sv.model_name = name;
+    sv.api_key = api_key;
+    sv.max_body = (size_t)max_body;
     cli_signals_install();
     d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                          (uint16_t)port, NULL, NULL, handle, &sv, MHD_OPTION_SOCK_ADDR,

@@ -34,7 +34,8 @@ struct srv {
     pthread_cond_t cv;
     srv_job *queue, *tail;
     int stopping, stopped; /* stopped: the thread has ended */
-    int n_active, n_parked, n_running_shared;
+    srv_stats shared; /* published under mu after each step */
+    srv_stats own;    /* the scheduler's, as it goes */
     /* the scheduler thread's own */
     srv_stream *streams;
     int n_streams;
@@ -103,6 +104,7 @@ void srv_submit(srv *s, srv_job *j)
     else
         s->queue = j;
     s->tail = j;
+    j->t_submit = now_s();
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -115,12 +117,10 @@ void srv_wait(srv_job *j)
     pthread_mutex_unlock(&j->mu);
 }
 
-void srv_counts(srv *s, int *active, int *parked, int *running)
+void srv_get_stats(srv *s, srv_stats *out)
 {
     pthread_mutex_lock(&s->mu);
-    *active = s->n_active;
-    *parked = s->n_parked;
-    *running = s->n_running_shared;
+    *out = s->shared;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -131,10 +131,12 @@ static void publish_counts(srv *s)
     int active = 0, parked = 0;
     for (srv_stream *st = s->streams; st; st = st->next)
         st->sess ? active++ : parked++;
+    s->own.active = active;
+    s->own.parked = parked;
+    s->own.running = s->n_running;
+    s->own.parked_bytes = s->parked_mem;
     pthread_mutex_lock(&s->mu);
-    s->n_active = active;
-    s->n_parked = parked;
-    s->n_running_shared = s->n_running;
+    s->shared = s->own;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -236,6 +238,7 @@ static linattn_status restore(srv *s, srv_stream *st)
     }
     drop_parked(s, st);
     st->sess = sess;
+    s->own.restores++;
     return LINATTN_OK;
 }
 
@@ -252,6 +255,7 @@ static int park(srv *s, srv_stream *st)
             s->parked_mem += n;
             linattn_session_free(st->sess);
             st->sess = NULL;
+            s->own.parks++;
             return 1;
         }
         free(buf);
@@ -263,6 +267,7 @@ static int park(srv *s, srv_stream *st)
             st->on_disk = 1;
             linattn_session_free(st->sess);
             st->sess = NULL;
+            s->own.parks++;
             return 1;
         }
     }
@@ -421,6 +426,8 @@ static linattn_status make_sampler(srv *s, srv_job *j)
  * running set. */
 static int begin(srv *s, srv_job *j)
 {
+    s->own.queue_sum += now_s() - j->t_submit;
+    s->own.queue_count++;
     srv_stream *st = NULL;
     linattn_status rc = LINATTN_OK;
     if (j->create) {
@@ -549,6 +556,7 @@ static void step(srv *s)
                 continue;
             }
             j->fed += n;
+            s->own.prompt_tokens += (unsigned long long)n;
             if (j->fed < j->n_input)
                 continue;
             if (!j->generate) {
@@ -579,6 +587,16 @@ static void step(srv *s)
         }
         j->made++;
         j->completion_tokens = j->made;
+        s->own.generated_tokens++;
+        const double t = now_s();
+        if (j->made == 1) {
+            s->own.ttft_sum += t - j->t_submit;
+            s->own.ttft_count++;
+        } else {
+            s->own.itl_sum += t - j->t_last;
+            s->own.itl_count++;
+        }
+        j->t_last = t;
         int stop = tok == eos;
         if (!stop) {
             const char *piece = "";
@@ -610,6 +628,8 @@ static void step(srv *s)
             after[na++] = j;
     }
     if (nb > 0) {
+        s->own.steps++;
+        s->own.batch = nb;
         linattn_status rc = linattn_sessions_step(batch, toks, nb, NULL);
         if (rc != LINATTN_OK) /* every stream was checked: this is the machine's */
             for (int i = s->n_running - 1; i >= 0; i--)

@@ -79,6 +79,7 @@ typedef struct srv_job {
     int prev;             /* the last token (for decoding) */
     int made;
     int phase;            /* 0 prefill, 1 generating, 2 finished */
+    double t_submit, t_last; /* when submitted; when its last token came */
 } srv_job;
 
 typedef struct srv_options {
@@ -125,7 +126,19 @@ void srv_job_release(srv_job *j);
 void srv_submit(srv *s, srv_job *j);
 /* Waits until j is done. */
 void srv_wait(srv_job *j);
-/* Streams active and parked, for /health. */
-void srv_counts(srv *s, int *active, int *parked, int *running);
+/* The scheduler's figures (as of its last step), for /health and /metrics. */
+typedef struct srv_stats {
+    int active, parked, running; /* streams as sessions, parked; jobs running */
+    int batch;                   /* streams the last step advanced */
+    size_t parked_bytes;         /* held in memory */
+    unsigned long long steps, prompt_tokens, generated_tokens, restores, parks;
+    double ttft_sum;             /* seconds from submission to the first token, summed */
+    unsigned long long ttft_count;
+    double itl_sum;              /* seconds between a stream's tokens, summed */
+    unsigned long long itl_count;
+    double queue_sum;            /* seconds from submission to the scheduler taking it */
+    unsigned long long queue_count;
+} srv_stats;
+void srv_get_stats(srv *s, srv_stats *out);
 
 #endif
