@@ -33,7 +33,10 @@ static server start(const char *const *extra)
 {
     server s;
     memset(&s, 0, sizeof s);
-    snprintf(s.err, sizeof s.err, "%s", tu_path("serve.err"));
+    static int started; /* one stderr file per server: a restart must not read the last one's */
+    char name[32];
+    snprintf(name, sizeof name, "serve%d.err", started++);
+    snprintf(s.err, sizeof s.err, "%s", tu_path(name));
     const char *exe = getenv("LINATTN_EXE");
     cr_assert_not_null(exe);
     char *argv[32];
@@ -484,7 +487,8 @@ Test(serve, metrics_count_requests_and_tokens)
                           "linattn_requests_total{route=\"completions\",code=\"400\"} 1\n",
                           "linattn_generated_tokens_total 7\n", "linattn_prompt_tokens_total 5\n",
                           "linattn_time_to_first_token_seconds_count 1\n",
-                          "linattn_inter_token_seconds_count 6\n", "linattn_streams_active 0\n"};
+                          "linattn_inter_token_seconds_count 6\n",
+                          "linattn_streams_active 1\n"}; /* the completion's, kept for prefix reuse */
     reply m = {0, NULL, 0};
     int ok = 0;
     for (int tries = 0; tries < 100 && !ok; tries++) {
@@ -503,4 +507,105 @@ Test(serve, metrics_count_requests_and_tokens)
         cr_expect(strstr(m.body, want[i]), "no '%s' in:\n%s", want[i], m.body);
     free(m.body);
     cr_expect_eq(stop(&s), 0);
+}
+
+/* usage.prompt_tokens_details.cached_tokens of a completion reply */
+static int cached_of(const reply *r)
+{
+    cJSON *j = json_of(r);
+    const cJSON *u = cJSON_GetObjectItem(j, "usage");
+    const cJSON *d = cJSON_GetObjectItem(u, "prompt_tokens_details");
+    const cJSON *c = cJSON_GetObjectItem(d, "cached_tokens");
+    cr_assert(cJSON_IsNumber(c), "no cached_tokens: %s", r->body);
+    int n = (int)c->valuedouble;
+    cJSON_Delete(j);
+    return n;
+}
+
+static char *text_of(const reply *r)
+{
+    cJSON *j = json_of(r);
+    char *t = strdup(str_at(j, "choices.0.text"));
+    cJSON_Delete(j);
+    return t;
+}
+
+/* A completion whose prompt begins with what an earlier one consumed (its
+ * prompt and its answer but the last token) resumes that stream: only the
+ * rest is fed, and the text is what a server without the cache gives. */
+Test(serve, prefix_reuse_resumes_and_matches)
+{
+    server s = start(NULL);
+    const char *off_args[] = {"--prefix-cache", "0", NULL};
+    reply r = post(&s, "/v1/completions",
+                   "{\"prompt\": \"In the beginning\", \"max_tokens\": 20, \"temperature\": 0}");
+    cr_assert_eq(r.status, 200);
+    cr_expect_eq(cached_of(&r), 0);
+    char *a = text_of(&r);
+    free(r.body);
+    cr_assert_eq(strlen(a), 20u, "one byte a token: '%s'", a);
+    char req[512];
+    snprintf(req, sizeof req,
+             "{\"prompt\": \"In the beginning%s and\", \"max_tokens\": 15, \"temperature\": 0}", a);
+    r = post(&s, "/v1/completions", req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_expect_eq(cached_of(&r), 16 + 19, "the prompt and 19 of the answer's 20 tokens");
+    char *b = text_of(&r);
+    free(r.body);
+    cr_expect_eq(stop(&s), 0);
+
+    server t = start(off_args);
+    r = post(&t, "/v1/completions", req);
+    cr_assert_eq(r.status, 200);
+    cr_expect_eq(cached_of(&r), 0);
+    char *c = text_of(&r);
+    free(r.body);
+    cr_expect_str_eq(b, c, "with and without the reused stream");
+    free(a), free(b), free(c);
+    cr_expect_eq(stop(&t), 0);
+}
+
+/* Streams survive a restart on the same --state-dir: every stream is
+ * written there at exit, and the next server takes them back (its named
+ * ones by id, its kept completions for prefix reuse). */
+Test(serve, streams_survive_a_restart)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tu_path("state"));
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    const char *args[] = {"--state-dir", dir, NULL};
+    server s = start(args);
+    char *id = new_stream(&s, "And God said");
+    char *t1 = stream_text(&s, id, 10);
+    reply r = post(&s, "/v1/completions",
+                   "{\"prompt\": \"Hello\", \"max_tokens\": 5, \"temperature\": 0}");
+    cr_assert_eq(r.status, 200);
+    char *h = text_of(&r);
+    free(r.body);
+    cr_expect_eq(stop(&s), 0);
+
+    server t = start(args);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/streams/%s", id);
+    r = http(&t, "GET", path, NULL, NULL, 0);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = json_of(&r);
+    cr_expect_str_eq(str_at(j, "parked"), "disk");
+    cr_expect_eq(num_at(j, "tokens"), 12 + 10);
+    cJSON_Delete(j);
+    free(r.body);
+    char *t2 = stream_text(&t, id, 10);
+    char prompt[128];
+    snprintf(prompt, sizeof prompt, "And God said%s", t1);
+    char *fresh = new_stream(&t, prompt);
+    char *t3 = stream_text(&t, fresh, 10);
+    cr_expect_str_eq(t2, t3, "the stream taken back goes on as the same text fed anew");
+    char req[256];
+    snprintf(req, sizeof req, "{\"prompt\": \"Hello%sx\", \"max_tokens\": 3, \"temperature\": 0}", h);
+    r = post(&t, "/v1/completions", req);
+    cr_assert_eq(r.status, 200);
+    cr_expect_eq(cached_of(&r), 5 + 4, "the kept completion from before the restart");
+    free(r.body);
+    free(id), free(t1), free(t2), free(t3), free(fresh), free(h);
+    cr_expect_eq(stop(&t), 0);
 }

@@ -22,6 +22,7 @@ static const char usage[] =
     "usage: linattn serve CONFIG [--host ADDR] [--port N] [--threads N] [--max-active N]\n"
     "                     [--max-streams N] [--park-mem BYTES] [--state-dir DIR]\n"
     "                     [--api-key KEY] [--max-body BYTES] [--timeout S]\n"
+    "                     [--prefix-cache N]\n"
     "\n"
     "Serves the model CONFIG describes over HTTP until Ctrl-C or SIGTERM. One\n"
     "thread advances every generating stream one token per step through one\n"
@@ -49,10 +50,13 @@ static const char usage[] =
     "  --max-active N    streams kept ready; idle ones beyond are parked (default 64)\n"
     "  --max-streams N   streams in all, active and parked (default 10000)\n"
     "  --park-mem BYTES  parked streams kept in memory (default 1 GiB), then on disk\n"
-    "  --state-dir DIR   where streams are parked past --park-mem (default: none)\n"
+    "  --state-dir DIR   where streams are parked past --park-mem, and every stream\n"
+    "                    at exit; a server started on it takes them back\n"
     "  --api-key KEY     require 'Authorization: Bearer KEY'\n"
     "  --max-body BYTES  largest request body (default 1 MiB; state PUT: 64 MiB)\n"
     "  --timeout S       seconds a connection may stay idle (default 60)\n"
+    "  --prefix-cache N  completions' streams kept so that a later request whose\n"
+    "                    tokens begin with one's resumes it (default 64; 0: off)\n"
     "  -h, --help        this text\n"
     "\n"
     "Example: linattn serve configs/kjv-linear.ini --port 8080 &\n"
@@ -153,6 +157,8 @@ static cJSON *usage_of(const srv_job *j)
     cJSON_AddNumberToObject(u, "prompt_tokens", j->prompt_tokens);
     cJSON_AddNumberToObject(u, "completion_tokens", j->completion_tokens);
     cJSON_AddNumberToObject(u, "total_tokens", j->prompt_tokens + j->completion_tokens);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", j->reused_tokens); /* taken from a kept stream */
     return u;
 }
 
@@ -367,6 +373,7 @@ static enum MHD_Result route_completion(struct MHD_Connection *c, req *r, const 
     if (fresh) {
         j->create = 1;
         j->ephemeral = 1;
+        j->reuse = 1;
     } else {
         snprintf(j->id, sizeof j->id, "%s", stream_id);
     }
@@ -691,10 +698,12 @@ int cmd_serve(int argc, char **argv)
         {"max-streams", required_argument, 0, 'S'}, {"park-mem", required_argument, 0, 'M'},
         {"state-dir", required_argument, 0, 'D'}, {"api-key", required_argument, 0, 'k'},
         {"max-body", required_argument, 0, 'b'}, {"timeout", required_argument, 0, 'T'},
+        {"prefix-cache", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL;
-    long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60;
+    long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60,
+         prefix_cache = 64;
     uint64_t park_mem = (uint64_t)1 << 30, max_body = (uint64_t)1 << 20;
     int c;
     opterr = 0;
@@ -711,6 +720,7 @@ int cmd_serve(int argc, char **argv)
         case 'k': api_key = optarg; break;
         case 'b': if (cli_parse_u64(cmd, "--max-body", optarg, &max_body)) return 1; break;
         case 'T': if (cli_parse_long(cmd, "--timeout", optarg, 1, 86400, &timeout)) return 1; break;
+        case 'P': if (cli_parse_long(cmd, "--prefix-cache", optarg, 0, 1000000, &prefix_cache)) return 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail(cmd, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -760,7 +770,8 @@ int cmd_serve(int argc, char **argv)
         cli_fail_status(cmd, st);
         goto out;
     }
-    srv_options so = {(int)max_active, (size_t)park_mem, state_dir, cfg->threads, (int)max_streams};
+    srv_options so = {(int)max_active, (size_t)park_mem, state_dir, cfg->threads, (int)max_streams,
+                      (int)prefix_cache};
     if ((st = srv_start(model, &so, &sched)) != LINATTN_OK) {
         cli_fail(cmd, "cannot start the scheduler");
         goto out;

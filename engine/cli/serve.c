@@ -1,4 +1,5 @@
 /* serve.c: `linattn serve`'s streams and its scheduler: one thread owns every session, feeds new input a chunk at a time and advances every generating stream one token per step through one sessions_step (continuous batching), parking idle streams in memory or on disk. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "serve.h"
 
 #define SRV_MAX_RUNNING 256
@@ -23,8 +25,18 @@ typedef struct srv_stream {
     uint64_t tokens;
     double last_use;
     srv_job *busy; /* the job running on it */
+    /* the tokens it consumed, in order (prefix reuse); unknown for a state
+     * put from elsewhere without them */
+    int *hist;
+    size_t n_hist, cap_hist;
+    int hist_known;
+    int cache; /* kept from a completion for prefix reuse (not a client's) */
     struct srv_stream *next;
 } srv_stream;
+
+/* The history rides in a state file's extra bytes (GET/PUT state) and in
+ * ID.tokens beside a state parked on disk: a magic, a count, the ids. */
+#define HIST_MAGIC 0x54534948u /* "HIST" */
 
 struct srv {
     const linattn_model *m;
@@ -153,10 +165,82 @@ static void disk_path(const srv *s, const srv_stream *st, char *buf, size_t n)
     snprintf(buf, n, "%s/%s.state", s->o.state_dir, st->id);
 }
 
+static void tokens_path(const srv *s, const char *id, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s.tokens", s->o.state_dir, id);
+}
+
+/* Appends n tokens to the history (on no memory it becomes unknown). */
+static void hist_add(srv_stream *st, const int *t, size_t n)
+{
+    if (!st->hist_known)
+        return;
+    if (st->n_hist + n > st->cap_hist) {
+        size_t cap = st->cap_hist ? st->cap_hist : 256;
+        while (cap < st->n_hist + n)
+            cap *= 2;
+        int *g = realloc(st->hist, cap * sizeof *g);
+        if (!g) {
+            st->hist_known = 0;
+            return;
+        }
+        st->hist = g;
+        st->cap_hist = cap;
+    }
+    memcpy(st->hist + st->n_hist, t, n * sizeof *t);
+    st->n_hist += n;
+}
+
+/* The history as extra bytes (owned; NULL with *n 0 when unknown). */
+static void *hist_pack(const srv_stream *st, size_t *n)
+{
+    *n = 0;
+    if (!st->hist_known)
+        return NULL;
+    uint32_t head[2] = {HIST_MAGIC, (uint32_t)st->n_hist};
+    unsigned char *b = malloc(sizeof head + st->n_hist * sizeof(int));
+    if (!b)
+        return NULL;
+    memcpy(b, head, sizeof head);
+    memcpy(b + sizeof head, st->hist, st->n_hist * sizeof(int));
+    *n = sizeof head + st->n_hist * sizeof(int);
+    return b;
+}
+
+/* The history from extra bytes, if they hold one for a stream of tokens
+ * tokens (else it stays unknown). */
+static void hist_unpack(srv_stream *st, const void *b, size_t n, uint64_t tokens)
+{
+    uint32_t head[2];
+    st->n_hist = 0;
+    st->hist_known = 0;
+    if (n < sizeof head)
+        return;
+    memcpy(head, b, sizeof head);
+    if (head[0] != HIST_MAGIC || head[1] != tokens || n != sizeof head + head[1] * sizeof(int))
+        return;
+    st->hist_known = 1;
+    hist_add(st, (const int *)(const void *)((const char *)b + sizeof head), head[1]);
+}
+
 /* A new stream (id given, or made here), with an empty session. */
+static void remove_stream(srv *s, srv_stream *st);
+
+/* The least recently used idle cache stream, or NULL. */
+static srv_stream *lru_cache(srv *s)
+{
+    srv_stream *lru = NULL;
+    for (srv_stream *st = s->streams; st; st = st->next)
+        if (st->cache && !st->busy && (!lru || st->last_use < lru->last_use))
+            lru = st;
+    return lru;
+}
+
 static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
 {
     *why = LINATTN_OK;
+    if (s->n_streams >= s->o.max_streams && lru_cache(s))
+        remove_stream(s, lru_cache(s)); /* a cached prefix gives way to a stream */
     if (s->n_streams >= s->o.max_streams) {
         *why = LINATTN_ERR_NOMEM;
         return NULL;
@@ -177,9 +261,11 @@ static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
         x ^= x >> 31;
         x *= 0xBF58476D1CE4E5B9ull;
         x ^= x >> 29;
-        snprintf(st->id, sizeof st->id, "st-%016llx", (unsigned long long)x);
+        snprintf(st->id, sizeof st->id, "%s-%016llx", id ? "cache" : "st",
+                 (unsigned long long)x);
     }
     st->last_use = now_s();
+    st->hist_known = 1;
     st->next = s->streams;
     s->streams = st;
     s->n_streams++;
@@ -198,6 +284,8 @@ static void drop_parked(srv *s, srv_stream *st)
         char path[4200];
         disk_path(s, st, path, sizeof path);
         unlink(path);
+        tokens_path(s, st->id, path, sizeof path);
+        unlink(path);
         st->on_disk = 0;
     }
 }
@@ -211,6 +299,7 @@ static void remove_stream(srv *s, srv_stream *st)
         }
     drop_parked(s, st);
     linattn_session_free(st->sess);
+    free(st->hist);
     free(st);
     s->n_streams--;
 }
@@ -238,16 +327,17 @@ static linattn_status restore(srv *s, srv_stream *st)
     }
     drop_parked(s, st);
     st->sess = sess;
+    st->tokens = linattn_session_tokens(sess);
     s->own.restores++;
     return LINATTN_OK;
 }
 
 /* Parks an idle stream: in memory while --park-mem allows, else on disk
  * (safe-file rules: a temporary, fsync, rename); neither: it stays. */
-static int park(srv *s, srv_stream *st)
+static int park(srv *s, srv_stream *st, int allow_mem)
 {
     size_t n = linattn_session_save_size(st->sess, 0);
-    if (s->parked_mem + n <= s->o.park_mem) {
+    if (allow_mem && s->parked_mem + n <= s->o.park_mem) {
         void *buf = malloc(n);
         if (buf && linattn_session_save_mem(st->sess, NULL, 0, buf, n) == LINATTN_OK) {
             st->parked = buf;
@@ -262,8 +352,13 @@ static int park(srv *s, srv_stream *st)
     }
     if (s->o.state_dir) {
         char path[4200];
+        size_t hn;
+        void *h = hist_pack(st, &hn);
+        tokens_path(s, st->id, path, sizeof path);
+        int hist_ok = !st->hist_known || (h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK);
+        free(h);
         disk_path(s, st, path, sizeof path);
-        if (linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
+        if (hist_ok && linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
             st->on_disk = 1;
             linattn_session_free(st->sess);
             st->sess = NULL;
@@ -286,7 +381,7 @@ static void park_extra(srv *s)
                 if (!st->busy && (!lru || st->last_use < lru->last_use))
                     lru = st;
             }
-        if (active <= s->o.max_active || !lru || !park(s, lru))
+        if (active <= s->o.max_active || !lru || !park(s, lru, 1))
             return;
     }
 }
@@ -328,8 +423,18 @@ static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
     j->done = 1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    if (st && j->ephemeral)
-        remove_stream(s, st);
+    if (st && j->ephemeral) {
+        if (http == 200 && s->o.prefix_cache > 0 && st->sess) {
+            st->cache = 1; /* its tokens may begin a later request */
+            int n = 0;
+            for (srv_stream *x = s->streams; x; x = x->next)
+                n += x->cache;
+            for (; n > s->o.prefix_cache && lru_cache(s); n--)
+                remove_stream(s, lru_cache(s));
+        } else {
+            remove_stream(s, st);
+        }
+    }
     j->st = NULL;
     srv_job_release(j);
     return 0;
@@ -422,6 +527,19 @@ static linattn_status make_sampler(srv *s, srv_job *j)
     return st;
 }
 
+/* The idle stream with the longest history that begins t[n] (whole:
+ * a stream is reused as it stands, never cut), or NULL. */
+static srv_stream *best_prefix(srv *s, const int *t, int n)
+{
+    srv_stream *best = NULL;
+    for (srv_stream *st = s->streams; st; st = st->next)
+        if (!st->busy && st->hist_known && st->n_hist > 0 && st->n_hist <= (size_t)n &&
+            (!best || st->n_hist > best->n_hist) && st->tokens == st->n_hist &&
+            !memcmp(st->hist, t, st->n_hist * sizeof *t))
+            best = st;
+    return best;
+}
+
 /* A job off the queue: the quick kinds run at once, a run joins the
  * running set. */
 static int begin(srv *s, srv_job *j)
@@ -431,8 +549,22 @@ static int begin(srv *s, srv_job *j)
     srv_stream *st = NULL;
     linattn_status rc = LINATTN_OK;
     if (j->create) {
-        if (!(st = add_stream(s, NULL, &rc)))
+        srv_stream *src = j->reuse ? best_prefix(s, j->input, j->n_input) : NULL;
+        if (src && restore(s, src) != LINATTN_OK)
+            src = NULL;
+        if (!(st = add_stream(s, j->ephemeral ? "" : NULL, &rc)))
             return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
+        linattn_session *f = NULL;
+        if (src && linattn_session_fork(src->sess, &f) == LINATTN_OK) {
+            /* the input's first tokens are src's: start from them */
+            linattn_session_free(st->sess);
+            st->sess = f;
+            linattn_session_set_threads(f, s->o.threads);
+            hist_add(st, src->hist, src->n_hist);
+            st->tokens = src->n_hist;
+            j->fed = j->reused_tokens = (int)src->n_hist;
+            src->last_use = now_s();
+        }
     } else if (!(st = find(s, j->id))) {
         if (j->kind != SRV_PUT_STATE)
             return finish(s, j, 404, "no stream '%s'", j->id);
@@ -443,8 +575,12 @@ static int begin(srv *s, srv_job *j)
         linattn_session *sess;
         if ((rc = linattn_session_new(s->m, &sess)) != LINATTN_OK)
             return finish(s, j, 503, "out of memory");
-        rc = linattn_session_load_mem(sess, j->blob, j->blob_len, NULL, 0, NULL);
+        size_t extra_n = 0, cap = j->blob_len;
+        void *extra = malloc(cap ? cap : 1);
+        rc = extra ? linattn_session_load_mem(sess, j->blob, j->blob_len, extra, cap, &extra_n)
+                   : LINATTN_ERR_NOMEM;
         if (rc != LINATTN_OK) {
+            free(extra);
             linattn_session_free(sess);
             return finish(s, j, 400, "state: %s", linattn_last_error());
         }
@@ -456,6 +592,9 @@ static int begin(srv *s, srv_job *j)
         drop_parked(s, st);
         linattn_session_free(st->sess);
         st->sess = sess;
+        st->tokens = linattn_session_tokens(sess);
+        hist_unpack(st, extra, extra_n, st->tokens);
+        free(extra);
         j->st = st;
         return finish(s, j, 200, NULL);
     }
@@ -482,11 +621,16 @@ static int begin(srv *s, srv_job *j)
     }
     if ((rc = restore(s, st)) != LINATTN_OK)
         return finish(s, j, 500, "stream '%s' cannot be restored: %s", st->id, linattn_last_error());
-    if (j->kind == SRV_GET_STATE) {
-        size_t n = linattn_session_save_size(st->sess, 0);
+    if (j->kind == SRV_GET_STATE) { /* with its history, for prefix reuse where it goes */
+        size_t hn;
+        void *h = hist_pack(st, &hn);
+        size_t n = linattn_session_save_size(st->sess, hn);
         if (!(j->blob = malloc(n ? n : 1)) ||
-            linattn_session_save_mem(st->sess, NULL, 0, j->blob, n) != LINATTN_OK)
+            linattn_session_save_mem(st->sess, h, hn, j->blob, n) != LINATTN_OK) {
+            free(h);
             return finish(s, j, 500, "state: cannot be written");
+        }
+        free(h);
         j->blob_len = n;
         return finish(s, j, 200, NULL);
     }
@@ -502,6 +646,8 @@ static int begin(srv *s, srv_job *j)
         }
         linattn_session_set_threads(f->sess, s->o.threads);
         f->tokens = linattn_session_tokens(f->sess);
+        f->hist_known = st->hist_known;
+        hist_add(f, st->hist, st->n_hist);
         snprintf(j->out_id, sizeof j->out_id, "%s", f->id);
         return finish(s, j, 200, NULL);
     }
@@ -532,6 +678,7 @@ static void step(srv *s)
     const linattn_tokenizer *tokz = linattn_model_tokenizer(s->m);
     const int eos = linattn_tokenizer_eos(tokz);
     linattn_session *batch[SRV_MAX_RUNNING];
+    srv_stream *stepped[SRV_MAX_RUNNING];
     int toks[SRV_MAX_RUNNING], nb = 0;
     srv_job *after[SRV_MAX_RUNNING]; /* finished once their token is fed */
     int na = 0;
@@ -555,6 +702,8 @@ static void step(srv *s)
                 i--;
                 continue;
             }
+            if (n > 0)
+                hist_add(j->st, j->input + j->fed, (size_t)n);
             j->fed += n;
             s->own.prompt_tokens += (unsigned long long)n;
             if (j->fed < j->n_input)
@@ -622,6 +771,7 @@ static void step(srv *s)
             continue;
         }
         /* the token joins the stream (a kept stream holds all its text) */
+        stepped[nb] = j->st;
         batch[nb] = sess;
         toks[nb++] = tok;
         if (last)
@@ -631,10 +781,14 @@ static void step(srv *s)
         s->own.steps++;
         s->own.batch = nb;
         linattn_status rc = linattn_sessions_step(batch, toks, nb, NULL);
-        if (rc != LINATTN_OK) /* every stream was checked: this is the machine's */
+        if (rc != LINATTN_OK) { /* every stream was checked: this is the machine's */
             for (int i = s->n_running - 1; i >= 0; i--)
                 if (s->running[i]->phase == 1)
                     finish(s, s->running[i], 500, "step: %s", linattn_last_error());
+        } else {
+            for (int i = 0; i < nb; i++)
+                hist_add(stepped[i], &toks[i], 1);
+        }
     }
     for (int i = 0; i < na; i++) {
         int still = 0;
@@ -676,6 +830,76 @@ static void *loop(void *arg)
     }
 }
 
+/* The streams a previous run left in --state-dir: ID.state (and its
+ * ID.tokens, the history), registered as parked on disk. */
+static void adopt_state_dir(srv *s)
+{
+    DIR *d = opendir(s->o.state_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l <= 6 || l - 6 >= SRV_ID_LEN || strcmp(e->d_name + l - 6, ".state") != 0 ||
+            e->d_name[0] == '.' || s->n_streams >= s->o.max_streams)
+            continue;
+        srv_stream *st = calloc(1, sizeof *st);
+        if (!st)
+            break;
+        memcpy(st->id, e->d_name, l - 6);
+        st->on_disk = 1;
+        st->cache = !strncmp(st->id, "cache-", 6);
+        st->last_use = now_s();
+        char path[4200];
+        tokens_path(s, st->id, path, sizeof path);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            uint32_t head[2];
+            if (fread(head, sizeof head, 1, f) == 1 && head[0] == HIST_MAGIC &&
+                head[1] < (1u << 28)) {
+                st->hist = malloc((size_t)head[1] * sizeof(int) + 1);
+                if (st->hist && fread(st->hist, sizeof(int), head[1], f) == head[1]) {
+                    st->n_hist = st->cap_hist = head[1];
+                    st->hist_known = 1;
+                    st->tokens = head[1];
+                }
+            }
+            fclose(f);
+        }
+        st->next = s->streams;
+        s->streams = st;
+        s->n_streams++;
+    }
+    closedir(d);
+}
+
+/* Every stream into --state-dir, so a restart with it finds them all. */
+static void persist_all(srv *s)
+{
+    for (srv_stream *st = s->streams; st; st = st->next) {
+        if (st->on_disk)
+            continue;
+        if (st->sess) {
+            park(s, st, 0);
+            continue;
+        }
+        /* parked in memory: its bytes are a state file already */
+        char path[4200];
+        size_t hn;
+        void *h = hist_pack(st, &hn);
+        tokens_path(s, st->id, path, sizeof path);
+        int ok = !st->hist_known || (h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK);
+        free(h);
+        disk_path(s, st, path, sizeof path);
+        if (ok && cli_write_file(path, "state", st->parked, st->parked_len) == LINATTN_OK) {
+            s->parked_mem -= st->parked_len;
+            free(st->parked);
+            st->parked = NULL;
+            st->on_disk = 1;
+        }
+    }
+}
+
 linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out)
 {
     srv *s = calloc(1, sizeof *s);
@@ -683,6 +907,8 @@ linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out
         return LINATTN_ERR_NOMEM;
     s->m = m;
     s->o = *o;
+    if (s->o.state_dir)
+        adopt_state_dir(s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, loop, s) != 0) {
@@ -716,18 +942,20 @@ void srv_stop(srv *s)
     }
     s->queue = s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
+    if (s->o.state_dir)
+        persist_all(s);
 }
 
 void srv_free(srv *s)
 {
     if (!s)
         return;
-    /* parked on disk stays (a restart with the same --state-dir could use
-     * it: not yet); the rest goes */
+    /* what is on disk stays there for the next run */
     while (s->streams) {
         srv_stream *st = s->streams;
         s->streams = st->next;
         free(st->parked);
+        free(st->hist);
         linattn_session_free(st->sess);
         free(st);
     }

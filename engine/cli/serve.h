@@ -46,7 +46,8 @@ typedef struct srv_job {
     char id[SRV_ID_LEN];  /* the stream; "" with `create`: a new one */
     char out_id[SRV_ID_LEN]; /* the stream created (create, FORK) */
     int create;           /* a new stream (id set by the scheduler) */
-    int ephemeral;        /* deleted when the job ends (completions without a stream) */
+    int ephemeral;        /* not the client's: kept for prefix reuse (or deleted) at the end */
+    int reuse;            /* may start from a stream whose tokens begin its input */
     int *input;           /* tokens to feed first (owned) */
     int n_input;
     int generate;         /* then generate with p */
@@ -88,6 +89,7 @@ typedef struct srv_options {
     const char *state_dir; /* then parked here (NULL: no disk) */
     int threads;
     int max_streams;      /* streams in all (active and parked) */
+    int prefix_cache;     /* completions' streams kept for prefix reuse (0: none) */
 } srv_options;
 
 typedef struct srv srv;
