@@ -609,3 +609,141 @@ Test(serve, streams_survive_a_restart)
     free(id), free(t1), free(t2), free(t3), free(fresh), free(h);
     cr_expect_eq(stop(&t), 0);
 }
+
+#ifdef LINATTN_TEST_STORE
+/* A free TCP port on 127.0.0.1 (bound, then let go). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Debian's redis-server on port, in the test's folder, nothing saved. */
+static pid_t start_redis(int port)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", port);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 0), dup2(nul, 1), dup2(nul, 2);
+        execl("/usr/bin/redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1",
+              "--save", "", "--appendonly", "no", "--dir", tu_dir(), (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) { /* up once it accepts */
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)port);
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return pid;
+        int st;
+        cr_assert_neq(waitpid(pid, &st, WNOHANG), pid, "redis-server exited (is it installed?)");
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_fail("redis-server did not start");
+    return pid;
+}
+
+typedef struct long_gen {
+    const server *s;
+    char path[128];
+} long_gen;
+
+static void *long_generation(void *arg)
+{
+    long_gen *g = arg;
+    reply r = post(g->s, g->path, "{\"max_tokens\": 100000000, \"stream\": true}");
+    free(r.body);
+    return NULL;
+}
+
+/* Two servers on one Redis share a stream: turns alternate between them
+ * and the text is one stream's; a server killed mid-generation loses its
+ * lease after its TTL and the other continues from the last state it
+ * acknowledged; a corrupt stored state is refused. */
+Test(serve, two_servers_share_streams_through_redis)
+{
+    const int rport = free_port();
+    pid_t redis = start_redis(rport);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", rport);
+    const char *args[] = {"--store", url, "--lease-ms", "1000", NULL};
+    server a = start(args), b = start(args);
+    char *id = new_stream(&a, "Hello");
+    char *a1 = stream_text(&a, id, 10), *b1 = stream_text(&b, id, 10), *a2 = stream_text(&a, id, 10);
+    char *ref = new_stream(&a, "Hello");
+    char *r30 = stream_text(&a, ref, 30);
+    char joined[256];
+    snprintf(joined, sizeof joined, "%s%s%s", a1, b1, a2);
+    cr_expect_str_eq(joined, r30, "turns on two servers make one stream's text");
+
+    /* B generates without end; it is killed in the middle */
+    long_gen g = {&b, ""};
+    snprintf(g.path, sizeof g.path, "/v1/streams/%s/generate", id);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, long_generation, &g), 0);
+    int running = 0;
+    for (int i = 0; i < 500 && !running; i++) {
+        reply h = http(&b, "GET", "/health", NULL, NULL, 0);
+        running = strstr(h.body, "\"requests_running\":1") != NULL;
+        free(h.body);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert(running, "B never ran the long generation");
+    kill(b.pid, SIGKILL);
+    waitpid(b.pid, NULL, 0);
+    pthread_join(t, NULL);
+    char req[64];
+    snprintf(req, sizeof req, "{\"max_tokens\": 10, \"temperature\": 0}");
+    reply r = {0, NULL, 0};
+    int busy = 0;
+    for (int i = 0; i < 100; i++) { /* 409 while the dead server's lease lasts */
+        r = post(&a, g.path, req);
+        if (r.status != 409)
+            break;
+        busy++;
+        free(r.body);
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_expect_gt(busy, 0, "the dead server's lease held for a while");
+    char *after = text_of(&r);
+    free(r.body);
+    char *r10 = stream_text(&a, ref, 10);
+    cr_expect_str_eq(after, r10, "the stream goes on from its last acknowledged state");
+
+    /* a stored state that does not check out is never taken */
+    char key[128], cmd[512];
+    snprintf(key, sizeof key, "linattn:{%s}:state", id);
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d SET '%s' garbage >/dev/null && "
+                              "redis-cli -p %d INCR 'linattn:{%s}:ver' >/dev/null", rport, key,
+             rport, id);
+    cr_assert_eq(system(cmd), 0);
+    r = post(&a, g.path, req);
+    cr_expect_eq(r.status, 500, "%s", r.body);
+    cr_expect(strstr(r.body, "the stored state is refused"), "%s", r.body);
+    free(r.body);
+    free(id), free(a1), free(b1), free(a2), free(ref), free(r30), free(after), free(r10);
+    cr_expect_eq(stop(&a), 0);
+    kill(redis, SIGTERM);
+    waitpid(redis, NULL, 0);
+}
+#endif

@@ -22,7 +22,7 @@ static const char usage[] =
     "usage: linattn serve CONFIG [--host ADDR] [--port N] [--threads N] [--max-active N]\n"
     "                     [--max-streams N] [--park-mem BYTES] [--state-dir DIR]\n"
     "                     [--api-key KEY] [--max-body BYTES] [--timeout S]\n"
-    "                     [--prefix-cache N]\n"
+    "                     [--prefix-cache N] [--store redis://HOST:PORT] [--lease-ms MS]\n"
     "\n"
     "Serves the model CONFIG describes over HTTP until Ctrl-C or SIGTERM. One\n"
     "thread advances every generating stream one token per step through one\n"
@@ -55,6 +55,10 @@ static const char usage[] =
     "  --api-key KEY     require 'Authorization: Bearer KEY'\n"
     "  --max-body BYTES  largest request body (default 1 MiB; state PUT: 64 MiB)\n"
     "  --timeout S       seconds a connection may stay idle (default 60)\n"
+    "  --store URL       keep streams in Redis (redis://HOST:PORT), shared by every\n"
+    "                    server on it: a stream is active on one at a time (a lease,\n"
+    "                    renewed while it runs) and stored before each reply\n"
+    "  --lease-ms MS     how long a server that dies holds its streams (default 10000)\n"
     "  --prefix-cache N  completions' streams kept so that a later request whose\n"
     "                    tokens begin with one's resumes it (default 64; 0: off)\n"
     "  -h, --help        this text\n"
@@ -698,12 +702,13 @@ int cmd_serve(int argc, char **argv)
         {"max-streams", required_argument, 0, 'S'}, {"park-mem", required_argument, 0, 'M'},
         {"state-dir", required_argument, 0, 'D'}, {"api-key", required_argument, 0, 'k'},
         {"max-body", required_argument, 0, 'b'}, {"timeout", required_argument, 0, 'T'},
-        {"prefix-cache", required_argument, 0, 'P'},
+        {"prefix-cache", required_argument, 0, 'P'}, {"store", required_argument, 0, 'R'},
+        {"lease-ms", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL;
+    const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL, *store_url = NULL;
     long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60,
-         prefix_cache = 64;
+         prefix_cache = 64, lease_ms = 10000;
     uint64_t park_mem = (uint64_t)1 << 30, max_body = (uint64_t)1 << 20;
     int c;
     opterr = 0;
@@ -721,6 +726,8 @@ int cmd_serve(int argc, char **argv)
         case 'b': if (cli_parse_u64(cmd, "--max-body", optarg, &max_body)) return 1; break;
         case 'T': if (cli_parse_long(cmd, "--timeout", optarg, 1, 86400, &timeout)) return 1; break;
         case 'P': if (cli_parse_long(cmd, "--prefix-cache", optarg, 0, 1000000, &prefix_cache)) return 1; break;
+        case 'R': store_url = optarg; break;
+        case 'L': if (cli_parse_long(cmd, "--lease-ms", optarg, 100, 3600000, &lease_ms)) return 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail(cmd, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -756,6 +763,7 @@ int cmd_serve(int argc, char **argv)
     int rc = 1;
     linattn_model *model = NULL;
     srv *sched = NULL;
+    srv_store *store = NULL;
     struct MHD_Daemon *d = NULL;
     linattn_status st = cli_load_config(config, cfg, gen, NULL);
     if (st != LINATTN_OK) {
@@ -770,8 +778,21 @@ int cmd_serve(int argc, char **argv)
         cli_fail_status(cmd, st);
         goto out;
     }
+    if (store_url) {
+#ifdef LINATTN_HAVE_STORE
+        char msg[512];
+        if (srv_store_open(store_url, (int)lease_ms, &store, msg, sizeof msg) != 0) {
+            cli_fail(cmd, "--store: %s", msg);
+            goto out;
+        }
+#else
+        cli_fail(cmd, "--store: this linattn was built without hiredis (install libhiredis-dev "
+                      "and rebuild)");
+        goto out;
+#endif
+    }
     srv_options so = {(int)max_active, (size_t)park_mem, state_dir, cfg->threads, (int)max_streams,
-                      (int)prefix_cache};
+                      (int)prefix_cache, store, (int)lease_ms};
     if ((st = srv_start(model, &so, &sched)) != LINATTN_OK) {
         cli_fail(cmd, "cannot start the scheduler");
         goto out;
@@ -820,6 +841,9 @@ out:
     if (d)
         MHD_stop_daemon(d);
     srv_free(sched);
+#ifdef LINATTN_HAVE_STORE
+    srv_store_close(store);
+#endif
     cli_signals_restore();
     linattn_model_free(model);
     free(gen);

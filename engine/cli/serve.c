@@ -31,6 +31,11 @@ typedef struct srv_stream {
     size_t n_hist, cap_hist;
     int hist_known;
     int cache; /* kept from a completion for prefix reuse (not a client's) */
+    /* the store: the version this copy is (-1: not stored), and whether
+     * this server holds the stream's lease (while a job runs on it) */
+    long long store_ver;
+    int leased;
+    double lease_t;
     struct srv_stream *next;
 } srv_stream;
 
@@ -266,6 +271,7 @@ static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
     }
     st->last_use = now_s();
     st->hist_known = 1;
+    st->store_ver = -1;
     st->next = s->streams;
     s->streams = st;
     s->n_streams++;
@@ -386,6 +392,110 @@ static void park_extra(srv *s)
     }
 }
 
+/* ---- the shared store -------------------------------------------------- */
+
+/* Stream id's lease, and the store's copy here unless this server's copy
+ * is that version already. 0, or an HTTP status with msg. */
+static int store_take(srv *s, const char *id, srv_stream **out, char *msg, size_t mn)
+{
+    srv_store *sto = s->o.store;
+    int got = srv_store_lease(sto, id);
+    if (got != 1) {
+        snprintf(msg, mn, got == 0 ? "stream '%s' is active on another server: try again"
+                                   : "stream '%s': the store does not answer", id);
+        return got == 0 ? 409 : 503;
+    }
+    srv_stream *st = find(s, id);
+    long long v = srv_store_version(sto, id);
+    int code = 0;
+    if (v == -2) {
+        snprintf(msg, mn, "stream '%s': the store does not answer", id);
+        code = 503;
+    } else if (v == -1 && !st) {
+        snprintf(msg, mn, "no stream '%s'", id);
+        code = 404;
+    } else if (v >= 0 && (!st || st->store_ver != v)) {
+        void *b = NULL;
+        size_t n = 0;
+        long long ver = -1;
+        int g = srv_store_get(sto, id, &b, &n, &ver);
+        linattn_session *sess = NULL;
+        size_t en = 0;
+        void *extra = g == 1 ? malloc(n ? n : 1) : NULL;
+        linattn_status rc = LINATTN_ERR_NOMEM;
+        if (extra && linattn_session_new(s->m, &sess) == LINATTN_OK)
+            rc = linattn_session_load_mem(sess, b, n, extra, n, &en);
+        free(b);
+        linattn_status why = LINATTN_OK;
+        if (g != 1) {
+            snprintf(msg, mn, g == 0 ? "no stream '%s'" : "stream '%s': the store does not answer",
+                     id);
+            code = g == 0 ? 404 : 503;
+        } else if (rc != LINATTN_OK) { /* a corrupt or foreign state is never taken */
+            snprintf(msg, mn, "stream '%s': the stored state is refused: %s", id,
+                     linattn_last_error());
+            code = 500;
+        } else if (!st && !(st = add_stream(s, id, &why))) {
+            snprintf(msg, mn, "the server holds its most streams (%d)", s->o.max_streams);
+            code = 503;
+        }
+        if (code == 0) {
+            linattn_session_set_threads(sess, s->o.threads);
+            drop_parked(s, st);
+            linattn_session_free(st->sess);
+            st->sess = sess;
+            sess = NULL;
+            st->tokens = linattn_session_tokens(st->sess);
+            hist_unpack(st, extra, en, st->tokens);
+            st->store_ver = ver;
+            s->own.restores++;
+        }
+        linattn_session_free(sess);
+        free(extra);
+    }
+    if (code) {
+        srv_store_release(sto, id);
+        return code;
+    }
+    st->leased = 1;
+    st->lease_t = now_s();
+    *out = st;
+    return 0;
+}
+
+/* The stream's state into the store when the job changed it (before its
+ * client hears of the result), then the lease back. -1: the lease was
+ * lost, and the result is not kept. */
+static int store_give_back(srv *s, srv_stream *st, int changed)
+{
+    if (!st->leased)
+        return 0;
+    int rc = 0;
+    if (changed && restore(s, st) == LINATTN_OK) {
+        size_t hn, n;
+        void *h = hist_pack(st, &hn);
+        n = linattn_session_save_size(st->sess, hn);
+        void *b = malloc(n ? n : 1);
+        long long v = -2;
+        if (b && linattn_session_save_mem(st->sess, h, hn, b, n) == LINATTN_OK)
+            v = srv_store_put(s->o.store, st->id, b, n);
+        free(b);
+        free(h);
+        if (v >= 0) {
+            st->store_ver = v;
+        } else {
+            st->store_ver = -3; /* this copy is not the store's: read it again next time */
+            rc = -1;
+        }
+    } else if (changed) {
+        st->store_ver = -3;
+        rc = -1;
+    }
+    srv_store_release(s->o.store, st->id);
+    st->leased = 0;
+    return rc;
+}
+
 /* ---- jobs ---------------------------------------------------------------- */
 
 /* Ends job j with its status (0, to return from begin). */
@@ -395,6 +505,13 @@ static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
 static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
 {
     srv_stream *st = j->st;
+    int lost = 0;
+    if (st && st->leased) {
+        const int changed = j->kind == SRV_RUN || j->kind == SRV_PUT_STATE;
+        if (http != 200 && changed)
+            st->store_ver = -3; /* it may have changed part way: not the store's copy */
+        lost = store_give_back(s, st, http == 200 && changed) != 0;
+    }
     if (st) {
         st->busy = NULL;
         st->last_use = now_s();
@@ -413,6 +530,11 @@ static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(j->error, sizeof j->error, fmt, ap);
         va_end(ap);
+    }
+    if (lost) {
+        j->http = 409;
+        snprintf(j->error, sizeof j->error, "stream '%s': its lease was lost (another server "
+                 "took it over): this result is not kept", st->id);
     }
     j->ready = j->text_len;
     if (st) {
@@ -565,11 +687,37 @@ static int begin(srv *s, srv_job *j)
             j->fed = j->reused_tokens = (int)src->n_hist;
             src->last_use = now_s();
         }
-    } else if (!(st = find(s, j->id))) {
+        if (s->o.store && !j->ephemeral) { /* a client's new stream goes to the store */
+            if (srv_store_lease(s->o.store, st->id) != 1) {
+                remove_stream(s, st);
+                return finish(s, j, 503, "the store does not answer");
+            }
+            st->leased = 1;
+            st->lease_t = now_s();
+        }
+    } else if ((st = find(s, j->id)) && st->busy) {
+        return finish(s, j, 409, "stream '%s' is busy with another request", j->id);
+    } else if (s->o.store && j->kind != SRV_PUT_STATE) {
+        char msg[512];
+        int code = store_take(s, j->id, &st, msg, sizeof msg);
+        if (code)
+            return finish(s, j, code, "%s", msg);
+        j->st = st; /* finish gives the lease back */
+        if (j->kind == SRV_DELETE) {
+            int d = srv_store_delete(s->o.store, st->id);
+            st->leased = 0;
+            if (d < 0)
+                return finish(s, j, 503, "stream '%s': the store did not delete it", st->id);
+        }
+    } else if (!st) {
         if (j->kind != SRV_PUT_STATE)
             return finish(s, j, 404, "no stream '%s'", j->id);
-    } else if (st->busy) {
-        return finish(s, j, 409, "stream '%s' is busy with another request", j->id);
+    }
+    if (s->o.store && j->kind == SRV_PUT_STATE) {
+        int got = srv_store_lease(s->o.store, j->id);
+        if (got != 1)
+            return finish(s, j, got == 0 ? 409 : 503, "stream '%s': %s", j->id,
+                          got == 0 ? "active on another server" : "the store does not answer");
     }
     if (j->kind == SRV_PUT_STATE) { /* checked whole before anything changes */
         linattn_session *sess;
@@ -582,6 +730,8 @@ static int begin(srv *s, srv_job *j)
         if (rc != LINATTN_OK) {
             free(extra);
             linattn_session_free(sess);
+            if (s->o.store)
+                srv_store_release(s->o.store, j->id);
             return finish(s, j, 400, "state: %s", linattn_last_error());
         }
         linattn_session_set_threads(sess, s->o.threads);
@@ -595,6 +745,7 @@ static int begin(srv *s, srv_job *j)
         st->tokens = linattn_session_tokens(sess);
         hist_unpack(st, extra, extra_n, st->tokens);
         free(extra);
+        st->leased = s->o.store != NULL; /* finish stores it */
         j->st = st;
         return finish(s, j, 200, NULL);
     }
@@ -610,11 +761,12 @@ static int begin(srv *s, srv_job *j)
         j->state_bytes = st->sess ? linattn_session_state_bytes(st->sess) : st->parked_len;
         j->last_use = st->last_use;
         j->tokens = st->tokens;
+        snprintf(j->out_id, sizeof j->out_id, "%s", st->id);
+        store_give_back(s, st, 0);
         pthread_mutex_lock(&j->mu);
         j->done = 1; /* finish() would touch last_use */
         pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&j->mu);
-        snprintf(j->out_id, sizeof j->out_id, "%s", st->id);
         j->st = NULL;
         srv_job_release(j);
         return 0;
@@ -648,6 +800,17 @@ static int begin(srv *s, srv_job *j)
         f->tokens = linattn_session_tokens(f->sess);
         f->hist_known = st->hist_known;
         hist_add(f, st->hist, st->n_hist);
+        if (s->o.store) {
+            if (srv_store_lease(s->o.store, f->id) != 1) {
+                remove_stream(s, f);
+                return finish(s, j, 503, "the store does not answer");
+            }
+            f->leased = 1;
+            if (store_give_back(s, f, 1) != 0) {
+                remove_stream(s, f);
+                return finish(s, j, 503, "fork: the store did not keep it");
+            }
+        }
         snprintf(j->out_id, sizeof j->out_id, "%s", f->id);
         return finish(s, j, 200, NULL);
     }
@@ -692,6 +855,17 @@ static void step(srv *s)
             finish(s, j, 499, "the client went away");
             i--;
             continue;
+        }
+        if (j->st->leased && now_s() - j->st->lease_t > s->o.lease_ms / 3000.0) {
+            if (srv_store_renew(s->o.store, j->st->id) != 1) {
+                j->st->leased = 0;
+                j->st->store_ver = -3;
+                finish(s, j, 409, "stream '%s': its lease was lost: this result is not kept",
+                       j->st->id);
+                i--;
+                continue;
+            }
+            j->st->lease_t = now_s();
         }
         if (j->phase == 0) {
             int n = j->n_input - j->fed < SRV_CHUNK ? j->n_input - j->fed : SRV_CHUNK;

@@ -83,6 +83,22 @@ typedef struct srv_job {
     double t_submit, t_last; /* when submitted; when its last token came */
 } srv_job;
 
+/* The shared store (serve_store.c; --store redis://HOST:PORT). Results:
+ * lease 1 taken (or renewed, ours already), 0 held by another server, -1
+ * the store failed; renew 1, 0 lost, -1 failed; version -1 none, -2
+ * failed; get 1 found, 0 none, -1 failed; put the new version, -1 not our
+ * lease, -2 failed; delete >= 0 done, -1 not our lease, -2 failed. */
+typedef struct srv_store srv_store;
+int srv_store_open(const char *url, int ttl_ms, srv_store **out, char *msg, size_t n);
+void srv_store_close(srv_store *s);
+int srv_store_lease(srv_store *s, const char *id);
+int srv_store_renew(srv_store *s, const char *id);
+void srv_store_release(srv_store *s, const char *id);
+long long srv_store_version(srv_store *s, const char *id);
+int srv_store_get(srv_store *s, const char *id, void **bytes, size_t *n, long long *version);
+long long srv_store_put(srv_store *s, const char *id, const void *bytes, size_t n);
+int srv_store_delete(srv_store *s, const char *id);
+
 typedef struct srv_options {
     int max_active;       /* streams kept as sessions; older idle ones are parked */
     size_t park_mem;      /* bytes of parked streams held in memory */
@@ -90,6 +106,8 @@ typedef struct srv_options {
     int threads;
     int max_streams;      /* streams in all (active and parked) */
     int prefix_cache;     /* completions' streams kept for prefix reuse (0: none) */
+    srv_store *store;     /* NULL: streams are this server's alone */
+    int lease_ms;         /* the store's lease of an active stream */
 } srv_options;
 
 typedef struct srv srv;
