@@ -814,3 +814,32 @@ Test(cli, ctrl_c_in_chat_returns_to_the_prompt)
     linattn_session_free(s);
     linattn_model_free(m);
 }
+
+/* chat --chat-template: each line goes in as that format's user turn (here
+ * ChatML, on a byte-level model: a token a byte), the answer after it. */
+Test(cli, chat_template_wraps_each_line)
+{
+    tu_write_text(tu_path("in.txt"), "Hi\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s", tu_path("chat.bin"));
+    tu_next_stdin(tu_path("in.txt"));
+    tu_run_result r = tu_run("chat", tu_data(LINEAR), "--chat-template", "chatml", "-n", "20",
+                             "--save-state", path, NULL);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    linattn_model *m;
+    cr_assert_eq(linattn_model_load(tu_data(LINEAR), &m), LINATTN_OK);
+    linattn_session *s;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    cr_assert_eq(linattn_session_load(s, path, NULL, 0, NULL), LINATTN_OK);
+    const size_t turn = strlen("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    uint64_t n = linattn_session_tokens(s);
+    cr_expect(n > turn && n <= turn + 20, "%llu tokens: the turn (%zu) and the answer",
+              (unsigned long long)n, turn);
+    linattn_session_free(s);
+    linattn_model_free(m);
+    r = tu_run("chat", tu_data(LINEAR), "--chat-template", "nope", NULL);
+    cr_expect_eq(r.status, 1);
+    cr_expect(strstr(r.err, "'nope' is none of auto, plain, chatml"), "%s", r.err);
+    tu_run_free(&r);
+}

@@ -747,3 +747,28 @@ Test(serve, two_servers_share_streams_through_redis)
     waitpid(redis, NULL, 0);
 }
 #endif
+
+/* --chat-template: the messages in that format (a byte-level model: one
+ * token a byte, so the prompt's count is the text's length). */
+Test(serve, chat_uses_the_chat_format)
+{
+    const char *args[] = {"--chat-template", "llama3", NULL};
+    server s = start(args);
+    reply r = post(&s, "/v1/chat/completions",
+                   "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, "
+                   "{\"role\": \"user\", \"content\": \"U\"}], \"max_tokens\": 4}");
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cJSON *j = json_of(&r);
+    const char *want = "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+                       "<|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|>"
+                       "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    cr_expect_eq(num_at(cJSON_GetObjectItem(j, "usage"), "prompt_tokens"), (double)strlen(want));
+    cr_expect_str_eq(str_at(j, "object"), "chat.completion");
+    cJSON_Delete(j);
+    free(r.body);
+    size_t n;
+    char *err = tu_read_file(s.err, &n);
+    cr_expect(strstr(err, "chat format llama3"), "%s", err);
+    free(err);
+    cr_expect_eq(stop(&s), 0);
+}

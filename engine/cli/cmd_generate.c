@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../file.h"
+#include "chat_template.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -36,6 +37,11 @@ static const char usage[] =
     "                       feed it and answer it (each answer up to -n tokens, ending\n"
     "                       at a newline unless --stop says otherwise); end of input\n"
     "                       ends it ('linattn chat CONFIG' is the same)\n"
+    "  --chat-template NAME with -i: each line as a user turn of that chat format\n"
+    "                       (the answer ends at its end mark): auto (default:\n"
+    "                       tokenizer_config.json's, recognised; else plain, the\n"
+    "                       line as it is), plain, chatml, llama2, llama3, zephyr,\n"
+    "                       mistral, phi3, gemma\n"
     "  --temperature T      0 = greedy (default: config, else 0.8)\n"
     "  --top-k K            keep the K most likely tokens; 0 = all\n"
     "  --top-p P            keep the smallest set with probability >= P; 1 = all\n"
@@ -60,7 +66,7 @@ static const char usage[] =
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
        OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE,
-       OPT_IGNORE_EOS };
+       OPT_IGNORE_EOS, OPT_CHAT_TEMPLATE };
 
 #define MAX_STOPS 16
 
@@ -195,6 +201,7 @@ int cmd_generate(int argc, char **argv)
         {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
         {"print-ids", no_argument, 0, OPT_PRINT_IDS},
         {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
+        {"chat-template", required_argument, 0, OPT_CHAT_TEMPLATE},
         {"interactive", no_argument, 0, 'i'},
         {"temperature", required_argument, 0, OPT_TEMP},
         {"top-k", required_argument, 0, OPT_TOPK},
@@ -215,6 +222,7 @@ int cmd_generate(int argc, char **argv)
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
     const char *model_flag = NULL, *stops[MAX_STOPS];
     int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0, ignore_eos = 0;
+    const char *chat_name = "auto";
     long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
     float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
     logit_bias biases[MAX_LOGIT_BIAS];
@@ -244,6 +252,7 @@ int cmd_generate(int argc, char **argv)
         case OPT_NO_DISPLAY: display_prompt = 0; break;
         case OPT_PRINT_IDS: print_ids = 1; break;
         case OPT_IGNORE_EOS: ignore_eos = 1; break;
+        case OPT_CHAT_TEMPLATE: chat_name = optarg; break;
         case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &temperature)) return 1; break;
         case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
         case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
@@ -281,8 +290,11 @@ int cmd_generate(int argc, char **argv)
     if (interactive && prompt_file && !strcmp(prompt_file, "-"))
         return cli_fail("generate", "--interactive reads the conversation from stdin: "
                                     "--prompt-file - cannot read it too");
-    if (interactive && n_stops == 0)
-        stops[n_stops++] = "\n"; /* an answer is a line */
+    cli_chat chat = CLI_CHAT_PLAIN;
+    if (strcmp(chat_name, "auto") && cli_chat_by_name(chat_name, &chat) != 0)
+        return cli_fail("generate", "--chat-template: '%s' is none of auto, %s", chat_name,
+                        cli_chat_names());
+    const int default_stop = interactive && n_stops == 0; /* the chat format's end, once known */
     cli_check_threads("generate", threads);
 
     linattn_config *cfg = malloc(sizeof *cfg);
@@ -387,6 +399,10 @@ int cmd_generate(int argc, char **argv)
         }
     linattn_session_set_threads(sess, cfg->threads);
     const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
+    if (interactive && !strcmp(chat_name, "auto")) /* the model's own, tokenizer_config.json's */
+        cli_chat_from_tokenizer(linattn_tokenizer_path(tokz), &chat);
+    if (default_stop)
+        stops[n_stops++] = cli_chat_end(chat); /* plain: an answer is a line */
     /* a new stream starts with the tokenizer's bos (a resumed one goes on) */
     int add_bos = !load && plen > 0 && linattn_tokenizer_adds_bos(tokz);
     size_t n_prompt = 0;
@@ -533,12 +549,26 @@ int cmd_generate(int argc, char **argv)
             int line_bos = linattn_session_tokens(sess) == 0 && linattn_tokenizer_adds_bos(tokz);
             size_t nl = 0;
             int *lt = NULL;
-            if ((st = linattn_tokenizer_encode(tokz, line, (size_t)got, line_bos, NULL, 0, &nl)) !=
+            char *turn = line; /* plain: the line as it is */
+            size_t turn_len = (size_t)got;
+            if (chat != CLI_CHAT_PLAIN) { /* the line as a user turn, the answer opened */
+                line[got - 1] = '\0';
+                cli_chat_msg um = {"user", line};
+                if (cli_chat_render(chat, &um, 1, linattn_session_tokens(sess) == 0, &turn,
+                                    &turn_len) != 0) {
+                    free(line);
+                    cli_fail("generate", "out of memory");
+                    goto out;
+                }
+            }
+            if ((st = linattn_tokenizer_encode(tokz, turn, turn_len, line_bos, NULL, 0, &nl)) !=
                     LINATTN_OK ||
                 !(lt = malloc((nl + 1) * sizeof *lt)) ||
-                (st = linattn_tokenizer_encode(tokz, line, (size_t)got, line_bos, lt, nl, &nl)) !=
+                (st = linattn_tokenizer_encode(tokz, turn, turn_len, line_bos, lt, nl, &nl)) !=
                     LINATTN_OK) {
                 free(lt);
+                if (turn != line)
+                    free(turn);
                 free(line);
                 if (st != LINATTN_OK)
                     cli_fail_status("generate", st);
@@ -546,6 +576,8 @@ int cmd_generate(int argc, char **argv)
                     cli_fail("generate", "out of memory");
                 goto out;
             }
+            if (turn != line)
+                free(turn);
             if (nl > 0)
                 prev = lt[nl - 1];
             for (size_t k = 0; k < nl && st == LINATTN_OK; k++)

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chat_template.h"
 #include "cli.h"
 #include "serve.h"
 
@@ -33,8 +34,8 @@ static const char usage[] =
     "                             repetition_penalty, stream (server-sent events);\n"
     "                             stream_id continues one of ours\n"
     "  POST /v1/chat/completions  the same with messages (roles system, user,\n"
-    "                             assistant: each message's text and a newline; the\n"
-    "                             answer ends at a newline unless stop says otherwise)\n"
+    "                             assistant) in the model's chat format; the answer\n"
+    "                             ends where the format ends a turn\n"
     "  GET  /v1/models, GET /health, GET /metrics (Prometheus)\n"
     "  POST /v1/streams                 a new stream (optional prompt) -> its id\n"
     "  POST /v1/streams/ID/append       feed text\n"
@@ -59,6 +60,10 @@ static const char usage[] =
     "                    server on it: a stream is active on one at a time (a lease,\n"
     "                    renewed while it runs) and stored before each reply\n"
     "  --lease-ms MS     how long a server that dies holds its streams (default 10000)\n"
+    "  --chat-template NAME  auto (default: tokenizer_config.json's chat_template,\n"
+    "                    recognised; plain without one), plain (each message's text\n"
+    "                    and a newline), chatml, llama2, llama3, zephyr, mistral,\n"
+    "                    phi3 or gemma\n"
     "  --prefix-cache N  completions' streams kept so that a later request whose\n"
     "                    tokens begin with one's resumes it (default 64; 0: off)\n"
     "  -h, --help        this text\n"
@@ -703,10 +708,11 @@ int cmd_serve(int argc, char **argv)
         {"state-dir", required_argument, 0, 'D'}, {"api-key", required_argument, 0, 'k'},
         {"max-body", required_argument, 0, 'b'}, {"timeout", required_argument, 0, 'T'},
         {"prefix-cache", required_argument, 0, 'P'}, {"store", required_argument, 0, 'R'},
-        {"lease-ms", required_argument, 0, 'L'},
+        {"lease-ms", required_argument, 0, 'L'}, {"chat-template", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL, *store_url = NULL;
+    const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL, *store_url = NULL,
+               *chat_name = "auto";
     long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60,
          prefix_cache = 64, lease_ms = 10000;
     uint64_t park_mem = (uint64_t)1 << 30, max_body = (uint64_t)1 << 20;
@@ -727,6 +733,7 @@ int cmd_serve(int argc, char **argv)
         case 'T': if (cli_parse_long(cmd, "--timeout", optarg, 1, 86400, &timeout)) return 1; break;
         case 'P': if (cli_parse_long(cmd, "--prefix-cache", optarg, 0, 1000000, &prefix_cache)) return 1; break;
         case 'R': store_url = optarg; break;
+        case 'C': chat_name = optarg; break;
         case 'L': if (cli_parse_long(cmd, "--lease-ms", optarg, 100, 3600000, &lease_ms)) return 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail(cmd, "option '%s' needs a value", argv[optind - 1]);
@@ -734,6 +741,10 @@ int cmd_serve(int argc, char **argv)
             return cli_fail(cmd, "unknown option '%s' (try 'linattn serve --help')", argv[optind - 1]);
         }
     }
+    cli_chat chat = CLI_CHAT_PLAIN;
+    if (strcmp(chat_name, "auto") && cli_chat_by_name(chat_name, &chat) != 0)
+        return cli_fail(cmd, "--chat-template: '%s' is none of auto, %s", chat_name,
+                        cli_chat_names());
     if (optind >= argc)
         return cli_fail(cmd, "give a CONFIG (try 'linattn serve --help')");
     if (optind + 1 < argc)
@@ -807,8 +818,10 @@ int cmd_serve(int argc, char **argv)
     memset(&sv, 0, sizeof sv);
     pthread_mutex_init(&sv.mu, NULL);
     sv.sched = sched;
+    if (!strcmp(chat_name, "auto")) /* the model's own, from tokenizer_config.json */
+        cli_chat_from_tokenizer(linattn_tokenizer_path(linattn_model_tokenizer(model)), &chat);
     sv.rq = (srv_request){linattn_model_config(model)->vocab_size, linattn_model_tokenizer(model),
-                          gen};
+                          gen, (int)chat};
     sv.model_name = name;
     sv.api_key = api_key;
     sv.max_body = (size_t)max_body;
@@ -823,11 +836,12 @@ int cmd_serve(int argc, char **argv)
         goto out;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    fprintf(stderr, "linattn: serve: %s on http://%s:%u (%s attention)\n", name, host,
-            info ? info->port : (unsigned)port,
+    fprintf(stderr, "linattn: serve: %s on http://%s:%u (%s attention, chat format %s)\n", name,
+            host, info ? info->port : (unsigned)port,
             cfg->attention == LINATTN_ATTN_LINEAR   ? "linear"
             : cfg->attention == LINATTN_ATTN_HYBRID ? "hybrid"
-                                                    : "softmax");
+                                                    : "softmax",
+            cli_chat_name(chat));
     fflush(stderr);
     while (!cli_signal_pending()) {
         struct timespec ts = {0, 100000000};

@@ -120,15 +120,18 @@ typedef struct srv_request {
     int vocab;
     const linattn_tokenizer *tokz;
     const struct cli_generate *gen;
+    int chat; /* the chat format (cli_chat, chat_template.h) */
 } srv_request;
 struct cJSON;
-/* chat: the answer ends at a newline unless stop is given. */
+/* chat: the answer ends at the chat format's end (a newline in the plain
+ * one) unless stop is given. */
 int srv_read_params(const srv_request *rq, const struct cJSON *o, int chat, srv_params *p,
                     char *msg, size_t n);
 /* A string, one string in an array, or token ids: into *out[*n] (owned). */
 int srv_read_prompt(const srv_request *rq, const struct cJSON *v, int bos, int **out, int *n,
                     char *msg, size_t mn);
-/* Messages {role, content} in the plain format: each text and a newline. */
+/* Messages {role, content} in the chat format (bos: a new stream, else
+ * they continue one after its answer). */
 int srv_read_messages(const srv_request *rq, const struct cJSON *msgs, int bos, int **out,
                       int *n, char *msg, size_t mn);
 

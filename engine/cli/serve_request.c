@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_template.h"
 #include "cli_config.h"
 #include "serve.h"
 
@@ -102,8 +103,8 @@ int srv_read_params(const srv_request *sv, const cJSON *o, int chat, srv_params 
             }
             snprintf(p->stops[p->n_stops++], SRV_MAX_STOP_LEN + 1, "%s", one->valuestring);
         }
-    } else if (chat) {
-        snprintf(p->stops[p->n_stops++], SRV_MAX_STOP_LEN + 1, "\n"); /* an answer is a line */
+    } else if (chat) { /* the answer ends where the format ends a turn */
+        snprintf(p->stops[p->n_stops++], SRV_MAX_STOP_LEN + 1, "%s", cli_chat_end(sv->chat));
     }
     const cJSON *bias = cJSON_GetObjectItemCaseSensitive(o, "logit_bias");
     if (bias && !cJSON_IsNull(bias)) {
@@ -191,45 +192,43 @@ int srv_read_prompt(const srv_request *sv, const cJSON *v, int bos, int **out, i
 
 /* The plain chat format: each message's text and a newline. */
 int srv_read_messages(const srv_request *sv, const cJSON *msgs, int bos, int **out, int *n,
-                         char *msg, size_t mn)
+                      char *msg, size_t mn)
 {
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
         snprintf(msg, mn, "'messages': a non-empty array of {role, content}");
         return 1;
     }
-    size_t len = 0, cap = 256;
-    char *text = malloc(cap);
-    const cJSON *m;
+    const int count = cJSON_GetArraySize(msgs);
+    cli_chat_msg *m = malloc((size_t)count * sizeof *m);
+    if (!m) {
+        snprintf(msg, mn, "out of memory");
+        return 1;
+    }
+    const cJSON *e;
     int i = 0;
-    cJSON_ArrayForEach(m, msgs)
+    cJSON_ArrayForEach(e, msgs)
     {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
         if (!cJSON_IsString(role) || !cJSON_IsString(content) ||
             (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
              strcmp(role->valuestring, "assistant"))) {
-            free(text);
+            free(m);
             snprintf(msg, mn, "'messages'[%d]: role system, user or assistant and a string "
                               "content", i);
             return 1;
         }
-        size_t cl = strlen(content->valuestring);
-        if (text && len + cl + 2 > cap) {
-            while (len + cl + 2 > cap)
-                cap *= 2;
-            char *g = realloc(text, cap);
-            if (!g)
-                free(text);
-            text = g;
-        }
-        if (!text) {
-            snprintf(msg, mn, "out of memory");
-            return 1;
-        }
-        memcpy(text + len, content->valuestring, cl);
-        len += cl;
-        text[len++] = '\n';
+        m[i].role = role->valuestring;
+        m[i].content = content->valuestring;
         i++;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int failed = cli_chat_render((cli_chat)sv->chat, m, count, bos, &text, &len) != 0;
+    free(m);
+    if (failed) {
+        snprintf(msg, mn, "out of memory");
+        return 1;
     }
     int rc = tokenize(sv, text, len, bos, out, n, msg, mn);
     free(text);

@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static cli_generate gen = {"", 200, 0.8f, 40, 0.95f, 42, 1.0f, 64, 0.0f};
     if (!tokz && linattn_tokenizer_load("bytes", &tokz) != LINATTN_OK)
         return 0;
-    srv_request rq = {256, tokz, &gen};
+    /* the first byte picks the chat format */
+    srv_request rq = {256, tokz, &gen, size ? data[0] % 8 : 0};
     cJSON *o = cJSON_ParseWithLength((const char *)data, size);
     if (!o)
         return 0;
