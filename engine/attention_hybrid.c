@@ -237,21 +237,7 @@ static linattn_status hybrid_chunk(linattn_session *s, const linattn_kernels *kt
      * stay in the ring */
     const int prev = t0 < (uint64_t)W ? (int)t0 : W;
     char *gk = s->gather_k, *gv = s->gather_v;
-    for (int r = 0; r < prev; r++) {
-        uint64_t pos = t0 - (uint64_t)prev + (uint64_t)r;
-        memcpy(gk + (size_t)r * kvd * elem, linattn_cache_at(s, 0, layer, pos), kvd * elem);
-        memcpy(gv + (size_t)r * kvd * elem, linattn_cache_at(s, 1, layer, pos), kvd * elem);
-    }
-    if (s->kv16) {
-        kt->to_f16((uint16_t *)(void *)(gk + (size_t)prev * kvd * elem), k, (size_t)n * kvd);
-        kt->to_f16((uint16_t *)(void *)(gv + (size_t)prev * kvd * elem), v, (size_t)n * kvd);
-    } else {
-        memcpy(gk + (size_t)prev * kvd * elem, k, (size_t)n * kvd * sizeof(float));
-        memcpy(gv + (size_t)prev * kvd * elem, v, (size_t)n * kvd * sizeof(float));
-    }
-    for (int r = n > W ? n - W : 0; r < n; r++)
-        linattn_cache_put(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
-                          v + (size_t)r * kvd, kvd);
+    linattn_window_gather(s, kt, layer, k, v, n, prev);
 
     /* 1. the window (the leaving row t0 - W is not in it) */
     const int skip = prev == W ? 1 : 0;

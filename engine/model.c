@@ -231,7 +231,7 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
                                    int n, int threads)
 {
     const linattn_model *m = s->m;
-    const size_t kvd = (size_t)m->kvd, elem = linattn_cache_elem(s);
+    const size_t kvd = (size_t)m->kvd;
     const uint64_t t0 = s->tokens;
     linattn_layout views = {0, (size_t)m->dh, (size_t)m->d}; /* head h: columns h*dh.. */
     linattn_layout kv_views = {0, (size_t)m->dh, kvd};
@@ -244,21 +244,7 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
     } else if (m->window > 0) {
         const int W = m->window, prev = t0 < (uint64_t)(W - 1) ? (int)t0 : W - 1;
         char *gk = s->gather_k, *gv = s->gather_v;
-        for (int r = 0; r < prev; r++) {
-            uint64_t pos = t0 - (uint64_t)prev + (uint64_t)r;
-            memcpy(gk + (size_t)r * kvd * elem, linattn_cache_at(s, 0, layer, pos), kvd * elem);
-            memcpy(gv + (size_t)r * kvd * elem, linattn_cache_at(s, 1, layer, pos), kvd * elem);
-        }
-        if (s->kv16) {
-            kt->to_f16((uint16_t *)(void *)(gk + (size_t)prev * kvd * elem), k, (size_t)n * kvd);
-            kt->to_f16((uint16_t *)(void *)(gv + (size_t)prev * kvd * elem), v, (size_t)n * kvd);
-        } else {
-            memcpy(gk + (size_t)prev * kvd * elem, k, (size_t)n * kvd * sizeof(float));
-            memcpy(gv + (size_t)prev * kvd * elem, v, (size_t)n * kvd * sizeof(float));
-        }
-        for (int r = n > W ? n - W : 0; r < n; r++) /* the last W rows stay */
-            linattn_cache_put(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
-                         v + (size_t)r * kvd, kvd);
+        linattn_window_gather(s, kt, layer, k, v, n, prev);
         kc = gk;
         vc = gv;
         len_k = prev + n;

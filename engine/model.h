@@ -178,6 +178,12 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
 linattn_status linattn_model_random_safetensors(const linattn_config *config,
                                                 linattn_dtype matrices, linattn_dtype vectors,
                                                 void **bytes, size_t *size);
+/* A windowed prefill of n rows k, v [n, kv_dim] at s->tokens: the ring's
+ * last `prev` rows, then the chunk's (as the cache stores them), into s's
+ * gather buffers in position order; then the chunk's last W rows into the
+ * ring. */
+void linattn_window_gather(linattn_session *s, const linattn_kernels *kt, int layer,
+                           const float *k, const float *v, int n, int prev);
 /* Sizes s's unit scratch for a one-token team of up to `threads` (the
  * session does, when created and when its threads change). */
 linattn_status linattn_model_size_team(linattn_session *s, int threads);

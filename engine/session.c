@@ -799,3 +799,27 @@ linattn_status linattn_session_load(linattn_session *s, const char *path, void *
     mem_free(data);
     return st;
 }
+
+void linattn_window_gather(linattn_session *s, const linattn_kernels *kt, int layer,
+                           const float *k, const float *v, int n, int prev)
+{
+    const size_t kvd = (size_t)s->m->kvd, elem = linattn_cache_elem(s);
+    const uint64_t t0 = s->tokens;
+    const int W = s->m->window;
+    char *gk = s->gather_k, *gv = s->gather_v;
+    for (int r = 0; r < prev; r++) {
+        uint64_t pos = t0 - (uint64_t)prev + (uint64_t)r;
+        memcpy(gk + (size_t)r * kvd * elem, linattn_cache_at(s, 0, layer, pos), kvd * elem);
+        memcpy(gv + (size_t)r * kvd * elem, linattn_cache_at(s, 1, layer, pos), kvd * elem);
+    }
+    if (s->kv16) {
+        kt->to_f16((uint16_t *)(void *)(gk + (size_t)prev * kvd * elem), k, (size_t)n * kvd);
+        kt->to_f16((uint16_t *)(void *)(gv + (size_t)prev * kvd * elem), v, (size_t)n * kvd);
+    } else {
+        memcpy(gk + (size_t)prev * kvd * elem, k, (size_t)n * kvd * sizeof(float));
+        memcpy(gv + (size_t)prev * kvd * elem, v, (size_t)n * kvd * sizeof(float));
+    }
+    for (int r = n > W ? n - W : 0; r < n; r++) /* the last W rows stay */
+        linattn_cache_put(s, kt, layer, t0 + (uint64_t)r, k + (size_t)r * kvd,
+                          v + (size_t)r * kvd, kvd);
+}

@@ -179,46 +179,11 @@ void tu_next_stdin(const char *path)
     snprintf(next_stdin, sizeof next_stdin, "%s", path);
 }
 
-tu_run_result tu_run_argv(const char *exe, char *const argv[])
+/* exe argv, its output captured; sigs[0..nsig) sent in turn, each once
+ * the program has written after_bytes more to stdout than at the last. */
+static tu_run_result run_signalled(const char *exe, char *const argv[], const int *sigs,
+                                   int nsig, long after_bytes)
 {
-    FILE *o = tmpfile(), *e = tmpfile();
-    cr_assert(o && e);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        int in = open(next_stdin[0] ? next_stdin : "/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(o), 1) < 0 || dup2(fileno(e), 2) < 0)
-            _exit(126);
-        execv(exe, argv);
-        _exit(127);
-    }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    next_stdin[0] = '\0';
-    tu_run_result r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = read_stream(o, &r.out_len);
-    r.err = read_stream(e, &r.err_len);
-    fclose(o);
-    fclose(e);
-    return r;
-}
-
-tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsig,
-                               long after_bytes)
-{
-    const char *exe = getenv("LINATTN_EXE");
-    cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)"linattn";
-    for (; *args; args++) {
-        cr_assert(n < 63, "too many arguments");
-        argv[n++] = (char *)*args;
-    }
-    argv[n] = NULL;
     FILE *o = tmpfile(), *e = tmpfile();
     cr_assert(o && e);
     fflush(stdout);
@@ -235,7 +200,6 @@ tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsi
     next_stdin[0] = '\0';
     long seen = 0;
     for (int i = 0; i < nsig; i++) {
-        /* the child has written after_bytes more since the last signal */
         struct stat stt;
         int waited = 0, st;
         while (fstat(fileno(o), &stt) == 0 && stt.st_size < seen + after_bytes) {
@@ -259,11 +223,16 @@ tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsi
     return r;
 }
 
-tu_run_result tu_run_args(const char *const *args)
+tu_run_result tu_run_argv(const char *exe, char *const argv[])
+{
+    return run_signalled(exe, argv, NULL, 0, 0);
+}
+
+/* $LINATTN_EXE and argv "linattn" args... into argv[64] */
+static const char *linattn_argv(const char *const *args, char *argv[64])
 {
     const char *exe = getenv("LINATTN_EXE");
     cr_assert_not_null(exe, "LINATTN_EXE must point at the built linattn");
-    char *argv[64];
     int n = 0;
     argv[n++] = (char *)"linattn";
     for (; *args; args++) {
@@ -271,6 +240,21 @@ tu_run_result tu_run_args(const char *const *args)
         argv[n++] = (char *)*args;
     }
     argv[n] = NULL;
+    return exe;
+}
+
+tu_run_result tu_run_signalled(const char *const *args, const int *sigs, int nsig,
+                               long after_bytes)
+{
+    char *argv[64];
+    const char *exe = linattn_argv(args, argv);
+    return run_signalled(exe, argv, sigs, nsig, after_bytes);
+}
+
+tu_run_result tu_run_args(const char *const *args)
+{
+    char *argv[64];
+    const char *exe = linattn_argv(args, argv);
     return tu_run_argv(exe, argv);
 }
 

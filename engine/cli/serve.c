@@ -101,18 +101,24 @@ void srv_job_release(srv_job *j)
     free(j);
 }
 
+/* A job no scheduler will run: 503, done, the scheduler's reference dropped. */
+static void refuse_stopping(srv_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->http = 503;
+    snprintf(j->error, sizeof j->error, "the server is stopping");
+    j->done = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    srv_job_release(j);
+}
+
 void srv_submit(srv *s, srv_job *j)
 {
     pthread_mutex_lock(&s->mu);
     if (s->stopped) { /* no scheduler to run it */
         pthread_mutex_unlock(&s->mu);
-        pthread_mutex_lock(&j->mu);
-        j->http = 503;
-        snprintf(j->error, sizeof j->error, "the server is stopping");
-        j->done = 1;
-        pthread_cond_broadcast(&j->cv);
-        pthread_mutex_unlock(&j->mu);
-        srv_job_release(j);
+        refuse_stopping(j);
         return;
     }
     j->next = NULL;
@@ -1106,13 +1112,7 @@ void srv_stop(srv *s)
     s->stopped = 1;
     for (srv_job *j = s->queue, *nx; j; j = nx) { /* came after the thread's last look */
         nx = j->next;
-        pthread_mutex_lock(&j->mu);
-        j->http = 503;
-        snprintf(j->error, sizeof j->error, "the server is stopping");
-        j->done = 1;
-        pthread_cond_broadcast(&j->cv);
-        pthread_mutex_unlock(&j->mu);
-        srv_job_release(j);
+        refuse_stopping(j);
     }
     s->queue = s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
