@@ -203,8 +203,8 @@ static const batch_row batch_rows[] = {
 /* The hybrid model's decode against the linear one's of the same shape,
  * interleaved token by token (one step of each in turn, the order
  * alternating), so a shared machine's swings in memory bandwidth, which
- * move the two decode rows apart by 20% from one run to the next, fall on
- * both alike: the row is the median of the per-pair speed ratios. */
+ * move two decode rows timed one after the other apart, fall on both
+ * alike: the row is the median of the per-pair speed ratios. */
 static const char pair_name[] = "pair-hybrid-linear-decode-1k";
 enum { PAIR_CTX = 1024 };
 

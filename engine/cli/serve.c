@@ -218,6 +218,21 @@ static void *hist_pack(const srv_stream *st, size_t *n)
     return b;
 }
 
+/* ID.tokens beside a state on disk (nothing to write when the history is
+ * unknown); 1 when it is written. */
+static int write_tokens(const srv *s, const srv_stream *st)
+{
+    if (!st->hist_known)
+        return 1;
+    char path[4200];
+    size_t hn;
+    void *h = hist_pack(st, &hn);
+    tokens_path(s, st->id, path, sizeof path);
+    int ok = h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK;
+    free(h);
+    return ok;
+}
+
 /* The history from extra bytes, if they hold one for a stream of tokens
  * tokens (else it stays unknown). */
 static void hist_unpack(srv_stream *st, const void *b, size_t n, uint64_t tokens)
@@ -364,13 +379,8 @@ static int park(srv *s, srv_stream *st, int allow_mem)
     }
     if (s->o.state_dir) {
         char path[4200];
-        size_t hn;
-        void *h = hist_pack(st, &hn);
-        tokens_path(s, st->id, path, sizeof path);
-        int hist_ok = !st->hist_known || (h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK);
-        free(h);
         disk_path(s, st, path, sizeof path);
-        if (hist_ok && linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
+        if (write_tokens(s, st) && linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
             st->on_disk = 1;
             linattn_session_free(st->sess);
             st->sess = NULL;
@@ -1065,13 +1075,9 @@ static void persist_all(srv *s)
         }
         /* parked in memory: its bytes are a state file already */
         char path[4200];
-        size_t hn;
-        void *h = hist_pack(st, &hn);
-        tokens_path(s, st->id, path, sizeof path);
-        int ok = !st->hist_known || (h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK);
-        free(h);
         disk_path(s, st, path, sizeof path);
-        if (ok && cli_write_file(path, "state", st->parked, st->parked_len) == LINATTN_OK) {
+        if (write_tokens(s, st) &&
+            cli_write_file(path, "state", st->parked, st->parked_len) == LINATTN_OK) {
             s->parked_mem -= st->parked_len;
             free(st->parked);
             st->parked = NULL;
