@@ -105,6 +105,17 @@ void linattn_linear_step_done(linattn_linear_state *s);
  * own). */
 linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group);
 
+/* A session's state: no prefill workspace (nor a group's start sums) of
+ * its own; each call runs in what linattn_linear_state_lend gave it (ws of
+ * bytes, from linattn_linear_state_lend_bytes for the call's threads, and
+ * *start bytes for start when grouped; NULL: nothing lent, the state then
+ * allocates its own as a standalone one does). */
+void linattn_linear_state_borrow(linattn_linear_state *s);
+size_t linattn_linear_state_lend_bytes(const linattn_linear_state *s, int threads, size_t *start);
+void linattn_linear_state_lend(linattn_linear_state *s, void *ws, size_t bytes, float *start);
+/* Bytes the state holds (its sums and its own buffers). */
+size_t linattn_linear_state_memory_bytes(const linattn_linear_state *s);
+
 /* The denominator of head h's read as the state stands, without eps:
  * phi(q) . z over every key it holds (decayed), phi(q) = phiq given. With
  * a step's output (eps = 0) it gives the head's unnormalised sums.

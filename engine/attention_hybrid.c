@@ -36,7 +36,7 @@ static row_bufs row_carve(const linattn_session *s)
     const linattn_model *m = s->m;
     const size_t HF = (size_t)m->h * m->fdim, Hd = (size_t)m->h * m->dh;
     row_bufs b;
-    b.kl = s->hyb_ws;
+    b.kl = s->row_ws;
     b.vl = b.kl + m->kvd;
     b.qf = b.vl + m->kvd;
     b.kf = b.qf + HF;
@@ -56,8 +56,14 @@ static size_t chunk_floats(const linattn_model *m)
 
 size_t linattn_hybrid_scratch_floats(const linattn_model *m)
 {
-    size_t r = row_floats(m), c = chunk_floats(m);
+    /* a chunk's, or the row buffers of a step's streams (one a stream) */
+    size_t r = (size_t)LINATTN_CHUNK * row_floats(m), c = chunk_floats(m);
     return c > r ? c : r;
+}
+
+float *linattn_hybrid_row_ws(const linattn_session *w, int i)
+{
+    return w->sc->hyb_ws + (size_t)i * row_floats(w->m);
 }
 
 /* One head's window: o[dh] = softmax(q . K^T scale) V over the n ring rows
@@ -236,7 +242,7 @@ static linattn_status hybrid_chunk(linattn_session *s, const linattn_kernels *kt
      * chunk, then the chunk's, in position order; then the last W rows
      * stay in the ring */
     const int prev = t0 < (uint64_t)W ? (int)t0 : W;
-    char *gk = s->gather_k, *gv = s->gather_v;
+    char *gk = s->sc->gather_k, *gv = s->sc->gather_v;
     linattn_window_gather(s, kt, layer, k, v, n, prev);
 
     /* 1. the window (the leaving row t0 - W is not in it) */
@@ -254,8 +260,8 @@ static linattn_status hybrid_chunk(linattn_session *s, const linattn_kernels *kt
     desc.threads = threads;
     desc.q = desc.out = (linattn_layout){0, (size_t)dh, d};
     desc.k = desc.v = (linattn_layout){0, (size_t)dh, kvd};
-    desc.workspace = s->attn_ws;
-    desc.workspace_bytes = s->attn_ws_bytes;
+    desc.workspace = s->sc->attn_ws;
+    desc.workspace_bytes = s->sc->attn_ws_bytes;
     linattn_status st = linattn_attention_softmax_lse(&desc, q, gk + (size_t)skip * kvd * elem,
                                                       gv + (size_t)skip * kvd * elem, out, lse,
                                                       s->kv16);
@@ -354,5 +360,5 @@ linattn_status linattn_hybrid_rows(linattn_session *s, const linattn_kernels *kt
                                    const float *q, const float *k, const float *v, float *out,
                                    int n, int threads)
 {
-    return hybrid_chunk(s, kt, layer, s->tokens, q, k, v, out, n, threads, s->hyb_ws);
+    return hybrid_chunk(s, kt, layer, s->tokens, q, k, v, out, n, threads, s->sc->hyb_ws);
 }

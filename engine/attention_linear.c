@@ -786,6 +786,12 @@ struct linattn_linear_state {
      * grows it once. */
     void *ws;
     int ws_threads;
+    /* a session's state: the workspace and the group's start sums come
+     * from the caller for each call (linattn_linear_state_lend) */
+    int borrows;
+    void *lent;
+    size_t lent_bytes;
+    float *lent_start;
 };
 
 /* Head h's sums, with its waiting rows. */
@@ -799,6 +805,11 @@ static lin_sums state_sums(const linattn_linear_state *s, int h)
 static linattn_status state_workspace(linattn_linear_state *s, int threads, float **ws)
 {
     size_t per_thread = lin_thread_floats((size_t)s->dk, (size_t)s->dv);
+    if (s->lent && attn_workspace_bytes(0, per_thread, threads) <= s->lent_bytes) {
+        uintptr_t a = ((uintptr_t)s->lent + ATTN_ALIGN - 1) & ~(uintptr_t)(ATTN_ALIGN - 1);
+        *ws = (float *)a;
+        return LINATTN_OK;
+    }
     if (threads > s->ws_threads || !s->ws) {
         size_t bytes = attn_workspace_bytes(0, per_thread, threads);
         void *p = bytes == SIZE_MAX ? NULL : mem_realloc(s->ws, bytes);
@@ -888,6 +899,45 @@ void linattn_linear_state_free(linattn_linear_state *s)
     mem_free(s);
 }
 
+void linattn_linear_state_borrow(linattn_linear_state *s)
+{
+    s->borrows = 1;
+    mem_free(s->ws);
+    s->ws = NULL;
+    s->ws_threads = 0;
+    mem_free(s->start);
+    s->start = NULL;
+}
+
+size_t linattn_linear_state_lend_bytes(const linattn_linear_state *s, int threads, size_t *start)
+{
+    *start = s->group > 1 ? attn_mul(attn_mul((size_t)s->heads, s->stride), sizeof(float)) : 0;
+    return attn_workspace_bytes(0, lin_thread_floats((size_t)s->dk, (size_t)s->dv),
+                                threads < 1 ? 1 : threads);
+}
+
+void linattn_linear_state_lend(linattn_linear_state *s, void *ws, size_t bytes, float *start)
+{
+    s->lent = ws;
+    s->lent_bytes = ws ? bytes : 0;
+    s->lent_start = start;
+}
+
+size_t linattn_linear_state_memory_bytes(const linattn_linear_state *s)
+{
+    if (!s)
+        return 0;
+    size_t b = sizeof *s + attn_mul((size_t)s->heads, s->stride) * sizeof(float);
+    b += (size_t)s->heads * ((size_t)s->group * (size_t)s->dk + 1) * sizeof(float); /* phi, decay */
+    b += (size_t)s->heads * sizeof *s->pows;
+    if (s->start)
+        b += attn_mul((size_t)s->heads, s->stride) * sizeof(float);
+    if (s->ws)
+        b += attn_workspace_bytes(0, lin_thread_floats((size_t)s->dk, (size_t)s->dv),
+                                  s->ws_threads);
+    return b;
+}
+
 linattn_status linattn_linear_state_set_mode(linattn_linear_state *s, linattn_linear_mode mode)
 {
     if (!s || (unsigned)mode > LINATTN_LINEAR_CHUNKED)
@@ -908,8 +958,8 @@ linattn_status linattn_linear_state_set_group(linattn_linear_state *s, int group
             return linattn_err(LINATTN_ERR_INVALID,
                                "linear state: grouped query heads cannot share a decayed state");
     float *phi = lin_calloc((size_t)group * (size_t)s->heads * (size_t)s->dk);
-    float *start = lin_calloc(attn_mul((size_t)s->heads, s->stride));
-    if (!phi || !start) {
+    float *start = s->borrows ? NULL : lin_calloc(attn_mul((size_t)s->heads, s->stride));
+    if (!phi || (!start && !s->borrows)) {
         mem_free(phi);
         mem_free(start);
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
@@ -993,7 +1043,8 @@ static lin_seq group_member(linattn_linear_state *s, const lin_seq *proto, int h
     sq.decay = s->decay[h];
     sq.pow = &s->pows[h];
     if (r > 0)
-        memcpy(s->sums + (size_t)h * s->stride, s->start + (size_t)h * s->stride,
+        memcpy(s->sums + (size_t)h * s->stride,
+               (s->lent_start ? s->lent_start : s->start) + (size_t)h * s->stride,
                s->stride * sizeof(float));
     return sq;
 }
@@ -1065,8 +1116,12 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
      * sums after it: what a state per query head would compute. */
     const int H = s->heads, G = s->group;
     const size_t stride_bytes = s->stride * sizeof(float);
+    if (G > 1 && !s->lent_start && !s->start &&
+        !(s->start = lin_calloc(attn_mul((size_t)H, s->stride))))
+        return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
+    float *start = s->lent_start ? s->lent_start : s->start;
     if (G > 1)
-        memcpy(s->start, s->sums, (size_t)H * stride_bytes);
+        memcpy(start, s->sums, (size_t)H * stride_bytes);
     if (H >= nt) {
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)

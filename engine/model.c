@@ -243,7 +243,7 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
         causal = 0; /* the ring holds exactly the window */
     } else if (m->window > 0) {
         const int W = m->window, prev = t0 < (uint64_t)(W - 1) ? (int)t0 : W - 1;
-        char *gk = s->gather_k, *gv = s->gather_v;
+        char *gk = s->sc->gather_k, *gv = s->sc->gather_v;
         linattn_window_gather(s, kt, layer, k, v, n, prev);
         kc = gk;
         vc = gv;
@@ -255,13 +255,13 @@ static linattn_status softmax_rows(linattn_session *s, const linattn_kernels *kt
     desc.window = causal ? m->window : 0;
     desc.q = desc.out = views;
     desc.k = desc.v = kv_views;
-    desc.workspace = s->attn_ws;
-    desc.workspace_bytes = s->attn_ws_bytes;
+    desc.workspace = s->sc->attn_ws;
+    desc.workspace_bytes = s->sc->attn_ws_bytes;
     return softmax_call(s, &desc, q, kc, vc, a);
 }
 
 /* linear: k, v [n, kvd], one row of each state head, or [n, d] repeated per
- * query head (s->kx: a decayed grouped model). */
+ * query head (s->sc->kx: a decayed grouped model). */
 static linattn_status linear_rows(linattn_session *s, const linattn_kernels *kt, int layer,
                                   const float *q, const float *k, const float *v, float *a,
                                   int n, int threads)
@@ -272,7 +272,7 @@ static linattn_status linear_rows(linattn_session *s, const linattn_kernels *kt,
     if (n == 1)
         return linattn_linear_step(st, q, k, v, a);
     linattn_layout views = {0, (size_t)m->dh, (size_t)m->d};
-    linattn_layout kvl = {0, (size_t)m->dh, s->kx ? (size_t)m->d : (size_t)m->kvd};
+    linattn_layout kvl = {0, (size_t)m->dh, s->sc->kx ? (size_t)m->d : (size_t)m->kvd};
     linattn_layout lay[4] = {views, kvl, kvl, views};
     return linattn_linear_prefill_strided(st, q, k, v, n, a, lay, threads);
 }
@@ -406,14 +406,14 @@ static linattn_status unit_scratch(linattn_session *w, size_t per, int T)
 {
     if (per == SIZE_MAX || (size_t)T > SIZE_MAX / per)
         return linattn_err(LINATTN_ERR_NOMEM, "attention: unit scratch size overflows");
-    if (w->batch_ws_bytes >= per * (size_t)T)
+    if (w->sc->batch_ws_bytes >= per * (size_t)T)
         return LINATTN_OK;
-    void *p = mem_realloc(w->batch_ws, per * (size_t)T);
+    void *p = mem_realloc(w->sc->batch_ws, per * (size_t)T);
     if (!p)
         return linattn_err(LINATTN_ERR_NOMEM, "attention: cannot allocate %zu bytes of scratch",
                            per * (size_t)T);
-    w->batch_ws = p;
-    w->batch_ws_bytes = per * (size_t)T;
+    w->sc->batch_ws = p;
+    w->sc->batch_ws_bytes = per * (size_t)T;
     return LINATTN_OK;
 }
 
@@ -427,8 +427,8 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     const linattn_model *m = w->m;
     const attn_kind *kind = kind_of(m);
     const int d = m->d, dh = m->dh, H = m->h, T = w->threads;
-    /* k, v rows: kvd wide, or d wide when repeated per query head (w->kx) */
-    const size_t kvrow = w->kx ? (size_t)d : (size_t)m->kvd;
+    /* k, v rows: kvd wide, or d wide when repeated per query head (w->sc->kx) */
+    const size_t kvrow = w->sc->kx ? (size_t)d : (size_t)m->kvd;
     const int HP = kind->units(m);
     const size_t per = kind->unit_bytes(w, layer);
     linattn_status st0 = unit_scratch(w, per, T);
@@ -437,6 +437,8 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     double work = 0; /* flops of the attention of all pairs */
     for (int i = 0; i < n; i++) {
         linattn_session *s = streams[i];
+        if (m->cfg.attention == LINATTN_ATTN_HYBRID)
+            s->row_ws = linattn_hybrid_row_ws(w, i);
         if (kind->before)
             kind->before(s, kt, layer, kin + (size_t)i * kvrow, vin + (size_t)i * kvrow);
         double keys = m->cfg.attention == LINATTN_ATTN_LINEAR ? dh : (double)s->tokens + 1;
@@ -451,10 +453,10 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     for (int it = 0; it < n * HP; it++) {
         const int i = it / HP, h = it % HP;
         const size_t row = (size_t)i * d;
-        char *scratch = (char *)w->batch_ws + (size_t)attn_thread_id() * per;
-        linattn_status st = kind->unit(streams[i], kt, layer, h, w->q + row,
+        char *scratch = (char *)w->sc->batch_ws + (size_t)attn_thread_id() * per;
+        linattn_status st = kind->unit(streams[i], kt, layer, h, w->sc->q + row,
                                        kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,
-                                       w->a + row, scratch, per);
+                                       w->sc->a + row, scratch, per);
         if (st != LINATTN_OK)
             failed = 1;
     }
@@ -586,8 +588,8 @@ static void meet(const pass *p)
 static const float *norm_input(const pass *p, const float *w, const float *b)
 {
     linattn_session *s = p->s;
-    float *h = s->hbuf + (p->in_team ? (size_t)p->tm.t * (size_t)s->m->d : 0);
-    norm_rows(s->m, p->k, h, s->x, w, b, p->in_team ? 1 : p->n);
+    float *h = s->sc->hbuf + (p->in_team ? (size_t)p->tm.t * (size_t)s->m->d : 0);
+    norm_rows(s->m, p->k, h, s->sc->x, w, b, p->in_team ? 1 : p->n);
     return h;
 }
 
@@ -597,11 +599,11 @@ static void norm_output(const pass *p, const float *w, const float *b)
 {
     linattn_session *s = p->s;
     if (!p->in_team) {
-        norm_rows(s->m, p->k, s->x, s->x, w, b, p->n);
+        norm_rows(s->m, p->k, s->sc->x, s->sc->x, w, b, p->n);
         return;
     }
     if (p->tm.t == 0)
-        norm_rows(s->m, p->k, s->x, s->x, w, b, 1);
+        norm_rows(s->m, p->k, s->sc->x, s->sc->x, w, b, 1);
     meet(p);
 }
 
@@ -610,8 +612,8 @@ static void project_qkv(const pass *p, const linattn_layer *L, const float *in)
 {
     linattn_session *s = p->s;
     const linattn_model *m = s->m;
-    linattn_proj pr[3] = {{s->q, L->wq, L->bq, m->d}, {s->k, L->wk, L->bk, m->kvd},
-                          {s->v, L->wv, L->bv, m->kvd}};
+    linattn_proj pr[3] = {{s->sc->q, L->wq, L->bq, m->d}, {s->sc->k, L->wk, L->bk, m->kvd},
+                          {s->sc->v, L->wv, L->bv, m->kvd}};
     if (p->in_team)
         project_share(p->k, pr, 3, in, m->d, p->tm.t, p->tm.T);
     else if (p->n == 1) /* one row: the three in one parallel region */
@@ -628,15 +630,15 @@ static void project_add_x(const pass *p, linattn_matrix W, const float *b, const
 {
     linattn_session *s = p->s;
     if (!p->in_team) {
-        linattn_project(p->k, s->hbuf, y, W, b, p->n, out, in, p->T);
-        add_rows(s->x, s->hbuf, (size_t)p->n * (size_t)out);
+        linattn_project(p->k, s->sc->hbuf, y, W, b, p->n, out, in, p->T);
+        add_rows(s->sc->x, s->sc->hbuf, (size_t)p->n * (size_t)out);
         return;
     }
     size_t lo, hi;
-    linattn_proj pr = {s->q, W, b, out};
+    linattn_proj pr = {s->sc->q, W, b, out};
     share_rows((size_t)out, p->tm.t, p->tm.T, &lo, &hi);
     project_rows(p->k, &pr, y, in, lo, hi);
-    add_rows(s->x + lo, s->q + lo, hi - lo);
+    add_rows(s->sc->x + lo, s->sc->q + lo, hi - lo);
     meet(p);
 }
 
@@ -652,32 +654,32 @@ static void ffn_hidden(const pass *p, const linattn_layer *L, const float *in)
     if (p->in_team) {
         size_t lo, hi;
         share_rows((size_t)m->dff, p->tm.t, p->tm.T, &lo, &hi);
-        linattn_proj up = {swiglu ? s->u2 : s->u, L->up_w, L->up_b, m->dff};
+        linattn_proj up = {swiglu ? s->sc->u2 : s->sc->u, L->up_w, L->up_b, m->dff};
         if (swiglu) {
-            linattn_proj gate = {s->u, L->gate_w, L->gate_b, m->dff};
+            linattn_proj gate = {s->sc->u, L->gate_w, L->gate_b, m->dff};
             project_rows(k, &gate, in, d, lo, hi);
             project_rows(k, &up, in, d, lo, hi);
-            k->silu_mul(s->u + lo, s->u + lo, s->u2 + lo, hi - lo);
+            k->silu_mul(s->sc->u + lo, s->sc->u + lo, s->sc->u2 + lo, hi - lo);
         } else {
             project_rows(k, &up, in, d, lo, hi);
-            activate(m, k, s->u + lo, hi - lo);
+            activate(m, k, s->sc->u + lo, hi - lo);
         }
         meet(p);
         return;
     }
     const size_t nf = (size_t)p->n * (size_t)m->dff;
     if (swiglu && p->n == 1) {
-        linattn_proj pr[2] = {{s->u, L->gate_w, L->gate_b, m->dff},
-                              {s->u2, L->up_w, L->up_b, m->dff}};
+        linattn_proj pr[2] = {{s->sc->u, L->gate_w, L->gate_b, m->dff},
+                              {s->sc->u2, L->up_w, L->up_b, m->dff}};
         linattn_project_one(k, pr, 2, in, d, p->T);
-        k->silu_mul(s->u, s->u, s->u2, nf);
+        k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else if (swiglu) {
-        linattn_project(k, s->u, in, L->gate_w, L->gate_b, p->n, m->dff, d, p->T);
-        linattn_project(k, s->u2, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
-        k->silu_mul(s->u, s->u, s->u2, nf);
+        linattn_project(k, s->sc->u, in, L->gate_w, L->gate_b, p->n, m->dff, d, p->T);
+        linattn_project(k, s->sc->u2, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
+        k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else {
-        linattn_project(k, s->u, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
-        activate(m, k, s->u, nf);
+        linattn_project(k, s->sc->u, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
+        activate(m, k, s->sc->u, nf);
     }
 }
 
@@ -688,7 +690,7 @@ static void layer_start(const pass *p, int l)
     const linattn_model *m = p->s->m;
     const linattn_layer *L = &m->layers[l];
     const int pre = m->cfg.norm_position == LINATTN_NORM_PRE;
-    project_qkv(p, L, pre ? norm_input(p, L->norm1_w, L->norm1_b) : p->s->x);
+    project_qkv(p, L, pre ? norm_input(p, L->norm1_w, L->norm1_b) : p->s->sc->x);
 }
 
 /* Layer l from attention's output a on: x += a Wo^T, norm, x += FFN(x),
@@ -699,11 +701,11 @@ static void layer_end(const pass *p, int l)
     const linattn_model *m = s->m;
     const linattn_layer *L = &m->layers[l];
     const int pre = m->cfg.norm_position == LINATTN_NORM_PRE, d = m->d;
-    project_add_x(p, L->wo, L->bo, s->a, d, d);
+    project_add_x(p, L->wo, L->bo, s->sc->a, d, d);
     if (!pre)
         norm_output(p, L->norm1_w, L->norm1_b);
-    ffn_hidden(p, L, pre ? norm_input(p, L->norm2_w, L->norm2_b) : s->x);
-    project_add_x(p, L->down_w, L->down_b, s->u, d, m->dff);
+    ffn_hidden(p, L, pre ? norm_input(p, L->norm2_w, L->norm2_b) : s->sc->x);
+    project_add_x(p, L->down_w, L->down_b, s->sc->u, d, m->dff);
     if (!pre)
         norm_output(p, L->norm2_w, L->norm2_b);
 }
@@ -716,15 +718,15 @@ static linattn_status attend_layer(linattn_session *s, const linattn_kernels *k,
 {
     const linattn_model *m = s->m;
     if (m->cfg.positions == LINATTN_POS_ROPE)
-        rope_rows(m, s->q, s->k, n, s->rope);
-    const float *kk = s->k, *vv = s->v;
-    if (s->kx) { /* linear, grouped k/v: one per query head */
-        repeat_kv(m, s->kx, s->vx, s->k, s->v, n);
-        kk = s->kx;
-        vv = s->vx;
+        rope_rows(m, s->sc->q, s->sc->k, n, s->sc->rope);
+    const float *kk = s->sc->k, *vv = s->sc->v;
+    if (s->sc->kx) { /* linear, grouped k/v: one per query head */
+        repeat_kv(m, s->sc->kx, s->sc->vx, s->sc->k, s->sc->v, n);
+        kk = s->sc->kx;
+        vv = s->sc->vx;
     }
     return streams ? attend_batch(s, k, streams, l, kk, vv, n)
-                   : attend_rows(s, k, l, s->q, kk, vv, s->a, n, threads);
+                   : attend_rows(s, k, l, s->sc->q, kk, vv, s->sc->a, n, threads);
 }
 
 /* Layer l's attention of the team's one token: thread 0 ropes q and k
@@ -739,23 +741,25 @@ static void attend_team(const pass *p, int l, int *failed)
     linattn_session *s = p->s;
     const linattn_model *m = s->m;
     const attn_kind *kind = kind_of(m);
-    const float *kk = s->kx ? s->kx : s->k, *vv = s->kx ? s->vx : s->v;
+    const float *kk = s->sc->kx ? s->sc->kx : s->sc->k, *vv = s->sc->kx ? s->sc->vx : s->sc->v;
     if (p->tm.t == 0) {
+        if (m->cfg.attention == LINATTN_ATTN_HYBRID)
+            s->row_ws = linattn_hybrid_row_ws(s, 0);
         if (m->cfg.positions == LINATTN_POS_ROPE)
-            rope_rows(m, s->q, s->k, 1, s->rope);
-        if (s->kx) /* linear, grouped k/v: one per query head */
-            repeat_kv(m, s->kx, s->vx, s->k, s->v, 1);
+            rope_rows(m, s->sc->q, s->sc->k, 1, s->sc->rope);
+        if (s->sc->kx) /* linear, grouped k/v: one per query head */
+            repeat_kv(m, s->sc->kx, s->sc->vx, s->sc->k, s->sc->v, 1);
         if (kind->before)
             kind->before(s, p->k, l, kk, vv);
     }
     meet(p);
     const size_t units = (size_t)kind->units(m);
-    const size_t per = s->batch_ws_bytes / (size_t)p->tm.T / ATTN_ALIGN * ATTN_ALIGN;
+    const size_t per = s->sc->batch_ws_bytes / (size_t)p->tm.T / ATTN_ALIGN * ATTN_ALIGN;
     const size_t lo = units * (size_t)p->tm.t / (size_t)p->tm.T;
     const size_t hi = units * (size_t)(p->tm.t + 1) / (size_t)p->tm.T;
-    char *scratch = (char *)s->batch_ws + (size_t)p->tm.t * per;
+    char *scratch = (char *)s->sc->batch_ws + (size_t)p->tm.t * per;
     for (size_t u = lo; u < hi; u++)
-        if (kind->unit(s, p->k, l, (int)u, s->q, kk, vv, s->a, scratch, per) != LINATTN_OK) {
+        if (kind->unit(s, p->k, l, (int)u, s->sc->q, kk, vv, s->sc->a, scratch, per) != LINATTN_OK) {
 #pragma omp atomic write
             *failed = 1;
         }
@@ -818,9 +822,9 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
     linattn_status st = linattn_kernels_current(&k);
     if (st != LINATTN_OK)
         return st;
-    embed(m, s->x, tokens, n, streams, s->tokens);
+    embed(m, s->sc->x, tokens, n, streams, s->tokens);
     if (m->cfg.positions == LINATTN_POS_ROPE)
-        rope_angles(m, s->rope, n, streams, s->tokens);
+        rope_angles(m, s->sc->rope, n, streams, s->tokens);
     /* one token of one stream (llama2.c's forward): the layers in one team
      * of threads; attention on thread 0 inside it, or, when it spreads
      * over threads itself, between regions (region l: the end of layer
@@ -843,7 +847,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
     } else if (n == 1 && !streams) {
         /* the unit scratch was sized with the session (a step allocates
          * nothing): a team larger than it was sized for is cut to fit */
-        const size_t fit = s->batch_ws_bytes / team_unit_bytes(s);
+        const size_t fit = s->sc->batch_ws_bytes / team_unit_bytes(s);
         const int Tf = (size_t)T < fit ? T : fit > 0 ? (int)fit : 1;
         (void)Tf; /* used by the pragma only */
         if (fit == 0)

@@ -58,6 +58,44 @@ typedef struct linattn_layer {
                                                          * [g, F, dh], before phi; else NULL */
 } linattn_layer;
 
+/* The buffers one call works in (a feed's chunk, a step's group): none of
+ * it is stream state, so sessions borrow a set from their model's pool for
+ * the call and give it back; the pool holds one set per call running at
+ * once. */
+typedef struct linattn_scratch {
+    struct linattn_scratch *next; /* the pool's free list */
+    /* activations of up to LINATTN_CHUNK tokens */
+    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] (k, v: [CHUNK, kv_dim] used) */
+    float *kx, *vx;                  /* linear with n_kv_heads < n_heads: k, v repeated
+                                      * per query head [CHUNK, d]; else NULL */
+    float *u, *u2;                   /* [CHUNK, d_ff]; u2 swiglu only (else NULL) */
+    float *rope;                     /* [CHUNK, d_head]: cos then sin of each pair's angle
+                                      * at each row's position (rope only, else NULL) */
+    /* window: a prefill's keys and values in position order, the W - 1
+     * before it then its own ([W + CHUNK][kv_dim] each, as the cache) */
+    void *gather_k, *gather_v;
+    float *hyb_ws; /* hybrid: a chunk's scratch (linattn_hybrid_scratch_floats) */
+    void *attn_ws; /* softmax workspace, sized for LINATTN_CHUNK queries */
+    size_t attn_ws_bytes;
+    /* one scratch block per thread for the units of one token's attention
+     * (the team's, and a group of streams' in sessions_step) */
+    void *batch_ws;
+    size_t batch_ws_bytes;
+    float *head_ws; /* sessions_step: [LINATTN_HEAD_ROWS, vocab] logits of a block of
+                     * streams (allocated at the first group of two or more) */
+    /* the linear states' prefill workspace (one layer at a time) and a
+     * grouped state's start sums: lent to s->lin for the call */
+    void *lin_ws;
+    size_t lin_ws_bytes;
+    float *lin_start;
+    size_t lin_start_bytes;
+    size_t bytes;   /* the fixed parts above (x .. hyb_ws) */
+} linattn_scratch;
+
+typedef struct linattn_scratch_pool linattn_scratch_pool;
+linattn_scratch_pool *linattn_scratch_pool_new(void);
+void linattn_scratch_pool_free(linattn_scratch_pool *pool);
+
 struct linattn_model {
     linattn_config cfg;
     int d, h, dh, dff, vocab; /* d_model, n_heads, d_model / n_heads, d_ff, vocab_size */
@@ -85,6 +123,7 @@ struct linattn_model {
     size_t weight_bytes_stored; /* as the file stores them */
     char weight_dtypes[24];   /* the file's dtypes, "F16" or "F16+F32" */
     uint64_t shape_hash;
+    linattn_scratch_pool *pool; /* the sessions' call buffers (session.c) */
 };
 
 struct linattn_session {
@@ -98,29 +137,15 @@ struct linattn_session {
     linattn_linear_state **lin; /* hybrid: the tail's sums, of keys older than the window */
     void *kcache, *vcache;
     int kv16;
-    /* window: a prefill's keys and values in position order, the W - 1
-     * before it then its own ([W + CHUNK][kv_dim] each, as the cache) */
-    void *gather_k, *gather_v;
-    float *hyb_ws; /* hybrid: a chunk's scratch (linattn_hybrid_scratch_floats) */
-    void *attn_ws;    /* softmax workspace, sized for LINATTN_CHUNK queries */
-    size_t attn_ws_bytes;
-    /* one scratch block per thread for the units of one token's attention
-     * (the team's, and a group of streams' when this session carries one:
-     * sessions_step) */
-    void *batch_ws;
-    size_t batch_ws_bytes;
-    float *head_ws; /* sessions_step: [LINATTN_HEAD_ROWS, vocab] logits of a block of
-                     * streams (allocated at the first group of two or more) */
     float *logits;     /* [vocab] after the last token fed (valid once tokens > 0) */
     linattn_progress_fn progress; /* NULL: none */
     void *progress_user;
-    /* activations of up to LINATTN_CHUNK tokens */
-    float *x, *hbuf, *q, *k, *v, *a; /* [CHUNK, d] (k, v: [CHUNK, kv_dim] used) */
-    float *kx, *vx;                  /* linear with n_kv_heads < n_heads: k, v repeated
-                                      * per query head [CHUNK, d]; else NULL */
-    float *u, *u2;                   /* [CHUNK, d_ff]; u2 swiglu only (else NULL) */
-    float *rope;                     /* [CHUNK, d_head]: cos then sin of each pair's angle
-                                      * at each row's position (rope only, else NULL) */
+    /* the buffers of the call running (NULL between calls): borrowed from
+     * the model's pool, so a parked stream costs its state alone */
+    linattn_scratch *sc;
+    /* hybrid, during a step: the stream's row buffers (the leaving key, the
+     * tail's inputs), in the scratch of the session carrying the step */
+    float *row_ws;
 };
 
 /* Bytes of one element of s's KV cache. */
@@ -200,6 +225,8 @@ linattn_status linattn_model_size_team(linattn_session *s, int threads);
  *   its own scratch of linattn_hybrid_group_bytes; end on one thread after
  *   every group (the tail counts the token). */
 size_t linattn_hybrid_scratch_floats(const linattn_model *m);
+/* Stream i's row buffers of a step carried by w (in w's hyb_ws). */
+float *linattn_hybrid_row_ws(const linattn_session *w, int i);
 linattn_status linattn_hybrid_rows(linattn_session *s, const linattn_kernels *kt, int layer,
                                    const float *q, const float *k, const float *v, float *out,
                                    int n, int threads);

@@ -478,6 +478,10 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if ((st = linattn_kernels_current(&k)) != LINATTN_OK)
         return st;
     linattn_model *m = mem_calloc(1, sizeof *m);
+    if (m && !(m->pool = linattn_scratch_pool_new())) {
+        mem_free(m);
+        m = NULL;
+    }
     if (!m)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     m->cfg = *config;
@@ -646,6 +650,7 @@ void linattn_model_free(linattn_model *m)
     mem_free(m->decay);
     mem_free(m->log_gw);
     linattn_tokenizer_free(m->tokenizer);
+    linattn_scratch_pool_free(m->pool);
     mem_free(m);
 }
 

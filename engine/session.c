@@ -1,5 +1,6 @@
 /* session.c: a stream's decode state (KV cache or S, z): feed, batch step, save and load. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +20,157 @@
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-static void *alloc_floats(size_t n, int *failed)
+/* A model's free sets of call buffers. Sets are made when every one is in
+ * use (calls running at once) and kept until the model is freed. */
+struct linattn_scratch_pool {
+    pthread_mutex_t mu;
+    linattn_scratch *free;
+};
+
+linattn_scratch_pool *linattn_scratch_pool_new(void)
+{
+    linattn_scratch_pool *pool = mem_calloc(1, sizeof *pool);
+    if (pool && pthread_mutex_init(&pool->mu, NULL) != 0) {
+        mem_free(pool);
+        return NULL;
+    }
+    return pool;
+}
+
+static void scratch_free(linattn_scratch *sc)
+{
+    if (!sc)
+        return;
+    mem_free(sc->gather_k);
+    mem_free(sc->gather_v);
+    mem_free(sc->hyb_ws);
+    mem_free(sc->attn_ws);
+    mem_free(sc->batch_ws);
+    mem_free(sc->head_ws);
+    mem_free(sc->lin_ws);
+    mem_free(sc->lin_start);
+    mem_free(sc->x);
+    mem_free(sc->hbuf);
+    mem_free(sc->q);
+    mem_free(sc->k);
+    mem_free(sc->v);
+    mem_free(sc->a);
+    mem_free(sc->u);
+    mem_free(sc->u2);
+    mem_free(sc->rope);
+    mem_free(sc->kx);
+    mem_free(sc->vx);
+    mem_free(sc);
+}
+
+void linattn_scratch_pool_free(linattn_scratch_pool *pool)
+{
+    if (!pool)
+        return;
+    while (pool->free) {
+        linattn_scratch *next = pool->free->next;
+        scratch_free(pool->free);
+        pool->free = next;
+    }
+    pthread_mutex_destroy(&pool->mu);
+    mem_free(pool);
+}
+
+static void *alloc_floats(linattn_scratch *sc, size_t n, int *failed)
 {
     void *p = mem_calloc(n ? n : 1, sizeof(float));
     if (!p)
         *failed = 1;
+    sc->bytes += (n ? n : 1) * sizeof(float);
     return p;
 }
 
-static linattn_status size_workspace(linattn_session *s)
+/* A new set of m's call buffers, without the thread-sized parts. */
+static linattn_scratch *scratch_new(const linattn_model *m)
+{
+    linattn_scratch *sc = mem_calloc(1, sizeof *sc);
+    if (!sc)
+        return NULL;
+    int failed = 0;
+    size_t cd = (size_t)LINATTN_CHUNK * m->d;
+    sc->x = alloc_floats(sc, cd, &failed);
+    sc->hbuf = alloc_floats(sc, cd, &failed);
+    sc->q = alloc_floats(sc, cd, &failed);
+    sc->k = alloc_floats(sc, cd, &failed);
+    sc->v = alloc_floats(sc, cd, &failed);
+    sc->a = alloc_floats(sc, cd, &failed);
+    sc->u = alloc_floats(sc, (size_t)LINATTN_CHUNK * m->dff, &failed);
+    if (m->cfg.ffn == LINATTN_FFN_SWIGLU)
+        sc->u2 = alloc_floats(sc, (size_t)LINATTN_CHUNK * m->dff, &failed);
+    /* a decayed grouped linear model: k, v repeated per query head */
+    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h && m->lin_heads == m->h) {
+        sc->kx = alloc_floats(sc, cd, &failed);
+        sc->vx = alloc_floats(sc, cd, &failed);
+    }
+    if (m->cfg.positions == LINATTN_POS_ROPE)
+        sc->rope = alloc_floats(sc, (size_t)LINATTN_CHUNK * m->dh, &failed);
+    if (m->cfg.attention != LINATTN_ATTN_LINEAR && m->window > 0) {
+        /* a hybrid's window also holds the key that leaves; halfs take
+         * half the floats */
+        size_t rows = (size_t)(m->window + LINATTN_CHUNK) * m->kvd;
+        if (m->cfg.kv_cache == LINATTN_KV_F16)
+            rows = (rows + 1) / 2;
+        sc->gather_k = alloc_floats(sc, rows, &failed);
+        sc->gather_v = alloc_floats(sc, rows, &failed);
+    }
+    if (m->cfg.attention == LINATTN_ATTN_HYBRID)
+        sc->hyb_ws = alloc_floats(sc, linattn_hybrid_scratch_floats(m), &failed);
+    if (failed) {
+        scratch_free(sc);
+        return NULL;
+    }
+    return sc;
+}
+
+/* sc's linear workspace for a state like st at `threads` threads. */
+static linattn_status size_linear(linattn_scratch *sc, const linattn_linear_state *st, int threads)
+{
+    size_t start;
+    size_t bytes = linattn_linear_state_lend_bytes(st, threads, &start);
+    if (bytes == SIZE_MAX || start == SIZE_MAX)
+        return linattn_err(LINATTN_ERR_NOMEM, "session: linear workspace size overflows");
+    if (bytes > sc->lin_ws_bytes) {
+        void *p = mem_alloc(bytes);
+        if (!p)
+            return linattn_err(LINATTN_ERR_NOMEM, "session: cannot allocate %zu bytes of workspace",
+                               bytes);
+        mem_free(sc->lin_ws);
+        sc->lin_ws = p;
+        sc->lin_ws_bytes = bytes;
+    }
+    if (start > sc->lin_start_bytes) {
+        float *p = mem_alloc(start);
+        if (!p)
+            return linattn_err(LINATTN_ERR_NOMEM, "session: cannot allocate %zu bytes of workspace",
+                               start);
+        mem_free(sc->lin_start);
+        sc->lin_start = p;
+        sc->lin_start_bytes = start;
+    }
+    return LINATTN_OK;
+}
+
+/* Lends sc's linear workspace to every state of s (NULL: takes it back). */
+static void lend_linear(linattn_session *s, linattn_scratch *sc)
+{
+    if (s->lin)
+        for (int l = 0; l < s->m->cfg.n_layers; l++)
+            linattn_linear_state_lend(s->lin[l], sc ? sc->lin_ws : NULL, sc ? sc->lin_ws_bytes : 0,
+                                      sc && sc->lin_start_bytes ? sc->lin_start : NULL);
+}
+
+/* The thread-sized parts of s's buffers, for `threads` threads. */
+static linattn_status size_workspace(linattn_session *s, int threads)
 {
     const linattn_model *m = s->m;
-    const int threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
     linattn_status st = linattn_model_size_team(s, threads);
+    if (st == LINATTN_OK && s->lin)
+        st = size_linear(s->sc, s->lin[0], threads);
     if (st != LINATTN_OK || m->cfg.attention == LINATTN_ATTN_LINEAR)
         return st;
     linattn_attention_desc desc;
@@ -46,14 +185,57 @@ static linattn_status size_workspace(linattn_session *s)
     desc.causal = 1;
     desc.threads = threads;
     size_t bytes = linattn_attention_softmax_workspace(&desc);
-    if (bytes <= s->attn_ws_bytes)
+    if (bytes <= s->sc->attn_ws_bytes)
         return LINATTN_OK;
     void *ws = mem_alloc(bytes);
     if (!ws)
         return linattn_err(LINATTN_ERR_NOMEM, "session: cannot allocate %zu bytes of workspace", bytes);
-    mem_free(s->attn_ws);
-    s->attn_ws = ws;
-    s->attn_ws_bytes = bytes;
+    mem_free(s->sc->attn_ws);
+    s->sc->attn_ws = ws;
+    s->sc->attn_ws_bytes = bytes;
+    return LINATTN_OK;
+}
+
+static int threads_sized(const linattn_session *s)
+{
+    return s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
+}
+
+/* Gives s's call buffers back to the model's pool. */
+static void scratch_release(linattn_session *s)
+{
+    linattn_scratch *sc = s->sc;
+    if (!sc)
+        return;
+    s->sc = NULL;
+    lend_linear(s, NULL);
+    linattn_scratch_pool *pool = s->m->pool;
+    pthread_mutex_lock(&pool->mu);
+    sc->next = pool->free;
+    pool->free = sc;
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* Lends s a set of call buffers for one call (a free one of the pool, or
+ * a new one when all are in use), sized for its threads. */
+static linattn_status scratch_acquire(linattn_session *s, const char *what)
+{
+    linattn_scratch_pool *pool = s->m->pool;
+    pthread_mutex_lock(&pool->mu);
+    linattn_scratch *sc = pool->free;
+    if (sc)
+        pool->free = sc->next;
+    pthread_mutex_unlock(&pool->mu);
+    if (!sc && !(sc = scratch_new(s->m)))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for the call's buffers", what);
+    sc->next = NULL;
+    s->sc = sc;
+    linattn_status st = size_workspace(s, threads_sized(s));
+    if (st != LINATTN_OK) {
+        scratch_release(s);
+        return st;
+    }
+    lend_linear(s, sc);
     return LINATTN_OK;
 }
 
@@ -69,24 +251,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
     s->threads_asked = m->cfg.threads;
     s->threads = linattn_model_default_threads(m);
     int failed = 0, L = m->cfg.n_layers;
-    size_t cd = (size_t)LINATTN_CHUNK * m->d;
-    s->x = alloc_floats(cd, &failed);
-    s->hbuf = alloc_floats(cd, &failed);
-    s->q = alloc_floats(cd, &failed);
-    s->k = alloc_floats(cd, &failed);
-    s->v = alloc_floats(cd, &failed);
-    s->a = alloc_floats(cd, &failed);
-    s->u = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
-    if (m->cfg.ffn == LINATTN_FFN_SWIGLU)
-        s->u2 = alloc_floats((size_t)LINATTN_CHUNK * m->dff, &failed);
-    /* a decayed grouped linear model: k, v repeated per query head */
-    if (m->cfg.attention == LINATTN_ATTN_LINEAR && m->g != m->h && m->lin_heads == m->h) {
-        s->kx = alloc_floats(cd, &failed);
-        s->vx = alloc_floats(cd, &failed);
-    }
-    s->logits = alloc_floats((size_t)m->vocab, &failed);
-    if (m->cfg.positions == LINATTN_POS_ROPE)
-        s->rope = alloc_floats((size_t)LINATTN_CHUNK * m->dh, &failed);
+    s->logits = mem_calloc((size_t)m->vocab, sizeof(float));
+    failed |= !s->logits;
     linattn_status st = LINATTN_OK;
     if (m->cfg.attention == LINATTN_ATTN_LINEAR) {
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
@@ -94,6 +260,8 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
         for (int l = 0; !failed && st == LINATTN_OK && l < L; l++) {
             st = linattn_linear_state_create(m->lin_heads, m->dh, m->dh, m->cfg.eps, m->decay,
                                              &s->lin[l]);
+            if (st == LINATTN_OK)
+                linattn_linear_state_borrow(s->lin[l]);
             if (st == LINATTN_OK && m->lin_heads != m->h) /* grouped: one state per k/v head */
                 st = linattn_linear_state_set_group(s->lin[l], m->h / m->lin_heads);
         }
@@ -104,27 +272,24 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
         s->kv16 = m->cfg.kv_cache == LINATTN_KV_F16;
         if (s->kv16)
             cache = (cache + 1) / 2;
-        s->kcache = alloc_floats(cache, &failed);
-        s->vcache = alloc_floats(cache, &failed);
-        if (m->window > 0) { /* a hybrid's also holds the key that leaves */
-            size_t rows = (size_t)(m->window + LINATTN_CHUNK) * m->kvd;
-            if (s->kv16)
-                rows = (rows + 1) / 2;
-            s->gather_k = alloc_floats(rows, &failed);
-            s->gather_v = alloc_floats(rows, &failed);
-        }
+        s->kcache = mem_calloc(cache ? cache : 1, sizeof(float));
+        s->vcache = mem_calloc(cache ? cache : 1, sizeof(float));
+        failed |= !s->kcache || !s->vcache;
     }
     if (m->cfg.attention == LINATTN_ATTN_HYBRID) {
         /* the tail: a state of every query head (each its own decay), phi
          * of fdim, no eps (the window's mass is never 0) */
-        s->hyb_ws = alloc_floats(linattn_hybrid_scratch_floats(m), &failed);
         s->lin = mem_calloc((size_t)L, sizeof *s->lin);
         failed |= !s->lin;
         for (int l = 0; !failed && st == LINATTN_OK && l < L; l++)
-            st = linattn_linear_state_create(m->h, m->fdim, m->dh, 0.0f, m->decay, &s->lin[l]);
+            if ((st = linattn_linear_state_create(m->h, m->fdim, m->dh, 0.0f, m->decay,
+                                                  &s->lin[l])) == LINATTN_OK)
+                linattn_linear_state_borrow(s->lin[l]);
     }
-    if (!failed && st == LINATTN_OK)
-        st = size_workspace(s);
+    /* the pool holds a set sized for this session's threads before the
+     * first feed, which then allocates nothing unless calls run at once */
+    if (!failed && st == LINATTN_OK && (st = scratch_acquire(s, "session")) == LINATTN_OK)
+        scratch_release(s);
     if (failed || st != LINATTN_OK) {
         linattn_session_free(s);
         return failed ? linattn_err(LINATTN_ERR_NOMEM, "session: out of memory") : st;
@@ -137,31 +302,45 @@ void linattn_session_free(linattn_session *s)
 {
     if (!s)
         return;
+    scratch_release(s);
     if (s->lin)
         for (int l = 0; l < s->m->cfg.n_layers; l++)
             linattn_linear_state_free(s->lin[l]);
     mem_free(s->lin);
     mem_free(s->kcache);
     mem_free(s->vcache);
-    mem_free(s->gather_k);
-    mem_free(s->gather_v);
-    mem_free(s->hyb_ws);
-    mem_free(s->attn_ws);
-    mem_free(s->batch_ws);
-    mem_free(s->head_ws);
     mem_free(s->logits);
-    mem_free(s->x);
-    mem_free(s->hbuf);
-    mem_free(s->q);
-    mem_free(s->k);
-    mem_free(s->v);
-    mem_free(s->a);
-    mem_free(s->u);
-    mem_free(s->u2);
-    mem_free(s->rope);
-    mem_free(s->kx);
-    mem_free(s->vx);
     mem_free(s);
+}
+
+size_t linattn_session_memory_bytes(const linattn_session *s)
+{
+    if (!s)
+        return 0;
+    const linattn_model *m = s->m;
+    size_t bytes = sizeof *s + (size_t)m->vocab * sizeof(float);
+    if (s->kcache) {
+        size_t cache = (size_t)m->cfg.n_layers * (size_t)m->cache_rows * m->kvd;
+        bytes += 2 * (s->kv16 ? (cache + 1) / 2 : cache) * sizeof(float);
+    }
+    if (s->lin)
+        for (int l = 0; l < m->cfg.n_layers; l++)
+            bytes += sizeof *s->lin + linattn_linear_state_memory_bytes(s->lin[l]);
+    return bytes;
+}
+
+size_t linattn_model_scratch_bytes(const linattn_model *m)
+{
+    if (!m || !m->pool)
+        return 0;
+    size_t bytes = 0;
+    pthread_mutex_lock(&m->pool->mu);
+    for (const linattn_scratch *sc = m->pool->free; sc; sc = sc->next)
+        bytes += sc->bytes + sc->attn_ws_bytes + sc->batch_ws_bytes + sc->lin_ws_bytes +
+                 sc->lin_start_bytes +
+                 (sc->head_ws ? (size_t)LINATTN_HEAD_ROWS * (size_t)m->vocab * sizeof(float) : 0);
+    pthread_mutex_unlock(&m->pool->mu);
+    return bytes;
 }
 
 /* Rows of a layer's cache in use at `tokens` tokens (a ring: at most W). */
@@ -252,8 +431,12 @@ void linattn_session_set_threads(linattn_session *s, int threads)
     int asked = threads > 0 ? threads : s->m->cfg.threads;
     int old = s->threads_asked;
     s->threads_asked = asked;
-    if (size_workspace(s) != LINATTN_OK)
-        s->threads_asked = old; /* keep what the workspace was sized for */
+    /* a set of the pool sized for them now, so the next feed allocates
+     * nothing */
+    if (scratch_acquire(s, "session_set_threads") != LINATTN_OK)
+        s->threads_asked = old; /* keep what the buffers were sized for */
+    else
+        scratch_release(s);
     s->threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
 }
 
@@ -357,6 +540,8 @@ linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n
     const linattn_kernels *k;
     if (st == LINATTN_OK)
         st = linattn_kernels_current(&k);
+    if (st == LINATTN_OK)
+        st = scratch_acquire(s, "session_feed");
     for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
         pick_threads(s);
@@ -365,11 +550,14 @@ linattn_status linattn_session_feed(linattn_session *s, const int *tokens, int n
             break;
         int stop = cancelled(s, done + c, n);
         if (done + c == n || stop) /* the session keeps its last logits */
-            linattn_model_logits(s->m, k, s->x + (size_t)(c - 1) * s->m->d, s->logits, s->threads);
-        if (stop)
+            linattn_model_logits(s->m, k, s->sc->x + (size_t)(c - 1) * s->m->d, s->logits, s->threads);
+        if (stop) {
+            scratch_release(s);
             return linattn_err(LINATTN_ERR_CANCELLED, "session_feed: cancelled after %d of %d tokens",
                                done + c, n);
+        }
     }
+    scratch_release(s);
     if (st == LINATTN_OK && logits)
         memcpy(logits, s->logits, (size_t)s->m->vocab * sizeof(float));
     return st;
@@ -390,18 +578,23 @@ linattn_status linattn_session_feed_all(linattn_session *s, const int *tokens, i
     if (st == LINATTN_OK)
         st = linattn_kernels_current(&k);
     const size_t V = (size_t)s->m->vocab;
+    if (st == LINATTN_OK)
+        st = scratch_acquire(s, "session_feed_all");
     for (int done = 0; st == LINATTN_OK && done < n; done += LINATTN_CHUNK) {
         int c = n - done < LINATTN_CHUNK ? n - done : LINATTN_CHUNK;
         pick_threads(s);
         st = linattn_model_forward(s, NULL, tokens + done, c);
         if (st != LINATTN_OK)
             break;
-        linattn_model_logits_rows(s->m, k, s->x, c, logits + (size_t)done * V, s->threads);
+        linattn_model_logits_rows(s->m, k, s->sc->x, c, logits + (size_t)done * V, s->threads);
         memcpy(s->logits, logits + (size_t)(done + c - 1) * V, V * sizeof(float));
-        if (cancelled(s, done + c, n))
+        if (cancelled(s, done + c, n)) {
+            scratch_release(s);
             return linattn_err(LINATTN_ERR_CANCELLED,
                                "session_feed_all: cancelled after %d of %d tokens", done + c, n);
+        }
     }
+    scratch_release(s);
     return st;
 }
 
@@ -429,24 +622,29 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
         int c = n - g < LINATTN_CHUNK ? n - g : LINATTN_CHUNK;
         linattn_session *w = sessions[g]; /* its buffers carry the group's rows */
         pick_threads(w);
+        if ((st = scratch_acquire(w, "sessions_step")) != LINATTN_OK)
+            continue;
         /* a group of one is that stream's own step (its one-token team) */
         st = linattn_model_forward(w, c > 1 ? sessions + g : NULL, tokens + g, c);
-        if (st != LINATTN_OK)
+        if (st != LINATTN_OK) {
+            scratch_release(w);
             continue;
+        }
         /* the LM head: one gemm a block of streams, so its weights are read
          * once a block rather than once a stream (one stream: a gemv, as
          * a lone step) */
         const size_t V = (size_t)m->vocab;
-        if (c > 1 && !w->head_ws &&
-            !(w->head_ws = mem_alloc((size_t)LINATTN_HEAD_ROWS * V * sizeof(float)))) {
+        if (c > 1 && !w->sc->head_ws &&
+            !(w->sc->head_ws = mem_alloc((size_t)LINATTN_HEAD_ROWS * V * sizeof(float)))) {
             st = linattn_err(LINATTN_ERR_NOMEM, "sessions_step: cannot allocate %zu bytes of logits",
                              (size_t)LINATTN_HEAD_ROWS * V * sizeof(float));
+            scratch_release(w);
             continue;
         }
         for (int r0 = 0; r0 < c; r0 += LINATTN_HEAD_ROWS) {
             const int nr = c - r0 < LINATTN_HEAD_ROWS ? c - r0 : LINATTN_HEAD_ROWS;
-            float *y = nr > 1 ? w->head_ws : sessions[g + r0]->logits;
-            linattn_model_logits_rows(m, k, w->x + (size_t)r0 * m->d, nr, y, w->threads);
+            float *y = nr > 1 ? w->sc->head_ws : sessions[g + r0]->logits;
+            linattn_model_logits_rows(m, k, w->sc->x + (size_t)r0 * m->d, nr, y, w->threads);
             for (int i = 0; i < nr; i++) {
                 linattn_session *s = sessions[g + r0 + i];
                 if (nr > 1)
@@ -455,6 +653,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
                     memcpy(logits[g + r0 + i], s->logits, V * sizeof(float));
             }
         }
+        scratch_release(w);
     }
     return st;
 }
@@ -806,7 +1005,7 @@ void linattn_window_gather(linattn_session *s, const linattn_kernels *kt, int la
     const size_t kvd = (size_t)s->m->kvd, elem = linattn_cache_elem(s);
     const uint64_t t0 = s->tokens;
     const int W = s->m->window;
-    char *gk = s->gather_k, *gv = s->gather_v;
+    char *gk = s->sc->gather_k, *gv = s->sc->gather_v;
     for (int r = 0; r < prev; r++) {
         uint64_t pos = t0 - (uint64_t)prev + (uint64_t)r;
         memcpy(gk + (size_t)r * kvd * elem, linattn_cache_at(s, 0, layer, pos), kvd * elem);

@@ -539,8 +539,14 @@ LINATTN_API linattn_status linattn_config_sizes(const linattn_config *c, linattn
 /* Progress of a long feed (linattn_session_set_progress). */
 typedef int (*linattn_progress_fn)(void *user, uint64_t done, uint64_t total);
 
-/* A new empty stream of model m (which must outlive it). All memory it
- * will use is allocated here: feeding tokens allocates nothing. */
+/* A new empty stream of model m (which must outlive it). The session holds
+ * its decode state (linattn_session_memory_bytes); the buffers a call works
+ * in (a prefill chunk's activations, workspaces) belong to the model, one
+ * set per call running at once, lent to the session for the call. The
+ * model gets its first set here, sized for the session's threads, so
+ * feeding tokens allocates nothing unless calls run at once or a session
+ * asks for more threads than the sets were sized for (a set is then made
+ * or grown, and kept). */
 LINATTN_API linattn_status linattn_session_new(const linattn_model *m, linattn_session **out);
 LINATTN_API void linattn_session_free(linattn_session *s);
 /* Back to an empty stream. */
@@ -580,6 +586,13 @@ LINATTN_API void linattn_session_set_progress(linattn_session *s, linattn_progre
 /* Bytes of decode state in use: linear, constant; softmax, the KV cache
  * filled so far. */
 LINATTN_API size_t linattn_session_state_bytes(const linattn_session *s);
+/* Bytes the session holds while parked: its whole decode state (the
+ * softmax cache at its full length, the linear sums with their waiting
+ * rows), its logits and about 1 KiB of bookkeeping. 0 for NULL. */
+LINATTN_API size_t linattn_session_memory_bytes(const linattn_session *s);
+/* Bytes of the call buffers m's sessions share (the sets not in use by a
+ * call at this moment: all of them between calls). 0 for NULL. */
+LINATTN_API size_t linattn_model_scratch_bytes(const linattn_model *m);
 
 /* Saves the stream to path: written to a temporary file in the same
  * folder, fsynced, then renamed, so the previous file survives a crash.

@@ -42,6 +42,20 @@ void *realloc(void *p, size_t n)
 static size_t heap_in_use(void) { return atomic_load(&allocations); }
 #endif
 
+/* Bytes of the heap in use: ASan's count, or glibc's arena and mmapped
+ * bytes (a few KiB of freed small chunks kept in the tcache count as in use:
+ * noise against the megabytes this is used to measure). */
+#if defined(__SANITIZE_ADDRESS__)
+static size_t heap_bytes(void) { return __sanitizer_get_current_allocated_bytes(); }
+#else
+#include <malloc.h>
+static size_t heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+#endif
+
 /* tests/data/NAME.ini, or configs/NAME.ini for the shipped demo models */
 static linattn_model *load(const char *name)
 {
@@ -1526,5 +1540,48 @@ Test(window, state_bytes)
     /* + layers * heads * (F*dh + F + 16 (F + dh)) * 4 */
     cr_assert_eq(linattn_model_state_bytes(m, 7),
                  (size_t)2 * 2 * 16 * 16 * 4 + (size_t)2 * 8 * (12 * 8 + 12 + 16 * 20) * 4);
+    linattn_model_free(m);
+}
+
+/* A parked stream costs its state: the buffers a call works in (a prefill
+ * chunk's activations, the linear prefill's workspace: about 1.1 MB a
+ * session of kjv-linear before they moved to the model) are the model's,
+ * one set per call running at once. 1,000 sessions that each took a
+ * prefill and a step hold at most 1.1 x their state bytes, and
+ * linattn_session_memory_bytes says what each holds. */
+Test(session, thousand_sessions_cost_their_state)
+{
+    linattn_model *m = load("kjv-linear");
+    enum { N = 1000, P = 40 };
+    int toks[P];
+    make_tokens(toks, P, 3);
+    linattn_session **s = calloc(N, sizeof *s);
+    cr_assert(s);
+    const size_t before = heap_bytes();
+    int failed = 0;
+    for (int i = 0; i < N && !failed; i++) {
+        failed |= linattn_session_new(m, &s[i]) != LINATTN_OK;
+        failed |= !failed && linattn_session_feed(s[i], toks, P, NULL) != LINATTN_OK;
+        failed |= !failed && linattn_session_feed(s[i], &toks[i % P], 1, NULL) != LINATTN_OK;
+    }
+    const size_t after = heap_bytes();
+    cr_assert_eq(failed, 0, "%s", linattn_last_error());
+    const size_t state = linattn_session_state_bytes(s[0]), held = linattn_session_memory_bytes(s[0]);
+    const size_t scratch = linattn_model_scratch_bytes(m);
+    cr_assert_gt(state, 300000u);
+    cr_assert(held >= state && held <= state + state / 20, "a session holds %zu bytes, state %zu",
+              held, state);
+    cr_assert_gt(scratch, 0u, "the model holds the call buffers");
+    /* one set: the calls ran one at a time */
+    cr_assert_lt(scratch, (size_t)8 << 20, "scratch %zu bytes", scratch);
+    const double grown = (double)(after - before);
+    cr_assert(grown <= 1.1 * N * (double)state + (double)scratch,
+              "1,000 sessions grew the heap by %.0f bytes against 1.1 x %d x %zu + %zu", grown, N,
+              state, scratch);
+    cr_assert(grown >= 0.9 * N * (double)held, "the heap grew %.0f, the sessions say %zu each",
+              grown, held);
+    for (int i = 0; i < N; i++)
+        linattn_session_free(s[i]);
+    free(s);
     linattn_model_free(m);
 }
