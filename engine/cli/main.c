@@ -125,12 +125,18 @@ linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_genera
         att = a0;
     const char *use = path;
 #ifdef LINATTN_DATADIR
+    /* a relative path that is not here: the installed demo files, as
+     * given (configs/kjv-linear.ini), under configs/ (kjv-linear.ini), or
+     * a bare name (kjv-linear) */
     char installed[4096];
-    if (path && path[0] && path[0] != '/' && access(path, F_OK) != 0 &&
-        (size_t)snprintf(installed, sizeof installed, "%s/%s", LINATTN_DATADIR, path) <
-            sizeof installed &&
-        access(installed, F_OK) == 0)
-        use = installed;
+    static const char *const forms[] = {"%s/%s", "%s/configs/%s", "%s/configs/%s.ini"};
+    for (size_t i = 0; path && path[0] && path[0] != '/' && access(path, F_OK) != 0 &&
+                       use == path && i < sizeof forms / sizeof forms[0];
+         i++) {
+        size_t n = (size_t)snprintf(installed, sizeof installed, forms[i], LINATTN_DATADIR, path);
+        if (n < sizeof installed && access(installed, F_OK) == 0)
+            use = installed;
+    }
 #endif
     linattn_status st = cli_config_load(use, cfg, gen, att);
     free(a0);
