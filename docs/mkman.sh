@@ -1,10 +1,29 @@
 #!/bin/sh
 # mkman.sh LINATTN OUT VERSION: writes the linattn(1) man page from the program's own --help texts,
-# so the page cannot drift from the flags.
+# so the page cannot drift from the flags; given linattn-bench, its linattn-bench(1) page.
 set -eu
 exe=$1
 out=$2
 version=$3
+# roff: escape backslashes, and a line starting with '.' or "'" must not read as a request
+esc() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/" -e 's/^-/\\-/'; }
+if [ "$(basename "$exe")" = linattn-bench ]; then
+    help=$(mktemp)
+    trap 'rm -f "$help"' EXIT
+    "$exe" --help >"$help" || { echo "mkman: '$exe --help' failed" >&2; exit 1; }
+    # the usage lines run to the first blank line
+    usage=$(awk 'NF == 0 { exit } { n++ } END { print n }' "$help")
+    {
+        printf '.TH LINATTN-BENCH 1 "" "linattn %s" "User Commands"\n' "$version"
+        printf '.SH NAME\nlinattn-bench \\- throughput of linattn kernels, operators and models per ISA\n'
+        printf '.SH SYNOPSIS\n.nf\n'
+        sed -n "1,${usage}p" "$help" | sed 's/^usage: //' | esc
+        printf '.fi\n.SH DESCRIPTION\n.nf\n'
+        sed "1,$((usage + 1))d" "$help" | esc
+        printf '.fi\n.SH SEE ALSO\nlinattn(1); docs/benchmarks.md of the linattn sources.\n'
+    } >"$out"
+    exit 0
+fi
 # every --help first, so a program that cannot run fails the build here
 help=$(mktemp)
 trap 'rm -f "$help"' EXIT
@@ -16,8 +35,6 @@ for cmd in "" $cmds; do
     "$exe" $cmd --help >"$help.$cmd" || { echo "mkman: '$exe $cmd --help' failed" >&2; exit 1; }
 done
 trap 'rm -f "$help" "$help".*' EXIT
-# roff: escape backslashes, and a line starting with '.' or "'" must not read as a request
-esc() { sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/" -e 's/^-/\\-/'; }
 {
     printf '.TH LINATTN 1 "" "linattn %s" "User Commands"\n' "$version"
     printf '.SH NAME\nlinattn \\- run transformer decoders with softmax or causal linear attention on a CPU\n'
