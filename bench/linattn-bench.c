@@ -348,6 +348,14 @@ static int compare(const char *old_path, const char *new_path)
     if (matched)
         printf("\ngeometric mean speed-up over %d workloads (peak and bandwidth left out): %.3fx\n",
                matched, exp(log_sum / matched));
+    /* a ratio across machines measures the machines as much as the code */
+    static const char *const same[] = {"cpu_model", "isas"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        if (strcmp(bench_header_get(&a.h, same[i]), bench_header_get(&b.h, same[i])))
+            fprintf(stderr,
+                    "linattn-bench: warning: the two runs differ in %s ('%s' against '%s'): "
+                    "their ratios compare the machines too, not only the code\n",
+                    same[i], bench_header_get(&a.h, same[i]), bench_header_get(&b.h, same[i]));
     bench_doc_free(&a);
     bench_doc_free(&b);
     return 0;
@@ -524,6 +532,12 @@ int main(int argc, char **argv)
         }
     }
     if (compare_old) {
+        if (plot || json || csv) {
+            fprintf(stderr, "linattn-bench: --compare prints a table only: --%s draws or writes one "
+                            "run (give it to the run itself)\n",
+                    plot ? "plot" : json ? "json" : "csv");
+            return 1;
+        }
         if (optind + 1 != argc) {
             fprintf(stderr, "linattn-bench: --compare: expected OLD.json NEW.json\n");
             return 1;
@@ -617,6 +631,13 @@ int main(int argc, char **argv)
     total += p.suites & SUITE_KERNELS ? kernels_units(&p) : 0;
     total += p.suites & SUITE_OPS ? ops_units(&p) : 0;
     total += p.suites & SUITE_MODEL ? model_units(&p) : 0;
+    if (!p.quick)
+        /* a figure's runs stop after `budget` seconds (two runs at least),
+         * so the plan's length is about the figures times that */
+        fprintf(stderr,
+                "linattn-bench: %zu figures, each up to %.0f s of runs: this takes up to about %.0f "
+                "minutes (--quick: under a minute; --suite or --filter: a part)\n",
+                total, p.budget, ceil((double)total * p.budget / 60.0));
     bench_progress_begin(total);
     double start = bench_now(NULL);
     int failed = 0;

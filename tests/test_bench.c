@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cjson/cJSON.h>
 
@@ -657,4 +658,68 @@ Test(bench_svg, empty_run_is_still_a_picture)
     cr_assert_eq(count(svg, "class=\"series\""), 0);
     cr_assert(strstr(svg, "no decode rows"));
     free(svg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The program's messages (LINATTN_BENCH_EXE)                                */
+/* ------------------------------------------------------------------------ */
+
+/* Runs the bench with args through the shell; stdout and stderr together
+ * into out (NUL-terminated); returns the exit status. */
+static int run_bench(const char *args, char *out, size_t cap)
+{
+    const char *exe = getenv("LINATTN_BENCH_EXE");
+    cr_assert(exe, "LINATTN_BENCH_EXE is not set");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* --compare of runs from two CPUs warns that the ratios measure the
+ * machines; from one CPU it does not; --plot with --compare is refused. */
+Test(bench_cli, compare_warns_across_cpus_and_refuses_plot)
+{
+    static char out[1 << 16];
+    char *dir = strdup("/tmp/linattn-bench-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    char args[2048], a[512], b[512];
+    snprintf(a, sizeof a, "%s/a.json", dir);
+    snprintf(b, sizeof b, "%s/b.json", dir);
+    snprintf(args, sizeof args, "--quick --suite peak --isa scalar --threads 1 --json %s", a);
+    cr_assert_eq(run_bench(args, out, sizeof out), 0, "%s", out);
+    /* the same run as from another CPU */
+    size_t n;
+    FILE *f = fopen(a, "rb");
+    cr_assert(f);
+    static char text[1 << 16], edited[1 << 16];
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *at = strstr(text, "\"cpu_model\"");
+    cr_assert(at, "cpu_model in the JSON");
+    char *q1 = strchr(at + 11, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
+    cr_assert(q2);
+    snprintf(edited, sizeof edited, "%.*s\"Another CPU\"%s", (int)(q1 - text), text, q2 + 1);
+    f = fopen(b, "wb");
+    cr_assert(f);
+    fputs(edited, f);
+    fclose(f);
+    snprintf(args, sizeof args, "--compare %s %s", a, a);
+    cr_assert_eq(run_bench(args, out, sizeof out), 0, "%s", out);
+    cr_assert_null(strstr(out, "warning"), "one CPU: %s", out);
+    snprintf(args, sizeof args, "--compare %s %s", a, b);
+    cr_assert_eq(run_bench(args, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "warning: the two runs differ in cpu_model"), "%s", out);
+    cr_assert(strstr(out, "Another CPU"), "%s", out);
+    snprintf(args, sizeof args, "--compare %s %s --plot %s/x.svg", a, b, dir);
+    cr_assert_eq(run_bench(args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "--compare prints a table only: --plot"), "%s", out);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    cr_assert_eq(system(args), 0);
+    free(dir);
 }
