@@ -7,120 +7,22 @@
 
 #include "bench.h"
 #include "../engine/internal.h"
+#include "../simd/kernel_cases.h"
 
-/* Kernel ids and names, from the one list (simd/kernels.h). */
-enum {
-#define K_ID(name, ret, params) K_##name,
-    LINATTN_KERNELS(K_ID)
-#undef K_ID
-        N_KERNELS
-};
-
-static const char *const kernel_names[N_KERNELS] = {
-#define K_NAME(name, ret, params) [K_##name] = #name,
-    LINATTN_KERNELS(K_NAME)
-#undef K_NAME
-};
-
-/* The cases of tests/checkasm.c --bench, so the two tables agree. */
-typedef struct bench_case {
-    const char *kernel;
-    size_t a, b, c; /* n; dk dv; rows cols; M N K */
-    int heads;      /* linear_block_read over this many heads' states per call */
-    float decay;    /* linear_block_read: 0 for none (c = 1, weights 1) */
-} bench_case;
-
-static const bench_case cases[] = {
-    {"dot", 64, 0, 0, 0, 0},          {"dot", 1024, 0, 0, 0, 0},
-    {"max", 64, 0, 0, 0, 0},          {"max", 1024, 0, 0, 0, 0},
-    {"sum", 64, 0, 0, 0, 0},          {"sum", 1024, 0, 0, 0, 0},
-    {"axpy", 64, 0, 0, 0, 0},         {"axpy", 1024, 0, 0, 0, 0},
-    {"scale", 64, 0, 0, 0, 0},        {"scale", 1024, 0, 0, 0, 0},
-    {"exp_sub_sum", 64, 0, 0, 0, 0},  {"exp_sub_sum", 1024, 0, 0, 0, 0},
-    {"elu1", 64, 0, 0, 0, 0},         {"elu1", 1024, 0, 0, 0, 0},
-    {"relu", 64, 0, 0, 0, 0},         {"relu", 1024, 0, 0, 0, 0},
-    {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
-    {"silu_mul", 64, 0, 0, 0, 0},     {"silu_mul", 1376, 0, 0, 0, 0},
-    {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
-    {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
-    {"linear_block_read", 64, 64, 0, 1, 0},
-    {"linear_block_read", 64, 64, 0, 8, 0},
-    {"linear_block_read", 64, 64, 0, 8, 0.96875f},
-    {"gemv", 512, 512, 0, 0, 0},      {"gemv", 2048, 512, 0, 0, 0},
-    {"gemm_nt", 64, 64, 64, 0, 0},    {"gemm_nt", 128, 512, 512, 0, 0},
-    {"gemm_nt", 1, 2048, 2048, 0, 0}, {"gemm_nt", 16, 1024, 1024, 0, 0},
-    {"gemm_nt", 256, 1024, 1024, 0, 0},
-    {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
-    {"gemm_nn", 1, 64, 1024, 0, 0},
-    {"gemm_tn", 64, 64, 16, 0, 0},    {"gemm_tn", 128, 512, 512, 0, 0},
-    {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
-    {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
-    {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
-    {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
-};
-#define N_CASES (sizeof cases / sizeof cases[0])
-
-static int kernel_id(const char *name)
-{
-    for (int i = 0; i < N_KERNELS; i++)
-        if (!strcmp(kernel_names[i], name))
-            return i;
-    return -1;
-}
-
-typedef struct case_data {
-    int id; /* K_* */
-    float *x, *y, *w, *b, *S, *z, *C;
-} case_data;
-
-/* Row weights of linear_block_read: decayed-looking, all the same. */
-static const float block_weights[LINATTN_BLOCK_ROWS] = {
-    0.6f, 0.62f, 0.64f, 0.67f, 0.69f, 0.71f, 0.74f, 0.76f,
-    0.79f, 0.81f, 0.84f, 0.87f, 0.9f, 0.93f, 0.96f, 1.0f};
+/* The cases and their calls: simd/kernel_cases.h, shared with checkasm --bench. */
+typedef linattn_kernel_case bench_case;
+typedef linattn_case_data case_data;
+#define cases linattn_kernel_cases
+#define N_CASES LINATTN_N_KERNEL_CASES
+#define N_KERNELS LINATTN_N_KERNELS
+#define kernel_names linattn_kernel_names
 
 /* Results of timed reductions land here so the calls are not optimized away. */
 volatile float kernels_sink;
 
 static void call_once(const linattn_kernels *k, const bench_case *bc, case_data *d)
 {
-    size_t n = bc->a;
-    switch (d->id) {
-    case K_dot: kernels_sink = k->dot(d->x, d->y, n); break;
-    case K_max: kernels_sink = k->max(d->x, n); break;
-    case K_sum: kernels_sink = k->sum(d->x, n); break;
-    case K_axpy: k->axpy(d->y, 1e-3f, d->x, n); break;
-    case K_scale: k->scale(d->y, 1.0f, n); break;
-    case K_exp_sub_sum: kernels_sink = k->exp_sub_sum(d->y, d->x, 3.0f, n); break;
-    case K_elu1: k->elu1(d->y, d->x, n); break;
-    case K_relu: k->relu(d->y, d->x, n); break;
-    case K_gelu: k->gelu(d->y, d->x, n); break;
-    case K_silu_mul: k->silu_mul(d->y, d->x, d->w, n); break;
-    case K_layernorm: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
-    case K_rmsnorm: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
-    case K_linear_block_read: /* a half-full block (8 rows, shared by the heads) */
-        for (int h = 0; h < bc->heads; h++)
-            k->linear_block_read(d->y + (size_t)h * bc->b, d->w + (size_t)h * bc->a,
-                                 d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
-                                 d->x, d->x + 8 * bc->a, block_weights, 8,
-                                 bc->decay > 0 ? bc->decay : 1.0f, bc->a, bc->b, 1e-6f);
-        break;
-    case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
-    case K_gemm_tn: k->gemm_tn(d->C, bc->b, d->x, bc->a, d->S, bc->b, bc->a, bc->b, bc->c); break;
-    /* half weights: S's floats read as pairs of 16-bit values (the values
-     * do not change the time) */
-    case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemv_bf16: k->gemv_bf16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt_f16: k->gemm_nt_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nn_f16: k->gemm_nn_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->b, bc->a, bc->b, bc->c); break;
-    case K_to_f16: k->to_f16((uint16_t *)(void *)d->y, d->x, n); break;
-    /* int8 weights: the first quarter of S's bytes, scales after them */
-    case K_gemv_q8: k->gemv_q8(d->y, (const int8_t *)(const void *)d->S, d->S + bc->a * bc->b / 4, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt_q8: k->gemm_nt_q8(d->C, bc->b, d->x, bc->c, (const int8_t *)(const void *)d->S, d->S + bc->b * bc->c / 4, bc->c, bc->a, bc->b, bc->c); break;
-    default: break;
-    }
+    linattn_kernel_case_call(k, bc, d, &kernels_sink);
 }
 
 static double now_ns(void)
@@ -178,6 +80,8 @@ static void case_size(char *buf, size_t n, const bench_case *bc)
         snprintf(buf, n, "%zux%zu-h%d-g%g", bc->a, bc->b, bc->heads, (double)bc->decay);
     else if (bc->heads > 1)
         snprintf(buf, n, "%zux%zu-h%d", bc->a, bc->b, bc->heads);
+    else if (bc->decay > 0)
+        snprintf(buf, n, "%zux%zu-g%g", bc->a, bc->b, (double)bc->decay);
     else if (bc->b)
         snprintf(buf, n, "%zux%zu", bc->a, bc->b);
     else
@@ -250,11 +154,8 @@ int suite_kernels(const bench_plan *p)
     }
     /* a kernel of the list without a case is said, not skipped silently */
     for (int id = 0; id < N_KERNELS; id++) {
-        int found = 0;
-        for (size_t i = 0; i < N_CASES; i++)
-            found |= !strcmp(cases[i].kernel, kernel_names[id]);
-        if (!found)
-            bench_printf("note: kernel %s has no bench case in bench/kernels_bench.c\n",
+        if (!linattn_kernel_has_case(id))
+            bench_printf("note: kernel %s has no bench case in simd/kernel_cases.h\n",
                          kernel_names[id]);
     }
     const double target_ns = p->quick ? 0.5e6 : 2e6;
@@ -283,22 +184,17 @@ int suite_kernels(const bench_plan *p)
         bench_progress_step(name);
         bench_pin(1);
         case_size(size, sizeof size, bc);
-        size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        /* x: A of a gemm; else the input, and for linear_block_read the 8
-         * K rows (a wide) then the 8 V rows (b wide) it reads from x */
-        size_t nx = bc->c ? bc->a * bc->c
-                          : bc->a * (bc->heads ? bc->heads : 1) + 8 * (bc->a + bc->b);
-        size_t nS = bc->c ? bc->b * bc->c : big;
+        const linattn_case_floats f = linattn_kernel_case_floats(bc);
         case_data d = {
-            .id = kernel_id(bc->kernel),
-            .x = case_alloc(nx, -2, 2),
-            .y = case_alloc(bc->a * 8 + bc->b * 8, -2, 2),
-            .w = case_alloc(bc->a * 8, 0.01, 2),
-            .b = case_alloc(bc->a * 8, 0.01, 2),
-            .S = case_alloc(nS, -1, 1),
-            .z = case_alloc(bc->a * 8, 0, 10),
-            .C = case_alloc(bc->c ? mn : 1, -1, 1),
+            .id = linattn_kernel_id(bc->kernel),
+            .x = case_alloc(f.x, -2, 2),
+            .y = case_alloc(f.y, -2, 2),
+            .w = case_alloc(f.w, 0.01, 2),
+            .b = case_alloc(f.b, 0.01, 2),
+            .S = case_alloc(f.S, -1, 1),
+            .z = case_alloc(f.z, 0, 10),
+            .C = case_alloc(f.C, -1, 1),
         };
         size_t iters[LINATTN_ISA_COUNT];
         int r_case = reps;

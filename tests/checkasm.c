@@ -12,6 +12,7 @@
 #include "linattn.h"
 #include "../engine/internal.h"
 #include "../simd/f16.h"
+#include "../simd/kernel_cases.h"
 
 /* Under ASan the guards are also poisoned, so a plain load or store into
  * them stops the run at once, whatever value it reads or writes. */
@@ -1745,96 +1746,17 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-typedef struct bench_case {
-    const char *kernel;
-    size_t a, b, c; /* n; dk dv; rows cols; M N K */
-    int heads;      /* linear_block_read over this many heads' states per call */
-    float decay;    /* linear_block_read: 0 for none (c = 1, weights 1) */
-} bench_case;
-
-static const bench_case bench_cases[] = {
-    {"dot", 64, 0, 0, 0, 0},          {"dot", 1024, 0, 0, 0, 0},
-    {"max", 64, 0, 0, 0, 0},          {"max", 1024, 0, 0, 0, 0},
-    {"sum", 64, 0, 0, 0, 0},          {"sum", 1024, 0, 0, 0, 0},
-    {"axpy", 64, 0, 0, 0, 0},         {"axpy", 1024, 0, 0, 0, 0},
-    {"scale", 64, 0, 0, 0, 0},        {"scale", 1024, 0, 0, 0, 0},
-    {"exp_sub_sum", 64, 0, 0, 0, 0},  {"exp_sub_sum", 1024, 0, 0, 0, 0},
-    {"elu1", 64, 0, 0, 0, 0},         {"elu1", 1024, 0, 0, 0, 0},
-    {"relu", 64, 0, 0, 0, 0},         {"relu", 1024, 0, 0, 0, 0},
-    {"gelu", 64, 0, 0, 0, 0},         {"gelu", 1024, 0, 0, 0, 0},
-    {"silu_mul", 64, 0, 0, 0, 0},     {"silu_mul", 1376, 0, 0, 0, 0},
-    {"layernorm", 64, 0, 0, 0, 0},    {"layernorm", 1024, 0, 0, 0, 0},
-    {"rmsnorm", 64, 0, 0, 0, 0},      {"rmsnorm", 1024, 0, 0, 0, 0},
-    {"linear_block_read", 64, 64, 0, 1, 0},
-    {"linear_block_read", 64, 64, 0, 8, 0},
-    {"linear_block_read", 64, 64, 0, 8, 0.96875f},
-    {"gemv", 512, 512, 0, 0, 0},      {"gemv", 2048, 512, 0, 0, 0},
-    {"gemm_nt", 64, 64, 64, 0, 0},    {"gemm_nt", 128, 512, 512, 0, 0},
-    {"gemm_nt", 1, 2048, 2048, 0, 0}, {"gemm_nt", 16, 1024, 1024, 0, 0},
-    {"gemm_nt", 256, 1024, 1024, 0, 0},
-    {"gemm_nn", 64, 64, 64, 0, 0},    {"gemm_nn", 128, 512, 512, 0, 0},
-    {"gemm_nn", 1, 64, 1024, 0, 0},
-    {"gemm_tn", 64, 64, 16, 0, 0},    {"gemm_tn", 128, 512, 512, 0, 0},
-    {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
-    {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
-    {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
-    {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
-};
-
-typedef struct bench_data {
-    int id; /* K_* */
-    float *x, *y, *w, *b, *S, *z, *C;
-} bench_data;
-
-/* Row weights of linear_block_read: decayed-looking, all the same. */
-static const float bench_weights[LINATTN_BLOCK_ROWS] = {
-    0.6f, 0.62f, 0.64f, 0.67f, 0.69f, 0.71f, 0.74f, 0.76f,
-    0.79f, 0.81f, 0.84f, 0.87f, 0.9f, 0.93f, 0.96f, 1.0f};
+/* The cases and their calls: simd/kernel_cases.h, shared with linattn-bench. */
+typedef linattn_kernel_case bench_case;
+typedef linattn_case_data bench_data;
+#define bench_cases linattn_kernel_cases
 
 /* Results of timed reductions land here so the calls are not optimized away. */
 volatile float bench_sink;
 
 static void bench_once(const linattn_kernels *k, const bench_case *bc, bench_data *d)
 {
-    size_t n = bc->a;
-    switch (d->id) {
-    case K_dot: bench_sink = k->dot(d->x, d->y, n); break;
-    case K_max: bench_sink = k->max(d->x, n); break;
-    case K_sum: bench_sink = k->sum(d->x, n); break;
-    case K_axpy: k->axpy(d->y, 1e-3f, d->x, n); break;
-    case K_scale: k->scale(d->y, 1.0f, n); break;
-    case K_exp_sub_sum: bench_sink = k->exp_sub_sum(d->y, d->x, 3.0f, n); break;
-    case K_elu1: k->elu1(d->y, d->x, n); break;
-    case K_relu: k->relu(d->y, d->x, n); break;
-    case K_gelu: k->gelu(d->y, d->x, n); break;
-    case K_silu_mul: k->silu_mul(d->y, d->x, d->w, n); break;
-    case K_layernorm: k->layernorm(d->y, d->x, d->w, d->b, n, 1e-5f); break;
-    case K_rmsnorm: k->rmsnorm(d->y, d->x, d->w, n, 1e-5f); break;
-    case K_linear_block_read: /* a half-full block (8 rows, shared by the heads) */
-        for (int h = 0; h < bc->heads; h++)
-            k->linear_block_read(d->y + (size_t)h * bc->b, d->w + (size_t)h * bc->a,
-                                 d->S + (size_t)h * bc->a * bc->b, d->z + (size_t)h * bc->a,
-                                 d->x, d->x + 8 * bc->a, bench_weights, 8,
-                                 bc->decay > 0 ? bc->decay : 1.0f, bc->a, bc->b, 1e-6f);
-        break;
-    case K_gemv: k->gemv(d->y, d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt: k->gemm_nt(d->C, bc->b, d->x, bc->c, d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nn: k->gemm_nn(d->C, bc->b, d->x, bc->c, d->S, bc->b, bc->a, bc->b, bc->c); break;
-    case K_gemm_tn: k->gemm_tn(d->C, bc->b, d->x, bc->a, d->S, bc->b, bc->a, bc->b, bc->c); break;
-    /* half weights: S's floats read as pairs of 16-bit values (values do
-     * not matter for the time) */
-    case K_gemv_f16: k->gemv_f16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemv_bf16: k->gemv_bf16(d->y, (const uint16_t *)(const void *)d->S, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt_f16: k->gemm_nt_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nt_bf16: k->gemm_nt_bf16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->c, bc->a, bc->b, bc->c); break;
-    case K_gemm_nn_f16: k->gemm_nn_f16(d->C, bc->b, d->x, bc->c, (const uint16_t *)(const void *)d->S, bc->b, bc->a, bc->b, bc->c); break;
-    case K_to_f16: k->to_f16((uint16_t *)(void *)d->y, d->x, n); break;
-    /* int8 weights: the first quarter of S's bytes as int8s, scales after
-     * them (values do not matter for the time) */
-    case K_gemv_q8: k->gemv_q8(d->y, (const int8_t *)(const void *)d->S, d->S + bc->a * bc->b / 4, bc->b, d->x, d->b, bc->a, bc->b); break;
-    case K_gemm_nt_q8: k->gemm_nt_q8(d->C, bc->b, d->x, bc->c, (const int8_t *)(const void *)d->S, d->S + bc->b * bc->c / 4, bc->c, bc->a, bc->b, bc->c); break;
-    default: break;
-    }
+    linattn_kernel_case_call(k, bc, d, &bench_sink);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1911,22 +1833,17 @@ static int run_bench(const char *only)
         const bench_case *bc = &bench_cases[ci];
         if (only && strcmp(only, bc->kernel))
             continue;
-        size_t big = bc->a * (bc->b ? bc->b : 1) * (size_t)(bc->heads ? bc->heads : 1);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        /* x: the rows of a dot or norm; for linear_block_read its 8 waiting K
-         * rows (8 a) then V rows (8 b) */
-        size_t nx = bc->c ? bc->a * bc->c
-                          : bc->a * (bc->heads ? bc->heads : 1) + 8 * (bc->a + bc->b);
-        size_t nS = bc->c ? bc->b * bc->c : big;
+        const linattn_case_floats f = linattn_kernel_case_floats(bc);
         bench_data d = {
-            .id = kernel_id(bc->kernel),
-            .x = bench_alloc(nx, -2, 2),
-            .y = bench_alloc(bc->a * 8 + bc->b * 8, -2, 2),
-            .w = bench_alloc(bc->a * 8, 0.01, 2),
-            .b = bench_alloc(bc->a * 8, 0.01, 2),
-            .S = bench_alloc(nS, -1, 1),
-            .z = bench_alloc(bc->a * 8, 0, 10),
-            .C = bench_alloc(bc->c ? mn : 1, -1, 1),
+            .id = linattn_kernel_id(bc->kernel),
+            .x = bench_alloc(f.x, -2, 2),
+            .y = bench_alloc(f.y, -2, 2),
+            .w = bench_alloc(f.w, 0.01, 2),
+            .b = bench_alloc(f.b, 0.01, 2),
+            .S = bench_alloc(f.S, -1, 1),
+            .z = bench_alloc(f.z, 0, 10),
+            .C = bench_alloc(f.C, -1, 1),
         };
         char size[48];
         if (!strncmp(bc->kernel, "gemm", 4))
@@ -1936,6 +1853,8 @@ static int run_bench(const char *only)
                      (double)bc->decay);
         else if (bc->heads > 1)
             snprintf(size, sizeof size, "%zux%zu x%d heads", bc->a, bc->b, bc->heads);
+        else if (bc->decay > 0)
+            snprintf(size, sizeof size, "%zux%zu g=%g", bc->a, bc->b, (double)bc->decay);
         else if (bc->b)
             snprintf(size, sizeof size, "%zux%zu", bc->a, bc->b);
         else
@@ -2253,6 +2172,11 @@ int main(int argc, char **argv)
     for (size_t kern = 0; kern < N_KERNELS; kern++)
         if (!tolerances[kern].formula) {
             printf("FAIL %s: no tolerance entry in checkasm.c\n", kernel_names[kern]);
+            return 1;
+        }
+    for (int kern = 0; kern < LINATTN_N_KERNELS; kern++) /* --bench and linattn-bench time each */
+        if (!linattn_kernel_has_case(kern)) {
+            printf("FAIL %s: no timed case in simd/kernel_cases.h\n", linattn_kernel_names[kern]);
             return 1;
         }
     find_isas();
