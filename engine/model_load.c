@@ -465,6 +465,8 @@ linattn_status linattn_model_from_config_mem(const linattn_config *config, const
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
                             linattn_model **out, recorder *rec)
 {
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "model: out is NULL");
     *out = NULL;
     if (!config)
         return linattn_err(LINATTN_ERR_INVALID, "model: no config");
@@ -626,6 +628,8 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
 
 linattn_status linattn_model_load(const char *config_path, linattn_model **out)
 {
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "model_load: out is NULL");
     *out = NULL;
     linattn_config *c = mem_alloc(sizeof *c);
     if (!c)

@@ -38,6 +38,8 @@ static uint64_t next_u64(uint64_t *s)
 linattn_status linattn_sampler_new(int vocab, float temperature, int top_k, float top_p,
                                    uint64_t seed, linattn_sampler **out)
 {
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "sampler: out is NULL");
     *out = NULL;
     if (vocab < 1)
         return linattn_err(LINATTN_ERR_INVALID, "sampler: vocab %d must be positive", vocab);

@@ -241,6 +241,8 @@ static linattn_status scratch_acquire(linattn_session *s, const char *what)
 
 linattn_status linattn_session_new(const linattn_model *m, linattn_session **out)
 {
+    if (!out)
+        return linattn_err(LINATTN_ERR_INVALID, "session: out is NULL");
     *out = NULL;
     if (!m)
         return linattn_err(LINATTN_ERR_INVALID, "session: no model");
@@ -406,6 +408,8 @@ static void copy_stream(linattn_session *dst, const linattn_session *src)
 
 linattn_status linattn_session_fork(const linattn_session *src, linattn_session **out)
 {
+    if (out)
+        *out = NULL;
     if (!src || !out)
         return linattn_err(LINATTN_ERR_INVALID, "session_fork: NULL argument");
     linattn_session *s;

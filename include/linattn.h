@@ -17,6 +17,22 @@
 extern "C" {
 #endif
 
+/* Conventions of every function below:
+ * - Errors: a function that can fail returns a linattn_status; on failure
+ *   linattn_last_error() (this thread's) says why, with context, and the
+ *   library never prints, exits or aborts. A constructor's *out (model,
+ *   session, fork, tokenizer, sampler, linear state) is NULL after a
+ *   failure, and the objects passed in are unchanged unless the function
+ *   says otherwise.
+ * - Freeing: every *_free(NULL) is a no-op.
+ * - Threads: a linattn_model and a linattn_tokenizer are read-only once
+ *   made: any number of threads may use one at once (sessions of one model
+ *   on different threads included). A linattn_session, linattn_sampler or
+ *   linattn_linear_state is used by one thread at a time (any thread, not
+ *   two at once); linattn_sessions_step and _feed take every session they
+ *   are given for the call. The ISA choice (linattn_set_isa) is process-wide:
+ *   make it before other threads call in. Errors are kept per thread. */
+
 /* ------------------------------------------------------------------------ */
 /* Status codes and errors                                                   */
 /* ------------------------------------------------------------------------ */

@@ -1585,3 +1585,40 @@ Test(session, thousand_sessions_cost_their_state)
     free(s);
     linattn_model_free(m);
 }
+
+/* The header's conventions: a failed constructor leaves *out NULL; every
+ * *_free(NULL) is a no-op. */
+Test(api, failed_constructors_leave_out_null_and_free_null_is_a_noop)
+{
+    void *const junk = (void *)&junk;
+    linattn_model *m = junk;
+    cr_assert_neq(linattn_model_load("/nonexistent/x.ini", &m), LINATTN_OK);
+    cr_assert_null(m);
+    linattn_config c;
+    linattn_config_defaults(&c);
+    m = junk;
+    cr_assert_neq(linattn_model_from_config(&c, &m), LINATTN_OK); /* no [model] section */
+    cr_assert_null(m);
+    linattn_session *s = junk;
+    cr_assert_neq(linattn_session_new(NULL, &s), LINATTN_OK);
+    cr_assert_null(s);
+    s = junk;
+    cr_assert_neq(linattn_session_fork(NULL, &s), LINATTN_OK);
+    cr_assert_null(s, "fork of NULL");
+    linattn_sampler *sm = junk;
+    cr_assert_neq(linattn_sampler_new(0, 1.0f, 0, 1.0f, 1, &sm), LINATTN_OK);
+    cr_assert_null(sm);
+    linattn_tokenizer *t = junk;
+    cr_assert_neq(linattn_tokenizer_load("llama2c:/nonexistent/tok.bin", &t), LINATTN_OK);
+    cr_assert_null(t);
+    linattn_linear_state *ls = junk;
+    cr_assert_neq(linattn_linear_state_create(0, 8, 8, 0.0f, NULL, &ls), LINATTN_OK);
+    cr_assert_null(ls);
+    cr_assert_neq(linattn_session_new(NULL, NULL), LINATTN_OK);
+    cr_assert_neq(linattn_model_load("x.ini", NULL), LINATTN_OK);
+    linattn_model_free(NULL);
+    linattn_session_free(NULL);
+    linattn_sampler_free(NULL);
+    linattn_tokenizer_free(NULL);
+    linattn_linear_state_free(NULL);
+}
