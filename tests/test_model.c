@@ -1622,3 +1622,31 @@ Test(api, failed_constructors_leave_out_null_and_free_null_is_a_noop)
     linattn_tokenizer_free(NULL);
     linattn_linear_state_free(NULL);
 }
+
+/* examples/generate.c (tokenizer, sampler, session through the header
+ * alone) writes the text linattn generate writes with the same sampling. */
+Test(examples, generate_writes_what_the_cli_writes)
+{
+    const char *exe = getenv("LINATTN_GENERATE_EXE");
+    cr_assert(exe, "LINATTN_GENERATE_EXE is not set");
+    char config[1024];
+    snprintf(config, sizeof config, "%s/../../configs/kjv-linear.ini", tu_data_dir());
+    char *argv[] = {(char *)exe, config, "And God said", "120", "7", NULL};
+    tu_run_result ex = tu_run_argv(exe, argv);
+    tu_assert_ok(&ex);
+    tu_run_result cli = tu_run("generate", config, "-p", "And God said", "-n", "120",
+                               "--temperature", "0.8", "--top-k", "40", "--top-p", "0.95", "-s",
+                               "7", NULL);
+    tu_assert_ok(&cli);
+    cr_assert_gt(ex.out_len, strlen("And God said") + 100, "%s", ex.out);
+    cr_assert_eq(ex.out_len, cli.out_len, "example %zu bytes, CLI %zu", ex.out_len, cli.out_len);
+    cr_assert_eq(memcmp(ex.out, cli.out, ex.out_len), 0, "example:\n%s\nCLI:\n%s", ex.out, cli.out);
+    /* another seed, another text */
+    char *argv2[] = {(char *)exe, config, "And God said", "120", "8", NULL};
+    tu_run_result other = tu_run_argv(exe, argv2);
+    tu_assert_ok(&other);
+    cr_assert(other.out_len != ex.out_len || memcmp(other.out, ex.out, ex.out_len) != 0);
+    tu_run_free(&ex);
+    tu_run_free(&cli);
+    tu_run_free(&other);
+}
