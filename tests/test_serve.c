@@ -772,3 +772,48 @@ Test(serve, chat_uses_the_chat_format)
     free(err);
     cr_expect_eq(stop(&s), 0);
 }
+
+/* --max-tokens caps what one request may ask; --max-stream-tokens what a
+ * stream may hold: a request past either is refused (400, nothing fed),
+ * and an answer that reaches the stream's cap ends there ("length"). */
+Test(serve, token_caps_per_request_and_per_stream)
+{
+    const char *extra[] = {"--max-tokens", "50", "--max-stream-tokens", "30", NULL};
+    server s = start(extra);
+    reply r = post(&s, "/v1/completions", "{\"prompt\": \"ab\", \"max_tokens\": 51}");
+    cr_assert_eq(r.status, 400, "%d %s", r.status, r.body);
+    cr_assert(strstr(r.body, "'max_tokens'") && strstr(r.body, "50"), "%s", r.body);
+    free(r.body);
+    char *id = new_stream(&s, "In the beginning"); /* 16 tokens */
+    char path[128];
+    snprintf(path, sizeof path, "/v1/streams/%s/append", id);
+    r = post(&s, path, "{\"text\": \" God created the heaven\"}"); /* 16 + 22 > 30 */
+    cr_assert_eq(r.status, 400, "%d %s", r.status, r.body);
+    cr_assert(strstr(r.body, "--max-stream-tokens 30"), "%s", r.body);
+    free(r.body);
+    snprintf(path, sizeof path, "/v1/streams/%s", id);
+    reply g = http(&s, "GET", path, NULL, NULL, 0);
+    cJSON *j = json_of(&g);
+    cr_assert_eq(num_at(j, "tokens"), 16, "the refused text was not fed");
+    cJSON_Delete(j);
+    free(g.body);
+    /* an answer of 40 asked: the stream fills to 30 and the answer ends
+     * (with the token sampled from the full stream, which it cannot keep,
+     * as at a full context) */
+    snprintf(path, sizeof path, "/v1/streams/%s/generate", id);
+    r = post(&s, path, "{\"max_tokens\": 40, \"temperature\": 0}");
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    j = json_of(&r);
+    cr_assert_str_eq(str_at(j, "choices.0.finish_reason"), "length");
+    cr_assert_eq(num_at(cJSON_GetObjectItem(j, "usage"), "completion_tokens"), 15, "%s", r.body);
+    cJSON_Delete(j);
+    free(r.body);
+    snprintf(path, sizeof path, "/v1/streams/%s", id);
+    g = http(&s, "GET", path, NULL, NULL, 0);
+    j = json_of(&g);
+    cr_assert_eq(num_at(j, "tokens"), 30);
+    cJSON_Delete(j);
+    free(g.body);
+    free(id);
+    cr_assert_eq(stop(&s), 0);
+}

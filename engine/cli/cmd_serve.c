@@ -24,6 +24,7 @@ static const char usage[] =
     "                     [--max-streams N] [--park-mem BYTES] [--state-dir DIR]\n"
     "                     [--api-key KEY] [--max-body BYTES] [--timeout S]\n"
     "                     [--prefix-cache N] [--store redis://HOST:PORT] [--lease-ms MS]\n"
+    "                     [--max-tokens N] [--max-stream-tokens N]\n"
     "\n"
     "Serves the model CONFIG describes over HTTP until Ctrl-C or SIGTERM. One\n"
     "thread advances every generating stream one token per step through one\n"
@@ -64,6 +65,10 @@ static const char usage[] =
     "                    recognised; plain without one), plain (each message's text\n"
     "                    and a newline), chatml, llama2, llama3, zephyr, mistral,\n"
     "                    phi3 or gemma\n"
+    "  --max-tokens N    the most tokens one request may ask to generate (a larger\n"
+    "                    max_tokens is refused, 400; default 0: no limit)\n"
+    "  --max-stream-tokens N  the most tokens a stream may hold, prompts and answers\n"
+    "                    (default 0: no limit but the model's context)\n"
     "  --prefix-cache N  completions' streams kept so that a later request whose\n"
     "                    tokens begin with one's resumes it (default 64; 0: off)\n"
     "  -h, --help        this text\n"
@@ -709,12 +714,14 @@ int cmd_serve(int argc, char **argv)
         {"max-body", required_argument, 0, 'b'}, {"timeout", required_argument, 0, 'T'},
         {"prefix-cache", required_argument, 0, 'P'}, {"store", required_argument, 0, 'R'},
         {"lease-ms", required_argument, 0, 'L'}, {"chat-template", required_argument, 0, 'C'},
+        {"max-tokens", required_argument, 0, 'N'}, {"max-stream-tokens", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL, *store_url = NULL,
                *chat_name = "auto";
     long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60,
-         prefix_cache = 64, lease_ms = 10000;
+         prefix_cache = 64, lease_ms = 10000, max_tokens = 0;
+    uint64_t max_stream_tokens = 0;
     uint64_t park_mem = (uint64_t)1 << 30, max_body = (uint64_t)1 << 20;
     int c;
     opterr = 0;
@@ -735,6 +742,8 @@ int cmd_serve(int argc, char **argv)
         case 'R': store_url = optarg; break;
         case 'C': chat_name = optarg; break;
         case 'L': if (cli_parse_long(cmd, "--lease-ms", optarg, 100, 3600000, &lease_ms)) return 1; break;
+        case 'N': if (cli_parse_long(cmd, "--max-tokens", optarg, 0, 1000000000, &max_tokens)) return 1; break;
+        case 'W': if (cli_parse_u64(cmd, "--max-stream-tokens", optarg, &max_stream_tokens)) return 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail(cmd, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -803,7 +812,7 @@ int cmd_serve(int argc, char **argv)
 #endif
     }
     srv_options so = {(int)max_active, (size_t)park_mem, state_dir, cfg->threads, (int)max_streams,
-                      (int)prefix_cache, store, (int)lease_ms};
+                      (int)prefix_cache, store, (int)lease_ms, max_stream_tokens};
     if ((st = srv_start(model, &so, &sched)) != LINATTN_OK) {
         cli_fail(cmd, "cannot start the scheduler");
         goto out;
@@ -821,7 +830,7 @@ int cmd_serve(int argc, char **argv)
     if (!strcmp(chat_name, "auto")) /* the model's own, from tokenizer_config.json */
         cli_chat_from_tokenizer(linattn_tokenizer_path(linattn_model_tokenizer(model)), &chat);
     sv.rq = (srv_request){linattn_model_config(model)->vocab_size, linattn_model_tokenizer(model),
-                          gen, (int)chat};
+                          gen, (int)chat, max_tokens ? (int)max_tokens : 1000000000};
     sv.model_name = name;
     sv.api_key = api_key;
     sv.max_body = (size_t)max_body;

@@ -831,6 +831,12 @@ static int begin(srv *s, srv_job *j)
         return finish(s, j, 200, NULL);
     }
     /* SRV_RUN */
+    const uint64_t held = linattn_session_tokens(st->sess), cap = s->o.max_stream_tokens;
+    if (cap && held + (uint64_t)j->n_input + (j->generate ? 1 : 0) > cap)
+        return finish(s, j, 400, "the stream holds %llu tokens; %d more%s would pass the server's "
+                                 "--max-stream-tokens %llu",
+                      (unsigned long long)held, j->n_input, j->generate ? " and an answer" : "",
+                      (unsigned long long)cap);
     if ((uint64_t)j->n_input > linattn_session_tokens_left(st->sess))
         return finish(s, j, 400, "context full: the stream holds %llu tokens and %d more would "
                                  "pass max_seq_len %d",
@@ -948,7 +954,8 @@ static void step(srv *s)
         int last = stop || j->made >= j->p.max_tokens;
         if (last)
             j->finish = stop ? "stop" : "length";
-        if (linattn_session_tokens_left(sess) < 1) { /* the token cannot be kept */
+        if (linattn_session_tokens_left(sess) < 1 || /* the token cannot be kept */
+            (s->o.max_stream_tokens && linattn_session_tokens(sess) >= s->o.max_stream_tokens)) {
             if (!last)
                 j->finish = "length";
             finish(s, j, 200, NULL);

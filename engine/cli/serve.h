@@ -108,6 +108,7 @@ typedef struct srv_options {
     int prefix_cache;     /* completions' streams kept for prefix reuse (0: none) */
     srv_store *store;     /* NULL: streams are this server's alone */
     int lease_ms;         /* the store's lease of an active stream */
+    uint64_t max_stream_tokens; /* tokens a stream may hold (0: the model's limit alone) */
 } srv_options;
 
 typedef struct srv srv;
@@ -121,6 +122,7 @@ typedef struct srv_request {
     const linattn_tokenizer *tokz;
     const struct cli_generate *gen;
     int chat; /* the chat format (cli_chat, chat_template.h) */
+    int max_tokens; /* the largest max_tokens a request may ask (--max-tokens) */
 } srv_request;
 struct cJSON;
 /* chat: the answer ends at the chat format's end (a newline in the plain

@@ -48,8 +48,10 @@ int srv_read_params(const srv_request *sv, const cJSON *o, int chat, srv_params 
         return 1;                                                                                  \
     if (v != -1)                                                                                   \
         dst = v;
-    NUM("max_tokens", 0, 1e9, 1, p->max_tokens)
-    NUM("max_completion_tokens", 0, 1e9, 1, p->max_tokens)
+    NUM("max_tokens", 0, sv->max_tokens, 1, p->max_tokens)
+    NUM("max_completion_tokens", 0, sv->max_tokens, 1, p->max_tokens)
+    if (p->max_tokens > sv->max_tokens) /* the config's default past the server's cap */
+        p->max_tokens = sv->max_tokens;
     NUM("temperature", 0, 100, 0, p->temperature)
     NUM("top_p", 1e-9, 1, 0, p->top_p)
     NUM("top_k", 0, 1e9, 1, p->top_k)
