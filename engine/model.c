@@ -121,6 +121,12 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
         linattn_project_one(k, &p, 1, x, in, threads);
         return;
     }
+    linattn_project_gemm(k, y, x, W, b, n, out, in, threads);
+}
+
+void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
+                          const float *b, int n, int out, int in, int threads)
+{
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
     int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
@@ -572,7 +578,19 @@ typedef struct pass {
     int in_team; /* 1: inside the one-token team, tm says which thread */
     team tm;
     int T;       /* chunk: threads of each projection */
+    int gemm;    /* rows of streams: every projection a gemm, one row too, so a
+                  * stream's bits do not depend on the rows beside it */
 } pass;
+
+/* y = x W^T + b over the pass's rows, out of the team. */
+static void project_pass(const pass *p, float *y, const float *x, linattn_matrix W, const float *b,
+                         int out, int in)
+{
+    if (p->gemm)
+        linattn_project_gemm(p->k, y, x, W, b, p->n, out, in, p->T);
+    else
+        linattn_project(p->k, y, x, W, b, p->n, out, in, p->T);
+}
 
 /* The others of the team have written what comes next (no-op for a chunk). */
 static void meet(const pass *p)
@@ -616,11 +634,11 @@ static void project_qkv(const pass *p, const linattn_layer *L, const float *in)
                           {s->sc->v, L->wv, L->bv, m->kvd}};
     if (p->in_team)
         project_share(p->k, pr, 3, in, m->d, p->tm.t, p->tm.T);
-    else if (p->n == 1) /* one row: the three in one parallel region */
+    else if (p->n == 1 && !p->gemm) /* one row: the three in one parallel region */
         linattn_project_one(p->k, pr, 3, in, m->d, p->T);
     else
         for (int i = 0; i < 3; i++)
-            linattn_project(p->k, pr[i].y, in, pr[i].W, pr[i].b, p->n, pr[i].out, m->d, p->T);
+            project_pass(p, pr[i].y, in, pr[i].W, pr[i].b, pr[i].out, m->d);
 }
 
 /* x += y W^T + b (a residual), y [n, in]; whole at the end. In the team
@@ -630,7 +648,7 @@ static void project_add_x(const pass *p, linattn_matrix W, const float *b, const
 {
     linattn_session *s = p->s;
     if (!p->in_team) {
-        linattn_project(p->k, s->sc->hbuf, y, W, b, p->n, out, in, p->T);
+        project_pass(p, s->sc->hbuf, y, W, b, out, in);
         add_rows(s->sc->x, s->sc->hbuf, (size_t)p->n * (size_t)out);
         return;
     }
@@ -668,17 +686,17 @@ static void ffn_hidden(const pass *p, const linattn_layer *L, const float *in)
         return;
     }
     const size_t nf = (size_t)p->n * (size_t)m->dff;
-    if (swiglu && p->n == 1) {
+    if (swiglu && p->n == 1 && !p->gemm) {
         linattn_proj pr[2] = {{s->sc->u, L->gate_w, L->gate_b, m->dff},
                               {s->sc->u2, L->up_w, L->up_b, m->dff}};
         linattn_project_one(k, pr, 2, in, d, p->T);
         k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else if (swiglu) {
-        linattn_project(k, s->sc->u, in, L->gate_w, L->gate_b, p->n, m->dff, d, p->T);
-        linattn_project(k, s->sc->u2, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
+        project_pass(p, s->sc->u, in, L->gate_w, L->gate_b, m->dff, d);
+        project_pass(p, s->sc->u2, in, L->up_w, L->up_b, m->dff, d);
         k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else {
-        linattn_project(k, s->sc->u, in, L->up_w, L->up_b, p->n, m->dff, d, p->T);
+        project_pass(p, s->sc->u, in, L->up_w, L->up_b, m->dff, d);
         activate(m, k, s->sc->u, nf);
     }
 }
@@ -835,7 +853,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
         for (int l = 0; l <= nl && st == LINATTN_OK; l++) {
 #pragma omp parallel num_threads(T) if (T > 1)
             {
-                pass p = {s, k, 1, 1, team_me(), 1};
+                pass p = {s, k, 1, 1, team_me(), 1, 0};
                 if (l > 0)
                     layer_end(&p, l - 1);
                 if (l < nl)
@@ -855,7 +873,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
         int failed = 0;
 #pragma omp parallel num_threads(Tf) if (Tf > 1)
         {
-            pass p = {s, k, 1, 1, team_me(), 1};
+            pass p = {s, k, 1, 1, team_me(), 1, 0};
             for (int l = 0; l < nl; l++) {
                 layer_start(&p, l);
                 meet(&p);
@@ -872,7 +890,7 @@ linattn_status linattn_model_forward(linattn_session *s, linattn_session *const 
             return linattn_err(LINATTN_ERR_INVALID, "decode step: attention failed");
     } else {
         /* a chunk of one stream, or one row of each of several */
-        pass p = {s, k, n, 0, {0, 1}, s->threads};
+        pass p = {s, k, n, 0, {0, 1}, s->threads, streams != NULL};
         for (int l = 0; l < nl && st == LINATTN_OK; l++) {
             layer_start(&p, l);
             st = attend_layer(s, k, l, n, streams, s->threads);
@@ -902,4 +920,12 @@ void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k,
     if (m->cfg.norm_position == LINATTN_NORM_PRE)
         norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
     linattn_project(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
+}
+
+void linattn_model_logits_gemm(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                               float *logits, int threads)
+{
+    if (m->cfg.norm_position == LINATTN_NORM_PRE)
+        norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
+    linattn_project_gemm(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
 }

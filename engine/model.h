@@ -28,6 +28,9 @@
 /* Streams whose logits one gemm forms in sessions_step (the LM head read
  * once a block: at vocab 32000 and d 288 it is 37 MB of fp32) */
 #define LINATTN_HEAD_ROWS 32
+/* Streams of one sessions_step group: below the 64 rows where gemm_nt
+ * switches from dot tiles to packed panels (another summation order). */
+#define LINATTN_STEP_GROUP 63
 
 /* A weight matrix [rows, cols], row-major, as the model holds it: fp32, or
  * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored), or
@@ -193,6 +196,10 @@ void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, floa
 /* logits[n, vocab] from n hidden state rows x[n, d] (one gemm). */
 void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
                                float *logits, int threads);
+/* The same by gemm for one row too (a step of streams: the same bits for a
+ * row whatever rows share the call, up to 63). */
+void linattn_model_logits_gemm(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                               float *logits, int threads);
 /* The random model config describes (weights = random:SEED) as a
  * safetensors image: weight matrices (and the embeddings) stored as
  * `matrices`, norm weights and biases as `vectors`. *bytes is malloc'd
@@ -256,5 +263,8 @@ void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int co
  * W [out, in] in any dtype a linattn_matrix holds. */
 void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                      const float *b, int n, int out, int in, int threads);
+/* The same by gemm for one row too (linattn_project takes gemv then). */
+void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
+                          const float *b, int n, int out, int in, int threads);
 
 #endif

@@ -632,8 +632,13 @@ LINATTN_API linattn_status linattn_session_load_mem(linattn_session *s, const vo
                                                     size_t *extra_bytes);
 
 /* Advances n independent streams (of one model) by one token each;
- * logits[i] (or NULL) receives stream i's logits. Same results as
- * feeding each alone. OpenMP over streams and heads, and weight rows. */
+ * logits[i] (or NULL) receives stream i's logits. A stream's bits do not
+ * depend on which or how many other streams share the step (n = 1
+ * included): a server's text for a seed is the same whatever else runs.
+ * They equal feeding the token with linattn_session_feed up to rounding
+ * (a step's projections are gemms, a lone feed's gemvs, which sum in
+ * another order: about 1e-6 on logits). OpenMP over streams and heads,
+ * and weight columns. */
 LINATTN_API linattn_status linattn_sessions_step(linattn_session *const *sessions, const int *tokens, int n,
                                      float *const *logits);
 /* Prefills n streams with their own tokens: tokens[i][0..counts[i]) into
