@@ -1,15 +1,15 @@
 /* hf.c: a Hugging Face Llama folder's config.json read and checked; its tensor names as ours. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
 #include "file.h"
 #include "hf.h"
 #include "internal.h"
+#include "json.h"
 
 #define MAX_CONFIG_JSON_BYTES (16u << 20)
 
@@ -41,16 +41,30 @@ static linattn_status get_int(const cJSON *root, const char *path, const char *k
     return LINATTN_OK;
 }
 
-/* The number `key` into *out (dflt when not given), finite and > lo (>= lo
- * when closed). */
-static linattn_status get_float(const cJSON *root, const char *path, const char *key,
-                                double dflt, double lo, int closed, float *out)
+/* The number `key` into *out (dflt when not given), > lo (>= lo when
+ * closed), and one a float holds: a value that would overflow to inf or
+ * underflow to 0 or a subnormal (1e-300, 1e-40) is refused, not rounded, as
+ * the model would then compute with another number than the file's.
+ * where: the key's object ("" at the top, else "rope_parameters."). */
+static linattn_status get_float(const cJSON *root, const char *path, const char *where,
+                                const char *key, double dflt, double lo, int closed, float *out)
 {
     const cJSON *v = item(root, key);
-    double d = !v ? dflt : cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!(isfinite(d) && (closed ? d >= lo : d > lo) && fabs(d) <= 3.4e38))
-        return linattn_err(LINATTN_ERR_FORMAT, "%s: \"%s\" is not a finite number %s %g", path,
-                           key, closed ? ">=" : ">", lo);
+    if (v && !cJSON_IsNumber(v))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: \"%s%s\" is not a number", path, where, key);
+    double d = v ? v->valuedouble : dflt;
+    if (!(isfinite(d) && (closed ? d >= lo : d > lo)))
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: \"%s%s\" is %g: expected a finite number %s %g",
+                           path, where, key, d, closed ? ">=" : ">", lo);
+    if (fabs(d) > FLT_MAX)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: \"%s%s\" is %g, too large for a float (at most %g)", path, where,
+                           key, d, (double)FLT_MAX);
+    if (d != 0.0 && fabs(d) < FLT_MIN)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: \"%s%s\" is %g, too small for a float (it would round to %g; "
+                           "the smallest is %g)", path, where, key, d, (double)(float)d,
+                           (double)FLT_MIN);
     *out = (float)d;
     return LINATTN_OK;
 }
@@ -113,8 +127,8 @@ static linattn_status check_config(const cJSON *root, const char *path, linattn_
         (st = get_int(root, path, "vocab_size", -1, 1, LINATTN_MAX_VOCAB, &in->vocab_size)) ||
         (st = get_int(root, path, "max_position_embeddings", 2048, 1, 2147483647,
                       &in->max_seq_len)) ||
-        (st = get_float(root, path, "rms_norm_eps", 1e-6, 0.0, 1, &in->norm_eps)) ||
-        (st = get_float(root, path, "rope_theta", 10000.0, 0.0, 0, &in->rope_theta)))
+        (st = get_float(root, path, "", "rms_norm_eps", 1e-6, 0.0, 1, &in->norm_eps)) ||
+        (st = get_float(root, path, "", "rope_theta", 10000.0, 0.0, 0, &in->rope_theta)))
         return st;
     /* transformers 5 writes rope_theta and the scaling into rope_parameters */
     const cJSON *rope = item(root, "rope_parameters");
@@ -125,7 +139,8 @@ static linattn_status check_config(const cJSON *root, const char *path, linattn_
             return linattn_err(LINATTN_ERR_FORMAT,
                                "%s: \"rope_parameters\" is not {\"rope_type\": \"default\", ...}: "
                                "scaled rotary positions are not supported", path);
-        if ((st = get_float(rope, path, "rope_theta", in->rope_theta, 0.0, 0, &in->rope_theta)))
+        if ((st = get_float(rope, path, "rope_parameters.", "rope_theta", in->rope_theta, 0.0, 0,
+                            &in->rope_theta)))
             return st;
     }
     const cJSON *tie = item(root, "tie_word_embeddings");
@@ -157,17 +172,10 @@ linattn_status linattn_hf_parse_info(const char *text, size_t len, const char *p
                                      linattn_hf_info *info)
 {
     memset(info, 0, sizeof *info);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    linattn_status st;
-    if (!root) {
-        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not valid JSON (near byte %zu)", path, at);
-    } else if (!cJSON_IsObject(root)) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a JSON object", path);
-    } else {
+    cJSON *root;
+    linattn_status st = json_parse_file(path, text, len, 1, &root);
+    if (st == LINATTN_OK)
         st = check_config(root, path, info);
-    }
     cJSON_Delete(root);
     return st;
 }

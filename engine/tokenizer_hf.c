@@ -1,13 +1,13 @@
 /* tokenizer_hf.c: Hugging Face tokenizer.json BPE (byte-level and sentencepiece forms), added tokens, bos/eos from the files beside it. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
 #include "file.h"
+#include "json.h"
 #include "tokenizer.h"
 
 #define MAX_SIDE_FILE_BYTES ((size_t)16 << 20) /* config.json, tokenizer_config.json */
@@ -47,22 +47,6 @@ static int json_id(const cJSON *v, long hi, long *out)
         return 0;
     *out = (long)d;
     return 1;
-}
-
-static linattn_status parse_json(const char *path, const char *text, size_t len, cJSON **out)
-{
-    const char *end = NULL;
-    *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!*out) {
-        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        return linattn_err(LINATTN_ERR_FORMAT, "%s: not valid JSON (near byte %zu)", path, at);
-    }
-    if (!cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        return linattn_err(LINATTN_ERR_FORMAT, "%s: not a JSON object", path);
-    }
-    return LINATTN_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -447,14 +431,17 @@ static linattn_status side_file(const char *dir, const char *name, char *path, s
 {
     *root = NULL;
     snprintf(path, size, "%s/%s", dir, name);
+    /* Only a name that is not there at all is "no such file": a symlink
+     * loop, a dangling link or a file that cannot be read is read, and its
+     * error reported, not taken for an absent file. */
     struct stat sb;
-    if (stat(path, &sb) != 0)
-        return LINATTN_OK; /* not there (anything else there is read, and refused if not a file) */
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        return LINATTN_OK;
     char *text = NULL;
     size_t len = 0;
     linattn_status st = safe_read_all(path, name, MAX_SIDE_FILE_BYTES, &text, &len);
     if (st == LINATTN_OK)
-        st = parse_json(path, text, len, root);
+        st = json_parse_file(path, text, len, 1, root);
     mem_free(text);
     return st;
 }
@@ -769,7 +756,7 @@ linattn_status tok_load_hf(const char *path, const char *json, size_t len, const
 {
     *out = NULL;
     cJSON *root;
-    linattn_status st = parse_json(path, json, len, &root);
+    linattn_status st = json_parse_file(path, json, len, 1, &root);
     if (st != LINATTN_OK)
         return st;
     hf_load L = {path, NULL, NULL, NULL};

@@ -16,6 +16,7 @@
 #include "file.h"
 #include "hf.h"
 #include "internal.h"
+#include "json.h"
 #include "llama2c.h"
 #include "weights.h"
 
@@ -310,26 +311,20 @@ static linattn_status parse_header(linattn_weights *w, uint64_t header_len)
     memcpy(text, w->head + 8, (size_t)header_len);
     text[header_len] = '\0';
 
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, (size_t)header_len, &end, 0);
+    /* the strict reader: nothing after the value, no tensor named twice */
+    size_t label_size = strlen(w->path) + sizeof ": header";
+    char *label = mem_alloc(label_size);
+    cJSON *root = NULL;
     linattn_status st = LINATTN_OK;
-    if (!root) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header is not valid JSON (near byte %zu of %llu)",
-                         w->path, at, (unsigned long long)header_len);
+    if (!label) {
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", w->path);
         goto done;
     }
-    for (const char *c = end; c < text + header_len; c++)
-        if (*c != ' ' && *c != '\t' && *c != '\n' && *c != '\r') {
-            st = linattn_err(LINATTN_ERR_FORMAT,
-                             "%s: header has bytes after its JSON (at byte %zu of %llu)",
-                             w->path, (size_t)(c - text), (unsigned long long)header_len);
-            goto done;
-        }
-    if (!cJSON_IsObject(root)) {
-        st = linattn_err(LINATTN_ERR_FORMAT, "%s: header is not a JSON object", w->path);
+    snprintf(label, label_size, "%s: header", w->path);
+    st = json_parse_file(label, text, (size_t)header_len, 1, &root);
+    mem_free(label);
+    if (st != LINATTN_OK)
         goto done;
-    }
 
     int n = cJSON_GetArraySize(root);
     w->tensors = mem_calloc((size_t)(n ? n : 1), sizeof *w->tensors);
@@ -957,15 +952,47 @@ static char *join(const char *dir, const char *name)
     return s;
 }
 
+/* A file the index lists: where it is first named (the weight_map
+ * entry's position), then its place among the parts. */
+struct shard {
+    const char *name; /* points into the index's tree */
+    int pos;
+    int part;
+};
+
+static int shard_by_name(const void *a, const void *b)
+{
+    const struct shard *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* by_name holds each name once: a lookup compares names alone */
+static int shard_name(const void *a, const void *b)
+{
+    return strcmp(((const struct shard *)a)->name, ((const struct shard *)b)->name);
+}
+
+static int shard_by_pos(const void *a, const void *b)
+{
+    const struct shard *x = *(const struct shard *const *)a, *y = *(const struct shard *const *)b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
 /* The files the index lists, each once, in the order of first mention
- * (names[] points into root); a name must be a file in the folder. */
+ * (names[], pointing into root), and the same sorted by name with each
+ * one's part (by_name[]), *n of each; a name must be a file in the folder.
+ * Sorted, not compared pairwise: an index may name millions of files (its
+ * size limit allows about 2M), so this is O(T log T) in the T tensors it
+ * lists, as is every lookup after it. */
 static linattn_status index_files(const cJSON *root, const char *path, const char **names,
-                                  int cap, int *n)
+                                  struct shard *by_name, int cap, int *n)
 {
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(map))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: no \"weight_map\" object", path);
     *n = 0;
+    int t = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, map) {
         if (!cJSON_IsString(e))
@@ -976,21 +1003,38 @@ static linattn_status index_files(const cJSON *root, const char *path, const cha
             return linattn_err(LINATTN_ERR_FORMAT,
                                "%s: weight_map: tensor '%.200s': '%.200s' is not a file name in "
                                "the folder", path, e->string, f);
-        int i = 0;
-        while (i < *n && strcmp(names[i], f) != 0)
-            i++;
-        if (i == *n && *n < cap)
-            names[(*n)++] = f;
+        if (t < cap) {
+            by_name[t] = (struct shard){f, t, 0};
+            t++;
+        }
     }
-    if (*n == 0)
+    if (t == 0)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: weight_map lists no tensors", path);
+    qsort(by_name, (size_t)t, sizeof *by_name, shard_by_name);
+    int u = 0; /* each name once, at its first mention */
+    for (int i = 0; i < t; i++)
+        if (u == 0 || strcmp(by_name[u - 1].name, by_name[i].name) != 0)
+            by_name[u++] = by_name[i];
+    struct shard **order = mem_alloc((size_t)u * sizeof *order);
+    if (!order)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    for (int i = 0; i < u; i++)
+        order[i] = &by_name[i];
+    qsort(order, (size_t)u, sizeof *order, shard_by_pos);
+    for (int i = 0; i < u; i++) {
+        names[i] = order[i]->name;
+        order[i]->part = i;
+    }
+    mem_free(order);
+    *n = u;
     return LINATTN_OK;
 }
 
 /* Opens the named files of the folder as w's parts; with an index, every
- * tensor it lists must be in the file it names. */
+ * tensor it lists must be in the file it names (by_name: index_files'). */
 static linattn_status open_parts(linattn_weights *w, const char *dir, const char **names, int n,
-                                 const cJSON *index, const char *index_path)
+                                 const cJSON *index, const struct shard *by_name,
+                                 const char *index_path)
 {
     if (!(w->parts = mem_calloc((size_t)n, sizeof *w->parts)))
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
@@ -1013,9 +1057,12 @@ static linattn_status open_parts(linattn_weights *w, const char *dir, const char
         return LINATTN_OK;
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(index, "weight_map")) {
-        int i = 0;
-        while (i < n && strcmp(names[i], e->valuestring) != 0)
-            i++;
+        struct shard key = {e->valuestring, 0, 0};
+        const struct shard *f = bsearch(&key, by_name, (size_t)n, sizeof *by_name, shard_name);
+        if (!f) /* cannot happen: every name the map lists is in by_name */
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: file '%.200s' not indexed", index_path,
+                               e->valuestring);
+        int i = f->part;
         if (!linattn_weights_has(w->parts[i], e->string))
             return linattn_err(LINATTN_ERR_FORMAT,
                                "%s: tensor '%.200s' is listed in %.200s, which does not have it",
@@ -1074,26 +1121,23 @@ linattn_status linattn_weights_open_hf(const char *dir, linattn_weights **out)
     struct stat sb;
     const char *one = "model.safetensors";
     if (stat(single, &sb) == 0) { /* as transformers: the single file first */
-        st = open_parts(w, dir, &one, 1, NULL, NULL);
+        st = open_parts(w, dir, &one, 1, NULL, NULL, NULL);
     } else if (stat(index_path, &sb) == 0) {
         size_t len = 0;
         if ((st = safe_read_all(index_path, INDEX_NAME, MAX_INDEX_BYTES, &text, &len)))
             goto done;
-        const char *end = NULL;
-        index = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-        if (!index || !cJSON_IsObject(index)) {
-            size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-            st = linattn_err(LINATTN_ERR_FORMAT, "%s: not a valid JSON object (near byte %zu)",
-                             index_path, index ? (size_t)0 : at);
+        if ((st = json_parse_file(index_path, text, len, 1, &index)))
             goto done;
-        }
         int cap = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(index, "weight_map"));
-        const char **names = mem_alloc((size_t)(cap > 0 ? cap : 1) * sizeof *names);
+        size_t slots = (size_t)(cap > 0 ? cap : 1);
+        const char **names = mem_alloc(slots * sizeof *names);
+        struct shard *by_name = mem_alloc(slots * sizeof *by_name);
         int n = 0;
-        if (!names)
+        if (!names || !by_name)
             st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", dir);
-        else if ((st = index_files(index, index_path, names, cap, &n)) == LINATTN_OK)
-            st = open_parts(w, dir, names, n, index, index_path);
+        else if ((st = index_files(index, index_path, names, by_name, cap, &n)) == LINATTN_OK)
+            st = open_parts(w, dir, names, n, index, by_name, index_path);
+        mem_free(by_name);
         mem_free(names);
     } else {
         st = linattn_err(LINATTN_ERR_IO,

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "linattn.h"
@@ -703,6 +704,183 @@ Test(hf, what_config_json_may_not_say)
     free_model(&m);
 }
 
+/* config.json with `from` (text of the base file) replaced by `to`. */
+static void edit_config_json(const char *from, const char *to)
+{
+    write_config_json("llama", 0, "");
+    size_t n;
+    char *text = tu_read_file(tu_path("config.json"), &n);
+    char *at = strstr(text, from);
+    cr_assert(at, "%s", from);
+    char out[4096];
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    tu_write_text(tu_path("config.json"), out);
+    free(text);
+}
+
+/* A number a float cannot hold is refused, naming config.json, its key and
+ * why; it used to be rounded (1e-300 to 0, then blamed on an INI key
+ * 'rope_theta' the file never had; 1e-40 kept as a subnormal). */
+Test(hf, numbers_a_float_cannot_hold)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    static const struct { const char *from, *to, *why; } cases[] = {
+        {"\"rope_theta\": 500.0", "\"rope_theta\": 1e-300",
+         "config.json: \"rope_theta\" is 1e-300, too small for a float"},
+        {"\"rope_theta\": 500.0", "\"rope_theta\": 1e-40",
+         "config.json: \"rope_theta\" is 1e-40, too small for a float"},
+        {"\"rope_theta\": 500.0", "\"rope_theta\": 1e39",
+         "config.json: \"rope_theta\" is 1e+39, too large for a float"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-50",
+         "config.json: \"rms_norm_eps\" is 1e-50, too small for a float"},
+        {"\"rope_theta\": 500.0",
+         "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e-300}",
+         "config.json: \"rope_parameters.rope_theta\" is 1e-300, too small for a float"},
+        {"\"rope_theta\": 500.0", "\"rope_theta\": 1e999", "does not fit a double"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        edit_config_json(cases[i].from, cases[i].to);
+        fails(hf_ini, LINATTN_ERR_FORMAT, "bad.ini:2: [model] key 'weights'", cases[i].why, NULL);
+        cr_expect_null(strstr(linattn_last_error(), "key 'rope_theta'"), "%s",
+                       linattn_last_error());
+    }
+    /* zero is a float: rms_norm_eps may be 0 */
+    edit_config_json("\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0");
+    linattn_model_free(load_ok(write_ini("ok.ini", hf_ini)));
+    free_model(&m);
+}
+
+/* Every JSON file of a folder goes through one strict reader: bytes after
+ * the value, a key given twice (Python keeps the last, cJSON the first) and
+ * nesting past the limit are refused, naming the file and the key. */
+Test(hf, every_json_file_is_read_strictly)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    write_config_json("llama", 0, "");
+    size_t n;
+    char *base = tu_read_file(tu_path("config.json"), &n);
+    char buf[8192];
+    snprintf(buf, sizeof buf, "%s this is not JSON {{{", base);
+    tu_write_text(tu_path("config.json"), buf);
+    fails(hf_ini, LINATTN_ERR_FORMAT, "config.json: bytes after the JSON value", NULL);
+    tu_write_file(tu_path("config.json"), base, n + 1); /* its NUL: not whitespace either */
+    fails(hf_ini, LINATTN_ERR_FORMAT, "config.json: bytes after the JSON value", NULL);
+    write_config_json("llama", 0,
+                      ",\n  \"rope_scaling\": null,\n"
+                      "  \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}");
+    fails(hf_ini, LINATTN_ERR_FORMAT, "config.json: key \"rope_scaling\" appears twice", NULL);
+    write_config_json("llama", 0, ",\n  \"quantization\": {\"bits\": 4, \"bits\": 8}");
+    fails(hf_ini, LINATTN_ERR_FORMAT,
+          "config.json: key \"bits\" appears twice in quantization", NULL);
+    char *deep = malloc(8192);
+    size_t at = (size_t)snprintf(deep, 8192, "%.*s, \"deep\": ", (int)(strrchr(base, '}') - base),
+                                 base);
+    for (int i = 0; i < 1100; i++)
+        deep[at++] = '[';
+    for (int i = 0; i < 1100; i++)
+        deep[at++] = ']';
+    snprintf(deep + at, 8192 - at, "}");
+    tu_write_text(tu_path("config.json"), deep);
+    fails(hf_ini, LINATTN_ERR_FORMAT, "config.json: nested deeper than 1000 levels", NULL);
+    free(deep);
+    free(base);
+
+    /* the index */
+    unlink(tu_path("model.safetensors")); /* else it is read, not the index */
+    write_hf(&m, 2, NULL);
+    char *idx = tu_read_file(tu_path("model.safetensors.index.json"), &n);
+    snprintf(buf, sizeof buf, "%s garbage", idx);
+    tu_write_text(tu_path("model.safetensors.index.json"), buf);
+    fails(hf_ini, LINATTN_ERR_FORMAT,
+          "model.safetensors.index.json: bytes after the JSON value", NULL);
+    char *wm = strstr(idx, "\"weight_map\": {");
+    cr_assert(wm);
+    wm += strlen("\"weight_map\": {");
+    snprintf(buf, sizeof buf, "%.*s\"lm_head.weight\": \"model-00001-of-00002.safetensors\",%s",
+             (int)(wm - idx), idx, wm);
+    tu_write_text(tu_path("model.safetensors.index.json"), buf);
+    fails(hf_ini, LINATTN_ERR_FORMAT,
+          "model.safetensors.index.json: key \"lm_head.weight\" appears twice in weight_map",
+          NULL);
+    free(idx);
+
+    /* the tokenizer and its tokenizer_config.json */
+    write_hf(&m, 2, NULL);
+    write_tokenizer_json();
+    char *tok = tu_read_file(tu_path("tokenizer.json"), &n);
+    snprintf(buf, sizeof buf, "%s}}}garbage", tok);
+    tu_write_text(tu_path("tokenizer.json"), buf);
+    fails(hf_ini, LINATTN_ERR_FORMAT, "tokenizer.json: bytes after the JSON value", NULL);
+    char *vocab = strstr(tok, "\"vocab\": {");
+    cr_assert(vocab);
+    vocab += strlen("\"vocab\": {");
+    snprintf(buf, sizeof buf, "%.*s\"a\": 3, %s", (int)(vocab - tok), tok, vocab);
+    tu_write_text(tu_path("tokenizer.json"), buf);
+    fails(hf_ini, LINATTN_ERR_FORMAT, "tokenizer.json: key \"a\" appears twice in model.vocab",
+          NULL);
+    free(tok);
+    write_tokenizer_json();
+    tu_write_text(tu_path("tokenizer_config.json"),
+                  "{\"bos_token\": \"<s>\", \"bos_token\": \"</s>\"}");
+    fails(hf_ini, LINATTN_ERR_FORMAT,
+          "tokenizer_config.json: key \"bos_token\" appears twice", NULL);
+    free_model(&m);
+}
+
+/* tokenizer_config.json is optional, but one that is there and cannot be
+ * read (a symlink loop, a dangling link) is an error naming it, not taken
+ * for an absent file. */
+Test(hf, an_unreadable_tokenizer_config_is_an_error)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    write_tokenizer_json();
+    cr_assert_eq(symlink("tokenizer_config.json", tu_path("tokenizer_config.json")), 0);
+    fails(hf_ini, LINATTN_ERR_IO, "tokenizer_config.json", "symbolic links", NULL);
+    unlink(tu_path("tokenizer_config.json"));
+    cr_assert_eq(symlink("nowhere.json", tu_path("tokenizer_config.json")), 0);
+    fails(hf_ini, LINATTN_ERR_IO, "tokenizer_config.json", NULL);
+    unlink(tu_path("tokenizer_config.json"));
+    linattn_model_free(load_ok(write_ini("ok.ini", hf_ini))); /* absent: fine */
+    free_model(&m);
+}
+
+/* An index naming many distinct shards is read in O(T log T): 200,000
+ * names (6.5 MB; the 64 MiB limit allows about 2M) took over 300 s when
+ * each was compared with every earlier one. A complexity guard, not a
+ * benchmark: the read takes well under a second here, and 20 s is the
+ * bound (a quadratic reader takes minutes). None of the shards is there,
+ * so the load stops at the first one and says so. */
+Test(hf, an_index_of_200000_shards_is_read_in_n_log_n)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    unlink(tu_path("model.safetensors"));
+    enum { N = 200000 };
+    size_t cap = (size_t)N * 40 + 64, len = 0;
+    char *idx = malloc(cap);
+    len += (size_t)snprintf(idx, cap, "{\"weight_map\": {");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(idx + len, cap - len, "%s\"t%d\": \"f%d.safetensors\"",
+                                i ? ", " : "", i, i);
+    snprintf(idx + len, cap - len, "}}");
+    tu_write_text(tu_path("model.safetensors.index.json"), idx);
+    free(idx);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    fails(hf_ini, LINATTN_ERR_IO, "f0.safetensors", "model.safetensors.index.json lists", NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    cr_expect_lt(s, 20.0, "reading an index of %d shards took %.1f s", N, s);
+    free_model(&m);
+}
+
 /* A key that repeats config.json's value differently: the message names
  * the key and both values. */
 Test(hf, keys_that_disagree_with_config_json)
@@ -837,7 +1015,7 @@ Test(hf, shards_absent_or_not_as_listed)
     tu_write_text(tu_path("model.safetensors.index.json"), "{\"weight_map\": {}}");
     fails(hf_ini, LINATTN_ERR_FORMAT, "weight_map lists no tensors", NULL);
     tu_write_text(tu_path("model.safetensors.index.json"), "{\"weight_map\": ");
-    fails(hf_ini, LINATTN_ERR_FORMAT, "model.safetensors.index.json: not a valid JSON object",
+    fails(hf_ini, LINATTN_ERR_FORMAT, "model.safetensors.index.json: not valid JSON",
           NULL);
     free_model(&m);
 }

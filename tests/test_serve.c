@@ -423,6 +423,11 @@ Test(serve, bad_requests_get_json_errors)
         {"POST", "/v1/completions", "Authorization: Bearer sesamE\r\n", "{\"prompt\": \"a\"}", 401,
          "API key"},
         {"POST", "/v1/completions", key, "{bad", 400, "not valid JSON"},
+        /* the library's strict reader: nothing after the value, a key once */
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\"} {}", 400,
+         "bytes after the JSON value"},
+        {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"prompt\": \"b\"}", 400,
+         "key \"prompt\" appears twice"},
         {"POST", "/v1/completions", key, "[1]", 400, "JSON object"},
         {"POST", "/v1/completions", key, "{}", 400, "'prompt' is required"},
         {"POST", "/v1/completions", key, "{\"prompt\": \"a\", \"n\": 2}", 400, "'n' > 1"},

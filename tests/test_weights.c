@@ -303,7 +303,13 @@ Test(weights, layout_errors)
                                 "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
                                 " \"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
                                 data, sizeof data, 0);
-    EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "dup.safetensors: tensor 'a' appears twice");
+    EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "dup.safetensors: header: key \"a\" appears twice");
+    /* the strict reader: a key twice inside an entry too (which dtype?) */
+    path = write_st("dup.safetensors",
+                    "{\"a\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [1],"
+                    " \"data_offsets\": [0, 4]}}", data, sizeof data, 0);
+    EXPECT_OPEN_ERROR(path, LINATTN_ERR_FORMAT, "dup.safetensors: header: key \"dtype\" appears "
+                      "twice in a");
     path = write_st("overlap.safetensors",
                     "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
                     " \"z\": {\"dtype\": \"F16\", \"shape\": [0], \"data_offsets\": [4, 4]},"
@@ -347,7 +353,7 @@ Test(weights, broken_files)
     EXPECT_OPEN_ERROR(write_st("json.safetensors", "[1, 2]", NULL, 0, 0), LINATTN_ERR_FORMAT,
                       "not a JSON object");
     EXPECT_OPEN_ERROR(write_st("json.safetensors", "{} {}", NULL, 0, 0), LINATTN_ERR_FORMAT,
-                      "after its JSON");
+                      "after the JSON value");
     EXPECT_OPEN_ERROR(write_st("json.safetensors", "", NULL, 0, 0), LINATTN_ERR_FORMAT,
                       "not valid JSON");
 

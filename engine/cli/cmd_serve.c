@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../json.h"
 #include "chat_template.h"
 #include "cli.h"
 #include "serve.h"
@@ -620,12 +621,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     int needs_json = post && !(is_streams && !strcmp(action, "fork"));
     cJSON *o = NULL;
     if (needs_json) {
-        o = r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+        /* the library's strict reader: no trailing bytes, no key twice */
+        char why[700] = "";
+        linattn_status jst = r->len ? json_parse_strict(r->body, r->len, &o, why, sizeof why)
+                                    : LINATTN_OK;
         if (!o && is_streams && !id[0] && r->len == 0)
             o = cJSON_CreateObject(); /* a new empty stream */
+        if (jst == LINATTN_ERR_NOMEM)
+            return send_error(c, 503, "reading the body: %s", why);
         if (!o)
-            return send_error(c, 400, r->len ? "the body is not valid JSON" : "the body is empty: "
-                                                                               "JSON expected");
+            return send_error(c, 400, r->len ? "the body: %s" : "the body is empty: %sJSON expected",
+                              why);
         if (!cJSON_IsObject(o)) {
             cJSON_Delete(o);
             return send_error(c, 400, "the body must be a JSON object");
