@@ -1,4 +1,5 @@
 /* fuzz_hf.c: libFuzzer target: a Hugging Face config.json's reader and the tensor-name mapping on any bytes. */
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     linattn_hf_info info;
     if (linattn_hf_parse_info((const char *)data, size, "config.json", &info) == LINATTN_OK &&
         (info.d_model % info.n_heads != 0 || info.n_heads % info.n_kv_heads != 0 ||
-         !(info.rope_theta > 0.0f) || !(info.norm_eps >= 0.0f)))
+         !(info.rope_theta >= FLT_MIN && info.rope_theta <= FLT_MAX) ||
+         !(info.norm_eps == 0.0f || (info.norm_eps >= FLT_MIN && info.norm_eps <= FLT_MAX))))
         abort(); /* accepted, yet not what the checks promise */
     /* the bytes as a tensor name: renamed, then named back */
     char *name = malloc(size + 1), out[512], back[512];
