@@ -567,8 +567,15 @@ static linattn_status complete_hf(linattn_config *c, const struct origin *o)
     c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
     /* a sliding window (mistral) is the model's own, unless a key asks for
      * another on purpose (a hybrid conversion, say) */
-    if (in.window > 0 && !GIVEN(K_WINDOW, c->window == 0))
+    if (in.window > 0 && !GIVEN(K_WINDOW, c->window == 0)) {
+        /* said here, else validate would blame a key 'window' nobody wrote */
+        if (c->attention == LINATTN_ATTN_LINEAR)
+            return report(LINATTN_ERR_INVALID, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0,
+                          "model", "weights",
+                          "%s/config.json has \"sliding_window\": %d, which needs attention = "
+                          "softmax or hybrid (attention is linear here)", dir, in.window);
         c->window = in.window;
+    }
     if (!GIVEN(K_MAX_SEQ_LEN, c->max_seq_len == 0)) {
         if (in.max_seq_len > LINATTN_MAX_SEQ_LEN)
             return bad_value(o, K_MAX_SEQ_LEN,

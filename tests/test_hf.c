@@ -509,6 +509,8 @@ Test(hf, mistral_without_sliding_window)
 /* mistral's sliding_window loads as that window: the same logits as our
  * file of the same weights with window = 3, and other logits than without
  * it (the control: 11 tokens pass a window of 3) */
+static void fails(const char *ini_text, linattn_status status, ...);
+
 Test(hf, mistral_sliding_window_is_the_window)
 {
     model m;
@@ -533,6 +535,12 @@ Test(hf, mistral_sliding_window_is_the_window)
     linattn_model_free(a);
     linattn_model_free(b);
     linattn_model_free(c);
+    /* with linear attention the message names config.json's key, not an
+     * INI key 'window' the config does not have */
+    fails("[model]\nweights = hf:.\nattention = linear\n", LINATTN_ERR_INVALID,
+          "bad.ini:2: [model] key 'weights'", "config.json has \"sliding_window\": 3",
+          "needs attention = softmax or hybrid", NULL);
+    cr_expect_null(strstr(linattn_last_error(), "key 'window'"), "%s", linattn_last_error());
     free_model(&m);
 }
 
