@@ -1131,3 +1131,37 @@ Test(hf, hf_import_same_logits_as_the_folder)
     free_model(&m);
 }
 #endif
+
+/* The strict reader's duplicate-key check over a tokenizer.json whose
+ * vocabulary has 1,000,000 keys (16 MB; tokenizer.json may be 256 MiB),
+ * the only repeat the last: each object's keys are sorted once, O(n log n).
+ * A complexity guard, not a benchmark: about a second here, 20 s the bound;
+ * comparing pairs would be 5 * 10^11 compares. */
+Test(hf, a_key_twice_in_a_vocabulary_of_a_million)
+{
+    enum { N = 1000000 };
+    size_t cap = (size_t)N * 20 + 256, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json, cap, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(json + len, cap - len, "\"k%d\": %d, ", i, i);
+    snprintf(json + len, cap - len, "\"k%d\": 0}, \"merges\": []}}", N / 2);
+    const char *path = tu_path("tokenizer.json");
+    tu_write_text(path, json);
+    free(json);
+    char spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", path);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    linattn_tokenizer *t = NULL;
+    linattn_status st = linattn_tokenizer_load(spec, &t);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_eq(st, LINATTN_ERR_FORMAT, "%s", linattn_last_error());
+    cr_assert_null(t);
+    char want[64];
+    snprintf(want, sizeof want, "key \"k%d\" appears twice in model.vocab", N / 2);
+    cr_expect(strstr(linattn_last_error(), "tokenizer.json: ") &&
+                  strstr(linattn_last_error(), want), "%s", linattn_last_error());
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    cr_expect_lt(s, 20.0, "a vocabulary of %d keys took %.1f s", N, s);
+}
