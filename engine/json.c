@@ -13,38 +13,40 @@ struct frame {
     int index;
 };
 
-/* The path of f from the top, "a.b[3]" (keys that are not plain words
- * quoted), into out; "the top level" for none. */
+/* Appends the path of f from the top ("a.b[3]", keys that are not plain
+ * words quoted) to out[size]; "the top level" for none. Walks up once per
+ * level (only an error needs it), so that check_tree's frames stay small. */
 static void path_of(const struct frame *f, char *out, size_t size)
 {
-    const struct frame *chain[64];
-    int n = 0, skipped = 0;
-    for (; f; f = f->up) {
-        if (n < 64)
-            chain[n++] = f;
-        else
-            skipped = 1;
-    }
-    size_t at = 0;
-    out[0] = '\0';
-    if (n == 0) {
-        snprintf(out, size, "the top level");
+    size_t at = strlen(out);
+    int depth = 0;
+    for (const struct frame *g = f; g; g = g->up)
+        depth++;
+    if (depth == 0) {
+        snprintf(out + at, size - at, "the top level");
         return;
     }
-    if (skipped) /* keep the innermost 64 */
-        at += (size_t)snprintf(out, size, "...");
-    for (int i = n - 1; i >= 0 && at < size; i--) {
-        const struct frame *c = chain[i];
-        if (!c->key) {
-            at += (size_t)snprintf(out + at, size - at, "[%d]", c->index);
+    int first = 1;
+    for (int level = depth - 1; level >= 0 && at + 1 < size; level--) {
+        const struct frame *c = f;
+        for (int k = 0; k < level; k++)
+            c = c->up;
+        if (level > 16 && level < depth - 16) { /* the outermost and innermost 16 */
+            if (level == depth - 17)
+                at += (size_t)snprintf(out + at, size - at, "...");
             continue;
         }
-        int plain = c->key[0] != '\0';
-        for (const char *p = c->key; *p && plain; p++)
-            plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
-        at += (size_t)snprintf(out + at, size - at, plain ? "%s%.80s" : "%s\"%.80s\"",
-                               at ? "." : "", c->key);
+        if (!c->key) {
+            at += (size_t)snprintf(out + at, size - at, "[%d]", c->index);
+        } else {
+            int plain = c->key[0] != '\0';
+            for (const char *p = c->key; *p && plain; p++)
+                plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                        (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
+            at += (size_t)snprintf(out + at, size - at, plain ? "%s%.80s" : "%s\"%.80s\"",
+                                   first ? "" : ".", c->key);
+        }
+        first = 0;
     }
 }
 
@@ -99,10 +101,11 @@ static const char *duplicate_key(const cJSON *o, int *nomem)
 static linattn_status check_tree(const cJSON *v, const struct frame *f, char *why,
                                  size_t why_size)
 {
-    char where[512];
     if (cJSON_IsNumber(v) && !isfinite(v->valuedouble)) {
-        path_of(f, where, sizeof where);
-        snprintf(why, why_size, "the number at %s does not fit a double", where);
+        snprintf(why, why_size, "the number at ");
+        path_of(f, why, why_size);
+        size_t at = strlen(why);
+        snprintf(why + at, why_size - at, " does not fit a double");
         return LINATTN_ERR_FORMAT;
     }
     if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
@@ -115,9 +118,11 @@ static linattn_status check_tree(const cJSON *v, const struct frame *f, char *wh
             return LINATTN_ERR_NOMEM;
         }
         if (dup) {
-            path_of(f, where, sizeof where);
-            snprintf(why, why_size, "key \"%.200s\" appears twice%s%s (a key may be given once)",
-                     dup, f ? " in " : "", f ? where : "");
+            snprintf(why, why_size, "key \"%.200s\" appears twice%s", dup, f ? " in " : "");
+            if (f)
+                path_of(f, why, why_size);
+            size_t at = strlen(why);
+            snprintf(why + at, why_size - at, " (a key may be given once)");
             return LINATTN_ERR_FORMAT;
         }
     }
