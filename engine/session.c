@@ -932,12 +932,23 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     size_t head_bytes = version == 2 ? HEADER_V2 : HEADER_BYTES;
     uint64_t nlogits = version == 2 || size < HEADER_BYTES ? 0 : get_u32(data + 48);
     uint32_t file16 = version < 4 || size < HEADER_BYTES ? 0 : get_u32(data + 52);
+    /* the attention kind first: another kind's header fields (a KV cache
+     * type a linear state never has) would only be misread as corruption */
+    static const char *const kinds[] = {"softmax", "linear", "hybrid"};
+    if (variant != (uint32_t)c->attention)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: the state of a %s model%s; this model's attention is %s", name,
+                           variant < 3 ? kinds[variant] : "unknown kind of",
+                           variant == LINATTN_ATTN_SOFTMAX && file16 == 1 ? " (f16 KV cache)"
+                                                                            : "",
+                           kinds[c->attention]);
     if (file16 > 1 || (file16 && c->attention == LINATTN_ATTN_LINEAR))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: unknown KV cache type %u in the header",
                            name, file16);
-    if (variant != (uint32_t)c->attention || hash != s->m->shape_hash)
+    if (hash != s->m->shape_hash)
         return linattn_err(LINATTN_ERR_FORMAT,
-                           "%s: saved by a model of another shape or attention variant", name);
+                           "%s: the state of a %s model of another shape (layers, widths, "
+                           "heads, positions, window or decay differ)", name, kinds[c->attention]);
     if (bounded(c) && tokens > (uint64_t)c->max_seq_len)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: %llu tokens exceed max_seq_len %d", name,
                            (unsigned long long)tokens, c->max_seq_len);
