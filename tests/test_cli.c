@@ -396,8 +396,10 @@ Test(cli_errors, bad_state_files)
     check_error(tu_run("generate", L, "--load-state", cut, NULL), "truncated");
 
     /* the other variant's stream */
-    check_error(tu_run("generate", S, "--load-state", lin, NULL), "another shape");
-    check_error(tu_run("generate", L, "--load-state", soft, NULL), "another shape");
+    check_error(tu_run("generate", S, "--load-state", lin, NULL),
+                "the state of a linear model; this model's attention is softmax");
+    check_error(tu_run("generate", L, "--load-state", soft, NULL),
+                "the state of a softmax model; this model's attention is linear");
 
     /* the good files still load */
     tu_run_result r = tu_run("generate", L, "--load-state", lin, "--tokens", "3", NULL);
@@ -842,4 +844,143 @@ Test(cli, chat_template_wraps_each_line)
     cr_expect_eq(r.status, 1);
     cr_expect(strstr(r.err, "'nope' is none of auto, plain, chatml"), "%s", r.err);
     tu_run_free(&r);
+}
+
+/* ---- output that cannot be written, input that cannot be read ------------- */
+
+/* stdout on /dev/full or closed: every command fails (exit 1, not a signal)
+ * with one line naming the write and its reason, where it used to exit 0
+ * with the text lost. A generation stops at the failed write and saves
+ * nothing (the state would hold text nobody saw). */
+Test(cli_errors, output_that_cannot_be_written)
+{
+    if (access("/dev/full", W_OK) != 0)
+        cr_skip_test("no /dev/full here");
+    const char *L = tu_data(LINEAR), *state = tu_path("lost.state");
+    const char *in = tu_path("in.txt"), *text = tu_path("text.txt");
+    tu_write_text(in, "hello\n");
+    tu_write_text(text, "the beginning of a text to score, long enough to fill a buffer");
+    const char *const runs[][12] = {
+        {"generate", L, "-p", "Hello", "-n", "40", "--save-state", state, NULL},
+        {"chat", L, "-n", "20", NULL},
+        {"eval", L, "--text", text, NULL},
+        {"info", NULL},
+        {"info", L, NULL},
+        {"tokenize", L, "hello", "--pieces", NULL},
+        {"detokenize", L, "104", "105", NULL},
+        {"generate", "--help", NULL},
+        {"--version", NULL},
+    };
+    const char *outs[2][2] = {{"/dev/full", "No space left on device"},
+                              {"-", "Bad file descriptor"}};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+            if (!strcmp(runs[i][0], "chat"))
+                tu_next_stdin(in);
+            tu_next_stdout(outs[k][0]);
+            tu_run_result r = tu_run_args(runs[i]);
+            char want[128];
+            snprintf(want, sizeof want, "linattn: writing the output: %s\n", outs[k][1]);
+            cr_expect_eq(r.status, 1, "%s %s >%s: exit %d: %s", runs[i][0],
+                         runs[i][1] ? runs[i][1] : "", outs[k][0], r.status, r.err);
+            cr_expect_str_eq(r.err, want, "%s >%s", runs[i][0], outs[k][0]);
+            tu_run_free(&r);
+        }
+    cr_expect_neq(access(state, F_OK), 0, "a state was saved for lost text");
+}
+
+/* A conversation line is at most 1 MiB with its newline: a longer one ends
+ * the conversation there with exit 1 and one line, the answers so far kept
+ * and the stream saved as at the end of input (it used to be read whole,
+ * however long: stdin from /dev/zero grew to the memory limit, then exit
+ * 0). A read error (stdin a folder) names stdin and the reason, exit 1
+ * (chat said nothing and exited 0). */
+Test(cli_errors, chat_line_too_long_or_unreadable)
+{
+    const char *L = tu_data(LINEAR), *in = tu_path("long.txt"), *state = tu_path("chat.state");
+    const size_t big = ((size_t)1 << 20) + 10;
+    char *text = malloc(big + 32);
+    cr_assert(text);
+    size_t n = (size_t)sprintf(text, "hello there\n");
+    memset(text + n, 'a', big);
+    n += big;
+    n += (size_t)sprintf(text + n, "\nand more\n");
+    tu_write_file(in, text, n);
+    free(text);
+    tu_next_stdin(in);
+    tu_run_result r = tu_run("chat", L, "-n", "20", "-s", "9", "--save-state", state, NULL);
+    cr_expect_eq(r.status, 1, "exit %d: %s", r.status, r.err);
+    cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "%s", r.err);
+    cr_expect(strstr(r.err, "linattn: chat: standard input: a line longer than 1048576 bytes"),
+              "%s", r.err);
+    cr_expect_eq(tu_count_lines(r.out, r.out_len), 1, "the first answer only: '%s'", r.out);
+    cr_expect_eq(access(state, F_OK), 0, "the conversation so far is saved");
+    tu_run_free(&r);
+
+    tu_next_stdin("/");
+    check_error(tu_run("chat", L, "-n", "5", NULL),
+                "linattn: chat: reading standard input: Is a directory");
+    tu_next_stdin("/");
+    check_error(tu_run("generate", L, "-f", "-", NULL),
+                "linattn: prompt-file: standard input: Is a directory");
+}
+
+/* The messages of issue 23's d11 that belong to the CLI: each says what is
+ * wrong in the user's terms, before any work is done. */
+Test(cli_errors, messages_name_the_real_problem)
+{
+    const char *L = tu_data(LINEAR);
+    /* float flags: nan and inf are not "outside [-inf, inf]"; a value that
+     * overflows a float (1e39) is refused, not turned into inf */
+    const char *attend[] = {"attend", "--variant", "linear", "--causal", "--q", "q.npy", "--k",
+                            "k.npy", "--v", "v.npy", "--out", "o.npy", "--eps", "nan", NULL};
+    check_error(tu_run_args(attend), "--eps: expected a finite number, got 'nan'");
+    attend[13] = "1e39";
+    check_error(tu_run_args(attend), "--eps: expected a finite number, got '1e39'");
+    attend[12] = "--scale";
+    attend[13] = "-1e39";
+    check_error(tu_run_args(attend), "--scale: expected a finite number, got '-1e39'");
+    check_error(tu_run("generate", L, "-p", "x", "--temperature", "1e39", NULL),
+                "--temperature: expected a number in [0, 100], got '1e39'");
+
+    /* a prompt byte the model has no token for: the prompt's, not the sampler's */
+    const char *v64 = tu_path("v64.ini");
+    tu_write_text(v64, "[model]\nweights = random:3\nd_model = 32\nn_heads = 4\nn_layers = 2\n"
+                       "d_ff = 64\nvocab_size = 64\nattention = linear\n");
+    check_error(tu_run("generate", v64, "-p", "!a", "-n", "1", NULL),
+                "linattn: prompt: the prompt's token 2 of 2 (id 97) is past the model's "
+                "vocab_size 64 (ids 0..63)");
+
+    /* every token banned: refused before the prefill and the prompt's echo
+     * (check_error: nothing on stdout) */
+    char *argv[2 * VOCAB + 8] = {"linattn", "generate", (char *)L, "-p", "In the", "-n", "3"};
+    char bias[VOCAB][16];
+    int n = 7;
+    for (int t = 0; t < VOCAB; t++) { /* more arguments than tu_run takes */
+        snprintf(bias[t], sizeof bias[t], "%d=-inf", t);
+        argv[n++] = "--logit-bias";
+        argv[n++] = bias[t];
+    }
+    argv[n] = NULL;
+    check_error(tu_run_argv(getenv("LINATTN_EXE"), argv),
+                "linattn: logit-bias: every token is banned (all 256 at -inf)");
+    argv[n - 2] = NULL; /* one token left: it runs */
+    tu_run_result r = tu_run_argv(getenv("LINATTN_EXE"), argv);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+}
+
+/* A softmax state with an f16 cache loaded into a linear model is named as
+ * what it is (it was "unknown KV cache type 1 in the header"). */
+Test(cli_errors, state_of_another_attention_kind)
+{
+    const char *sm = tu_path("sm16.ini"), *state = tu_path("sm16.state");
+    tu_write_text(sm, "[model]\nweights = random:3\nd_model = 32\nn_heads = 4\nn_layers = 2\n"
+                      "d_ff = 64\nattention = softmax\nmax_seq_len = 64\n"
+                      "[runtime]\nkv_cache = f16\n");
+    tu_run_result r = tu_run("generate", sm, "-p", "abc", "-n", "2", "--save-state", state, NULL);
+    tu_assert_ok(&r);
+    tu_run_free(&r);
+    check_error(tu_run("generate", tu_data(LINEAR), "--load-state", state, "-n", "1", NULL),
+                "the state of a softmax model (f16 KV cache); this model's attention is linear");
 }

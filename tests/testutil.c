@@ -179,6 +179,13 @@ void tu_next_stdin(const char *path)
     snprintf(next_stdin, sizeof next_stdin, "%s", path);
 }
 
+static char next_stdout[4096];
+
+void tu_next_stdout(const char *path)
+{
+    snprintf(next_stdout, sizeof next_stdout, "%s", path);
+}
+
 /* exe argv, its output captured; sigs[0..nsig) sent in turn, each once
  * the program has written after_bytes more to stdout than at the last. */
 static tu_run_result run_signalled(const char *exe, char *const argv[], const int *sigs,
@@ -192,12 +199,16 @@ static tu_run_result run_signalled(const char *exe, char *const argv[], const in
     cr_assert(pid >= 0);
     if (pid == 0) {
         int in = open(next_stdin[0] ? next_stdin : "/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(o), 1) < 0 || dup2(fileno(e), 2) < 0)
+        const int closed = !strcmp(next_stdout, "-");
+        int out = closed ? -1 : next_stdout[0] ? open(next_stdout, O_WRONLY) : fileno(o);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fileno(e), 2) < 0 ||
+            (closed ? close(1) : dup2(out, 1)) < 0)
             _exit(126);
         execv(exe, argv);
         _exit(127);
     }
     next_stdin[0] = '\0';
+    next_stdout[0] = '\0';
     long seen = 0;
     for (int i = 0; i < nsig; i++) {
         struct stat stt;

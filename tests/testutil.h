@@ -74,6 +74,9 @@ typedef struct tu_run_result {
 tu_run_result tu_run_argv(const char *exe, char *const argv[]);
 /* The next run reads its stdin from path (once; then /dev/null again). */
 void tu_next_stdin(const char *path);
+/* The next run writes its stdout to path (e.g. /dev/full), or with path "-"
+ * runs with stdout closed (once; then captured again: out is empty). */
+void tu_next_stdout(const char *path);
 /* $LINATTN_EXE with the arguments (without argv[0]), ending with NULL. */
 tu_run_result tu_run(const char *first, ...);
 /* The same with the arguments in a NULL-terminated array. */

@@ -18,6 +18,11 @@ int cli_fail(const char *what, const char *fmt, ...)
 int cli_fail_status(const char *what, linattn_status st);
 /* "linattn: WHAT: warning: ..." on stderr; the command goes on. */
 void cli_warn(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 when all written to stdout so far has gone out (it flushes); else
+ * prints "linattn: writing the output: REASON" (once a run) and returns 0.
+ * Commands that write as they go call it after each piece, to stop at the
+ * first lost write; main checks it (and closes stdout) after every command. */
+int cli_stdout_ok(void);
 /* Warns when threads is above the cores this process may use. */
 void cli_check_threads(const char *what, long threads);
 /* linattn_config_load, where a relative path that does not exist here is
@@ -31,7 +36,9 @@ linattn_status cli_err(linattn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Strict number flags: the whole text is the number (no leading blanks, no
- * junk after, no sign on unsigned values) and it lies in [lo, hi]; else
+ * junk after, no sign on unsigned values) and it lies in [lo, hi]; a
+ * float is finite too (nan, inf and what overflows a float are refused, a
+ * bound of +-HUGE_VAL only drops that side of the range); else
  * "linattn: CMD: FLAG: expected ..., got 'TEXT'" and 1. */
 int cli_parse_long(const char *cmd, const char *flag, const char *text, long lo, long hi,
                    long *out);

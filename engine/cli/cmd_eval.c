@@ -350,8 +350,8 @@ int cmd_eval(int argc, char **argv)
                blocks[b].bytes ? blocks[b].bits / (double)blocks[b].bytes : 0.0);
     printf("bits/byte %.4f over %zu bytes; %.0f tokens/s (isa %s, threads %d)\n", bpb, scored_bytes, tps,
            linattn_isa_name(cur), cfg->threads > 0 ? cfg->threads : linattn_max_threads());
-    fflush(stdout);
-    rc = 0;
+    if (cli_stdout_ok())
+        rc = 0;
 out:
     linattn_session_free(r.sess);
     linattn_model_free(model);

@@ -36,7 +36,10 @@ static const char usage[] =
     "  -i, --interactive    a conversation: after each answer, read a line from stdin,\n"
     "                       feed it and answer it (each answer up to -n tokens, ending\n"
     "                       at a newline unless --stop says otherwise); end of input\n"
-    "                       ends it ('linattn chat CONFIG' is the same)\n"
+    "                       ends it ('linattn chat CONFIG' is the same). A line is at\n"
+    "                       most 1 MiB (1048576 bytes with its newline): a longer one,\n"
+    "                       or a read error, ends the conversation as the end of\n"
+    "                       input does (--save-state, --stats), then exits with 1\n"
     "  --chat-template NAME with -i: each line as a user turn of that chat format\n"
     "                       (the answer ends at its end mark): auto (default:\n"
     "                       tokenizer_config.json's, recognised; else plain, the\n"
@@ -163,13 +166,61 @@ static char *read_prompt(const char *path, size_t *len)
         cap *= 2;
     }
     if (!buf || ferror(stdin)) {
-        cli_fail("prompt-file", "standard input: %s", buf ? "read error" : "out of memory");
+        cli_fail("prompt-file", "standard input: %s", buf ? strerror(errno) : "out of memory");
         free(buf);
         return NULL;
     }
     buf[n] = '\0';
     *len = n;
     return buf;
+}
+
+/* A conversation's line is at most this many bytes with its newline: all
+ * its tokens are fed at once, so this bounds what one line may cost; far
+ * above what a person types or pastes, and a line without end (stdin from
+ * /dev/zero) fails at once instead of growing to the memory limit. */
+#define MAX_CHAT_LINE_BYTES ((size_t)1 << 20)
+
+enum { LINE_END = 0, LINE_ERROR = -1, LINE_TOO_LONG = -2, LINE_NOMEM = -3 };
+
+/* The next line of stdin, newline kept (the last line may lack it), into
+ * *line (MAX_CHAT_LINE_BYTES + 2 bytes, allocated on first use) with a NUL
+ * after it: its length; LINE_END at the end of input; LINE_ERROR after a
+ * read error (errno says which), LINE_TOO_LONG, LINE_NOMEM. */
+static long read_chat_line(char **line)
+{
+    if (!*line && !(*line = malloc(MAX_CHAT_LINE_BYTES + 2)))
+        return LINE_NOMEM;
+    size_t n = 0;
+    int c = 0, err = 0;
+    flockfile(stdin);
+    while (n < MAX_CHAT_LINE_BYTES && (c = getc_unlocked(stdin)) != EOF) {
+        (*line)[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (c == EOF && ferror(stdin))
+        err = errno;
+    funlockfile(stdin);
+    (*line)[n] = '\0';
+    if (err)
+        return errno = err, LINE_ERROR;
+    if (n == MAX_CHAT_LINE_BYTES && (*line)[n - 1] != '\n')
+        return LINE_TOO_LONG;
+    return (long)n;
+}
+
+/* Every token of a text the user gave (a prompt, a line) is one the model
+ * has: else "the prompt's token I of N (id X) is past the model's
+ * vocab_size V", before any work (a byte tokenizer gives bytes up to 255). */
+static int check_vocab(const char *what, const int *toks, size_t n, int vocab)
+{
+    for (size_t i = 0; i < n; i++)
+        if (toks[i] < 0 || toks[i] >= vocab)
+            return cli_fail(what, "the %s's token %zu of %zu (id %d) is past the model's "
+                                  "vocab_size %d (ids 0..%d)",
+                            what, i + 1, n, toks[i], vocab, vocab - 1);
+    return 0;
 }
 
 /* Feeds tokens in slices, showing progress on a terminal. */
@@ -309,6 +360,7 @@ int cmd_generate(int argc, char **argv)
     linattn_sampler *sampler = NULL;
     resume_info *info = NULL;
     char *tail = NULL; /* the end of the text written, for --stop */
+    char *line = NULL; /* a line of the conversation */
     cli_generate *gen = malloc(sizeof *gen);
     if (!gen) {
         free(cfg);
@@ -397,6 +449,24 @@ int cmd_generate(int argc, char **argv)
             cli_fail_status("logit-bias", st);
             goto out;
         }
+    if (gen->max_new_tokens > 0 || interactive) { /* refused before the prefill it would waste */
+        unsigned char *banned = calloc((size_t)cfg->vocab_size, 1);
+        int n_banned = 0;
+        if (!banned) {
+            cli_fail("generate", "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < n_biases; i++) /* a later flag for a token wins */
+            banned[biases[i].token] = biases[i].bias == -INFINITY;
+        for (int t = 0; t < cfg->vocab_size; t++)
+            n_banned += banned[t];
+        free(banned);
+        if (n_banned == cfg->vocab_size) {
+            cli_fail("logit-bias", "every token is banned (all %d at -inf): nothing could be "
+                                   "drawn", cfg->vocab_size);
+            goto out;
+        }
+    }
     linattn_session_set_threads(sess, cfg->threads);
     const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
     if (interactive && !strcmp(chat_name, "auto")) /* the model's own, tokenizer_config.json's */
@@ -459,12 +529,14 @@ int cmd_generate(int argc, char **argv)
         cli_fail_status("prompt", st);
         goto out;
     }
+    if (check_vocab("prompt", toks + n_in, n_prompt, cfg->vocab_size))
+        goto out;
     n_in += (int)n_prompt;
     /* the prompt enters the window (only its last repeat_last_n tokens can stay) */
     int from = n_in - first_new > gen->repeat_last_n ? n_in - gen->repeat_last_n : first_new;
     for (int i = from; i < n_in; i++)
         if ((st = linattn_sampler_accept(sampler, toks[i])) != LINATTN_OK) {
-            cli_fail_status("prompt", st); /* a byte past a vocab_size under 256 */
+            cli_fail_status("prompt", st);
             goto out;
         }
 
@@ -498,7 +570,8 @@ int cmd_generate(int argc, char **argv)
     double t1 = now_s();
     if (!load && display_prompt && !print_ids)
         fwrite(prompt_buf, 1, plen, stdout);
-    fflush(stdout);
+    if (!cli_stdout_ok()) /* the text would be lost: nothing is generated or saved */
+        goto out;
     size_t stop_max = 0;
     for (int i = 0; i < n_stops; i++)
         stop_max = strlen(stops[i]) > stop_max ? strlen(stops[i]) : stop_max;
@@ -524,25 +597,33 @@ int cmd_generate(int argc, char **argv)
      * fed, and the next turn answers it. */
     int pending = -1, made = 0, stopped = 0, keep_all = save || interactive;
     int need_input = interactive && n_in == 0; /* no prompt: the user speaks first */
-    char *line = NULL;
-    size_t line_cap = 0;
+    int input_failed = 0; /* the conversation ended on a bad line or a read error */
     for (;;) {
         if (need_input) {
             if (isatty(STDIN_FILENO))
                 fputs("> ", stderr);
-            ssize_t got = getline(&line, &line_cap, stdin);
-            if (got < 0) { /* end of the conversation (Ctrl-C at the prompt too) */
+            long got = read_chat_line(&line);
+            if (got == LINE_ERROR && (errno == EINTR || cli_signal_pending()))
+                got = LINE_END; /* Ctrl-C at the prompt ends the conversation */
+            if (got == LINE_END) {
                 signalled = cli_signal_pending();
                 break;
             }
-            if (got == 0 || line[got - 1] != '\n') { /* the last line without its newline */
-                char *grown = realloc(line, (size_t)got + 2);
-                if (!grown) {
-                    free(line);
-                    cli_fail("generate", "out of memory");
-                    goto out;
-                }
-                line = grown;
+            if (got == LINE_NOMEM) {
+                cli_fail(argv[0], "out of memory");
+                goto out;
+            }
+            if (got < 0) { /* the conversation so far is kept, as at its end */
+                if (got == LINE_TOO_LONG)
+                    cli_fail(argv[0], "standard input: a line longer than %zu bytes (the limit "
+                                      "of one line); the conversation ends here",
+                             MAX_CHAT_LINE_BYTES);
+                else
+                    cli_fail(argv[0], "reading standard input: %s", strerror(errno));
+                input_failed = 1;
+                break;
+            }
+            if (line[got - 1] != '\n') { /* the last line without its newline */
                 line[got++] = '\n';
                 line[got] = '\0';
             }
@@ -556,7 +637,6 @@ int cmd_generate(int argc, char **argv)
                 cli_chat_msg um = {"user", line};
                 if (cli_chat_render(chat, &um, 1, linattn_session_tokens(sess) == 0, &turn,
                                     &turn_len) != 0) {
-                    free(line);
                     cli_fail("generate", "out of memory");
                     goto out;
                 }
@@ -569,7 +649,6 @@ int cmd_generate(int argc, char **argv)
                 free(lt);
                 if (turn != line)
                     free(turn);
-                free(line);
                 if (st != LINATTN_OK)
                     cli_fail_status("generate", st);
                 else
@@ -578,6 +657,10 @@ int cmd_generate(int argc, char **argv)
             }
             if (turn != line)
                 free(turn);
+            if (check_vocab("line", lt, nl, cfg->vocab_size)) {
+                free(lt);
+                goto out;
+            }
             if (nl > 0)
                 prev = lt[nl - 1];
             for (size_t k = 0; k < nl && st == LINATTN_OK; k++)
@@ -590,7 +673,6 @@ int cmd_generate(int argc, char **argv)
                 break;
             }
             if (st != LINATTN_OK) {
-                free(line);
                 cli_fail_status("generate", st);
                 goto out;
             }
@@ -633,7 +715,8 @@ int cmd_generate(int argc, char **argv)
                 size_t c = piece_len - at < 64 ? piece_len - at : 64;
                 fwrite(piece_out, 1, cli_utf8_take(&utf8, piece + at, c, piece_out), stdout);
             }
-        fflush(stdout);
+        if (!cli_stdout_ok())
+            goto out;
         made++;
         for (size_t b = 0; tail && b < piece_len && !stop_now; b++) {
             if (tail_len == stop_max)
@@ -668,13 +751,14 @@ int cmd_generate(int argc, char **argv)
             break;
         if (!tail_len || tail[tail_len - 1] != '\n')
             putchar('\n');
-        fflush(stdout);
+        if (!cli_stdout_ok())
+            goto out;
     }
-    free(line);
     double t2 = now_s();
     if (!interactive)
         putchar('\n');
-    fflush(stdout);
+    if (!cli_stdout_ok())
+        goto out;
     if (signalled)
         fprintf(stderr, "linattn: generate: %s after %d token%s%s\n",
                 signalled == SIGTERM ? "terminated (SIGTERM)" : "interrupted (Ctrl-C)", made,
@@ -709,9 +793,11 @@ int cmd_generate(int argc, char **argv)
                 cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
                 linattn_session_state_bytes(sess));
     }
-    rc = signalled ? 128 + signalled : 0; /* as a shell reports a signal, after the work is kept */
+    /* as a shell reports a signal, after the work is kept */
+    rc = input_failed ? 1 : signalled ? 128 + signalled : 0;
 out:
     cli_signals_restore();
+    free(line);
     free(gen);
     free(tail);
     free(info);

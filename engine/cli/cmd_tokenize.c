@@ -221,8 +221,8 @@ int cmd_tokenize(int argc, char **argv)
             putchar('\n');
         }
     }
-    if (rc == 0 && fflush(stdout) != 0)
-        rc = cli_fail(cmd, "cannot write the output: %s", strerror(errno));
+    if (rc == 0 && !cli_stdout_ok())
+        rc = 1;
     free(ids);
     free(text);
     linattn_tokenizer_free(t);
@@ -318,8 +318,8 @@ int cmd_detokenize(int argc, char **argv)
             p = end;
         }
     }
-    if (rc == 0 && fflush(stdout) != 0)
-        rc = cli_fail(cmd, "cannot write the output: %s", strerror(errno));
+    if (rc == 0 && !cli_stdout_ok())
+        rc = 1;
     free(in);
     linattn_tokenizer_free(t);
     return rc;

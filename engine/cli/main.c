@@ -1,5 +1,7 @@
 /* main.c: the `linattn` program: picks a subcommand and hands it the rest of argv. */
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,10 +91,60 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
     int plain = plain_number(text, 1) || (text[0] == '.' && plain_number(text + 1, 0)) ||
                 (text[0] == '-' && text[1] == '.');
     double v = plain ? strtod(text, &end) : 0;
-    if (!plain || errno || *end || !(v >= lo && v <= hi))
+    /* the value kept is a float: one that overflows it (1e39) is refused too */
+    if (!plain || errno || *end || !isfinite((float)v) || !(v >= lo && v <= hi)) {
+        /* nan, inf and overflow are never accepted, whatever the bounds */
+        if (isinf(lo) && isinf(hi))
+            return cli_fail(cmd, "%s: expected a finite number, got '%s'", flag, text);
+        if (isinf(hi))
+            return cli_fail(cmd, "%s: expected a finite number >= %g, got '%s'", flag, lo, text);
+        if (isinf(lo))
+            return cli_fail(cmd, "%s: expected a finite number <= %g, got '%s'", flag, hi, text);
         return cli_fail(cmd, "%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, text);
+    }
     *out = (float)v;
     return 0;
+}
+
+/* Set at the first failed write to stdout, so the reason is told once. */
+static int stdout_failed;
+
+int cli_stdout_ok(void)
+{
+    if (stdout_failed)
+        return 0;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 1;
+    /* glibc keeps the unwritten bytes, so this flush fails again with the
+     * reason; EIO when stdio said nothing more */
+    stdout_failed = 1;
+    cli_fail("writing the output", "%s", strerror(errno ? errno : EIO));
+    return 0;
+}
+
+/* The end of every command: what is still buffered is written, and stdout
+ * closed (the last write error shows only then); a failure is exit 1 even
+ * when the command itself succeeded, since its output is lost. */
+static int finish(int rc)
+{
+    if (!cli_stdout_ok())
+        return rc ? rc : 1;
+    if (fclose(stdout) != 0) {
+        cli_fail("writing the output", "%s", strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+/* A closed 0, 1 or 2 is given /dev/null opened the wrong way round, so that
+ * the first file the command opens cannot become its stdout (text written
+ * into a state file) and a read or write there fails (EBADF) and is told. */
+static void hold_closed_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+            open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY); /* the lowest free: fd */
 }
 
 void cli_warn(const char *what, const char *fmt, ...)
@@ -206,7 +258,7 @@ int cli_choose_isa(const char *cmd, const char *flag, linattn_isa config_isa)
     return 0; /* auto */
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);
@@ -254,4 +306,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "detokenize"))
         return cmd_detokenize(argc - 1, argv + 1);
     return cli_fail("usage", "unknown command '%s' (try 'linattn --help')", cmd);
+}
+
+int main(int argc, char **argv)
+{
+    hold_closed_std_fds();
+    return finish(run(argc, argv));
 }
