@@ -392,3 +392,33 @@ Test(eval, shipped_hybrids_beat_wider_windows, .timeout = 900)
     check_hybrid("kjv-llama-hybrid16.ini", 16, teacher, 1.05);
     check_hybrid("kjv-llama-hybrid64.ini", 64, teacher, 1.03);
 }
+
+/* A model whose every weight is NaN: eval fails in one line naming the
+ * non-finite logits, and writes no JSON (it used to exit 0 and write
+ * "bits_per_byte": nan, which is not JSON). The model: a llama2.c
+ * checkpoint (d 16, 1 layer, 2 heads, vocab 256, seq 32), all NaN. */
+Test(eval, nan_weights_are_an_error_not_a_figure)
+{
+    const int32_t head[7] = {16, 32, 1, 2, 2, 256, 32}; /* dim hidden layers heads kv vocab seq */
+    const size_t dim = 16, hid = 32, hs = 8, kv = 2, vocab = 256, seq = 32;
+    const size_t n = vocab * dim + dim + dim * dim + 2 * hs * kv * dim + dim * dim + dim +
+                     3 * hid * dim + dim + seq * hs;
+    float *w = malloc(n * sizeof *w);
+    cr_assert(w);
+    for (size_t i = 0; i < n; i++)
+        w[i] = NAN;
+    FILE *f = fopen(tu_path("nan.bin"), "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(head, sizeof head, 1, f), 1);
+    cr_assert_eq(fwrite(w, sizeof *w, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+    free(w);
+    tu_write_text(tu_path("nan.ini"), "[model]\nweights = llama2c:nan.bin\nattention = linear\n");
+    tu_write_text(tu_path("t.txt"), "the the the the the the the the");
+    const char *json = tu_path("out.json");
+    expect_error("the model's logits after token 0 of the text (0-based) are not finite "
+                 "(logit 0 is nan)",
+                 (const char *const[]){"eval", tu_path("nan.ini"), "--text", tu_path("t.txt"),
+                                       "--json", json, NULL});
+    cr_expect_neq(access(json, F_OK), 0, "a JSON file was written");
+}

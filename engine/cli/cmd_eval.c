@@ -103,9 +103,21 @@ static int score(eval_run *r)
                 fputs("\r\033[K", stderr);
             return cli_fail_status("eval", st);
         }
-        for (size_t i = 0; i < c; i++)
-            r->bits[done + i] =
-                bits_of(r->logits + i * (size_t)r->vocab, r->vocab, r->tokens[done + i + 1]);
+        for (size_t i = 0; i < c; i++) {
+            const float *row = r->logits + i * (size_t)r->vocab;
+            double b = bits_of(row, r->vocab, r->tokens[done + i + 1]);
+            if (!isfinite(b)) { /* a NaN or inf logit: no figure to report, not "nan" */
+                int at = 0;
+                while (at + 1 < r->vocab && isfinite(row[at]))
+                    at++;
+                if (tty)
+                    fputs("\r\033[K", stderr);
+                return cli_fail("eval", "the model's logits after token %zu of the text (0-based) "
+                                        "are not finite (logit %d is %g): no bits per byte",
+                                done + i, at, (double)row[at]);
+            }
+            r->bits[done + i] = b;
+        }
         done += c;
         if (tty && (done - shown >= 16384 || done == r->n - 1)) {
             fprintf(stderr, "\reval %zu/%zu bytes", done + 1, r->n);
@@ -126,6 +138,12 @@ typedef struct block_stat {
 static int write_json(const char *path, double bpb, size_t bytes, double tps,
                       const block_stat *blocks, size_t nblocks)
 {
+    /* a JSON number is finite: score() refused non-finite bits, this holds it */
+    int finite = isfinite(bpb) && isfinite(tps);
+    for (size_t b = 0; b < nblocks; b++)
+        finite = finite && isfinite(blocks[b].bits);
+    if (!finite)
+        return cli_fail("eval", "a figure for the JSON output is not finite");
     size_t cap = 256 + nblocks * 96, len = 0;
     char *buf = malloc(cap);
     if (!buf)
