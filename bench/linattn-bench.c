@@ -425,7 +425,7 @@ static void plan_header(bench_header *h, const bench_plan *p, const char *thread
     bench_header_str(h, "filter", p->filter ? p->filter : "");
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     enum { O_SUITE = 256, O_LENGTHS, O_CONFIG, O_REPEAT, O_MIN_TIME, O_JSON, O_CSV, O_PLOT, O_COMPARE, O_CPU };
     static const struct option opts[] = {
@@ -673,4 +673,17 @@ int main(int argc, char **argv)
     if (plot && write_output(plot, OUT_SVG, &h) != 0)
         failed = 1;
     return failed;
+}
+
+/* The table on stdout is the run's result too: a write that failed (a full
+ * disk, a closed stdout) is exit 1 with one line, not a silent 0. */
+int main(int argc, char **argv)
+{
+    int rc = run(argc, argv);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        fprintf(stderr, "linattn-bench: writing the output: %s\n", strerror(errno ? errno : EIO));
+        return rc ? rc : 1;
+    }
+    return rc;
 }

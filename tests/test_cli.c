@@ -887,6 +887,16 @@ Test(cli_errors, output_that_cannot_be_written)
             tu_run_free(&r);
         }
     cr_expect_neq(access(state, F_OK), 0, "a state was saved for lost text");
+    /* linattn-bench's table likewise (its --json, --csv and --plot files
+     * were already checked) */
+    const char *bench = getenv("LINATTN_BENCH_EXE");
+    if (bench) {
+        tu_next_stdout("/dev/full");
+        tu_run_result r = tu_run_argv(bench, (char *[]){"linattn-bench", "--list", NULL});
+        cr_expect_eq(r.status, 1, "linattn-bench --list >/dev/full: exit %d", r.status);
+        cr_expect_str_eq(r.err, "linattn-bench: writing the output: No space left on device\n");
+        tu_run_free(&r);
+    }
 }
 
 /* A conversation line is at most 1 MiB with its newline: a longer one ends
