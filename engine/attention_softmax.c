@@ -219,13 +219,12 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
             lo_of[r] = lo;
             if (vis <= lo)
                 continue;
+            /* NaN when a visible score is not finite (a NaN in q or k, or
+             * q.k scale overflowing): the running max, then l and o, carry
+             * it to the row's output; NaN is never dropped by a compare. */
             float mx = kt->max(row + lo, (size_t)(vis - lo));
             float m_old = b->m[r];
-            float m_new = mx > m_old ? mx : m_old;
-            if (!(m_new > -INFINITY)) { /* scores overflowed to -inf/NaN: drop the tile */
-                vis_of[r] = 0;
-                continue;
-            }
+            float m_new = mx > m_old || isnan(mx) ? mx : m_old;
             float sum = kt->exp_sub_sum(row + lo, row + lo, m_new, (size_t)(vis - lo));
             if (m_new != m_old && b->l[r] != 0.0f) {
                 /* Rescale what earlier tiles accumulated to the new max. */
@@ -243,17 +242,18 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
     }
 }
 
-/* Rows [i0, i0 + nq) of out = o / l; a row that saw no key is zeros (the
- * contract), its log-sum-exp -inf. */
+/* Rows [i0, i0 + nq) of out = o / l; a row that saw no key (l = 0: a key
+ * seen adds at least e^0) is zeros (the contract), its log-sum-exp -inf; a
+ * row whose l is NaN (a score that was not finite) is NaN. */
 static void sm_finish(const attn_plan *p, const sm_head *hd, int i0, int nq, const sm_buffers *b)
 {
     const size_t dv = (size_t)p->dv;
     for (int r = 0; r < nq; r++) {
         if (hd->lse)
-            hd->lse[i0 + r] = b->l[r] > 0.0f ? b->m[r] + logf(b->l[r]) : -INFINITY;
+            hd->lse[i0 + r] = b->l[r] != 0.0f ? b->m[r] + logf(b->l[r]) : -INFINITY;
         float *dst = hd->out + (size_t)(i0 + r) * p->out.row;
         const float *acc = b->o + (size_t)r * dv;
-        if (b->l[r] > 0.0f) {
+        if (b->l[r] != 0.0f) {
             float inv = 1.0f / b->l[r];
             for (size_t c = 0; c < dv; c++)
                 dst[c] = acc[c] * inv;
@@ -291,7 +291,8 @@ static void sm_partial_store(float *part, int nq, size_t dv, const sm_buffers *b
 }
 
 /* out rows = the merge of nseg partials: M = max m over segments that saw
- * a key, o = sum o_s e^(m_s - M) / sum l_s e^(m_s - M). */
+ * a key, o = sum o_s e^(m_s - M) / sum l_s e^(m_s - M); a segment whose m
+ * or l is NaN (a score that was not finite) makes the row NaN. */
 static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int nq,
                      const float *parts, size_t stride, int nseg)
 {
@@ -301,10 +302,21 @@ static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         for (int g = 0; g < nseg; g++) {
             const float *pg = parts + (size_t)g * stride;
             float l = pg[(size_t)nq * (dv + 1) + r], m = pg[(size_t)nq * dv + r];
+            if (isnan(l) || (l > 0.0f && isnan(m))) {
+                M = NAN;
+                break;
+            }
             if (l > 0.0f && m > M)
                 M = m;
         }
         float *dst = hd->out + (size_t)r * p->out.row;
+        if (isnan(M)) {
+            for (size_t c = 0; c < dv; c++)
+                dst[c] = NAN;
+            if (hd->lse)
+                hd->lse[r] = NAN;
+            continue;
+        }
         memset(dst, 0, dv * sizeof(float));
         float L = 0.0f;
         for (int g = 0; g < nseg && M > -INFINITY; g++) {

@@ -15,12 +15,14 @@
  * may be 0. "y may alias x" where said.
  *
  * dot          sum a[i]*b[i]
- * max          max x[i]; -inf when n == 0
+ * max          max x[i]; NaN when any x[i] is NaN or +-inf (a score that is
+ *              not finite is never dropped); -inf when n == 0
  * sum          sum x[i]
  * axpy         y += a*x
  * scale        x *= a
  * exp_sub_sum  y = exp(x - m), returns sum y (the softmax row core). m is
- *              finite; x may be -inf (gives 0). y may alias x.
+ *              finite (or NaN: every y and the sum NaN); x may be -inf
+ *              (gives 0). y may alias x.
  * elu1         y = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise. Aliases.
  * relu         y = max(x, 0). Aliases.
  * gelu         y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). Aliases.

@@ -69,7 +69,7 @@ static const struct tolerance {
 } tolerances[N_KERNELS] = {
     [K_dot] = {TOL_BOUND, 2, "(n+c) u sum|a_i b_i| + n tiny",
      "n rounded products/adds in any order or lane split (gamma_n), c for the final lane reduction"},
-    [K_max] = {TOL_EXACT, 0, "equal", "max never rounds, in any order"},
+    [K_max] = {TOL_EXACT, 0, "equal; NaN if an x is NaN or +-inf", "max never rounds, in any order"},
     [K_sum] = {TOL_BOUND, 2, "(n+c) u sum|x_i|", "n-1 rounded adds in any order, c for the lane reduction"},
     [K_axpy] = {TOL_BOUND, 2, "c u (|y| + |a x|) + tiny", "one FMA or a rounded product then a rounded add"},
     [K_scale] = {TOL_ULP, 0.5, "c ulp", "one correctly rounded product"},
@@ -418,27 +418,36 @@ static void check_dot(const linattn_kernels *k, const linattn_kernels *sc, repor
     }
 }
 
+/* The max, or NaN when an x is not finite: a softmax row's NaN or inf score
+ * must reach the row (NaN and +-inf put at the start, middle and end, where
+ * the vector, unrolled and tail loops take them). */
 static void check_max(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
     for (size_t si = 0; si <= N_SIZES; si++) {
         size_t n = si ? sizes[si - 1] : 0;
-        for (int how = 0; how < N_FILLS + 2; how++) {
+        for (int how = 0; how < N_FILLS + 4; how++) {
             buf bx;
             float *x = buf_new(&bx, n);
             fill(x, n, how < N_FILLS ? how : FILL_RANDOM, -100, 100);
-            if (how == N_FILLS) /* masked scores: some -inf */
+            if (how == N_FILLS) /* some -inf */
                 for (size_t i = 0; i < n; i++)
                     if (rnd_below(3) == 0)
                         x[i] = -INFINITY;
-            if (how == N_FILLS + 1) /* a fully masked row */
+            if (how == N_FILLS + 1) /* every x -inf */
                 for (size_t i = 0; i < n; i++)
                     x[i] = -INFINITY;
+            if (how >= N_FILLS + 2 && n > 0) /* one NaN, +inf or -inf, or three */
+                for (int b = 0; b < (how == N_FILLS + 2 ? 1 : 3); b++)
+                    x[b == 0 ? n - 1 : b == 1 ? 0 : n / 2] = bad[(b + si) % 3];
             double ref = -INFINITY;
             for (size_t i = 0; i < n; i++)
-                ref = x[i] > ref ? x[i] : ref;
+                ref = !isfinite(x[i]) ? NAN : x[i] > ref ? x[i] : ref;
             float got = k->max(x, n), s = sc->max(x, n);
             snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
-            note(r, got == ref ? 0 : INFINITY, 0, got == s ? 0 : INFINITY, shape, 0, got, ref, s);
+            int same_ref = isnan(ref) ? isnan(got) : got == ref;
+            int same_sc = isnan(s) ? isnan(got) : got == s;
+            note(r, same_ref ? 0 : INFINITY, 0, same_sc ? 0 : INFINITY, shape, 0, got, ref, s);
             check_guards(r, &bx, "x");
             buf_free(&bx);
         }
@@ -630,6 +639,22 @@ static void check_exp_sub_sum(const linattn_kernels *k, const linattn_kernels *s
                 buf_free(&bs);
             }
         }
+        /* m = NaN (a softmax row with a non-finite score): every y and the
+         * sum NaN, never a weight of 0 */
+        buf bx, by;
+        float *x = buf_new(&bx, n), *y = buf_out(&by, n);
+        fill(x, n, FILL_RANDOM, -10, 10);
+        float got = k->exp_sub_sum(y, x, NAN, n);
+        snprintf(shape, sizeof shape, "n=%zu m=NaN", n);
+        for (size_t i = 0; i < n; i++)
+            note(r, isnan(y[i]) ? 0 : INFINITY, c, isnan(y[i]) ? 0 : INFINITY, shape, i, y[i],
+                 NAN, NAN);
+        if (n > 0)
+            note(r, isnan(got) ? 0 : INFINITY, c, isnan(got) ? 0 : INFINITY, shape, n, got, NAN,
+                 NAN);
+        check_guards(r, &by, "y");
+        buf_free(&bx);
+        buf_free(&by);
     }
 }
 

@@ -1723,3 +1723,271 @@ Test(softmax_f16kv, error_against_exact_is_bounded)
         drop(&p);
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Non-finite values reach the rows that see them                            */
+/* ------------------------------------------------------------------------ */
+
+/* 0: every value finite, 1: every value NaN, 2: only column c NaN (the rest
+ * finite), 3: anything else */
+static int row_kind(const float *row, int dv, int c)
+{
+    int nan = 0, fin = 0;
+    for (int i = 0; i < dv; i++) {
+        nan += isnan(row[i]) != 0;
+        fin += isfinite(row[i]) != 0;
+    }
+    if (fin == dv)
+        return 0;
+    if (nan == dv)
+        return 1;
+    if (nan == 1 && fin == dv - 1 && isnan(row[c]))
+        return 2;
+    return 3;
+}
+
+static float *run_window(enum variant var, const problem *p, int window)
+{
+    linattn_attention_desc d = desc_of(p);
+    d.window = window;
+    float *out = malloc(out_size(p) * sizeof(float));
+    cr_assert(out);
+    linattn_status st = var == SOFTMAX ? linattn_attention_softmax(&d, p->q, p->k, p->v, out)
+                                       : linattn_attention_linear(&d, p->q, p->k, p->v, out);
+    cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+    return out;
+}
+
+/* One NaN in q at row t, in k at key t, or in v at key t (column c), on
+ * every ISA, both linear algorithms and the softmax tiles (causal, L over
+ * three query blocks and several key tiles, 1 and 2 threads, and a window
+ * of 50): the row with the NaN query, and every row that sees the key, is
+ * NaN (a NaN value: its column); every other row is what it was. Softmax
+ * and linear agree. */
+static void check_nan_reaches(enum variant var, int window)
+{
+    const int L = 300, H = 2, dk = 9, dv = 6;
+    const int ts[] = {0, 5, 127, 128, 200, 299};
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
+            for (int threads = 1; threads <= 2; threads++) {
+                if (var == SOFTMAX && mode == LINATTN_LINEAR_CHUNKED)
+                    continue;
+                set_mode((linattn_linear_mode)mode);
+                problem p = make(1, H, L, L, dk, dv, 1, 19);
+                p.threads = threads;
+                float *base = run_window(var, &p, window);
+                for (size_t n = 0; n < sizeof ts / sizeof ts[0]; n++)
+                    for (int which = 0; which < 3; which++) {
+                        const int t = ts[n], c = t % dv;
+                        problem x = make(1, H, L, L, dk, dv, 1, 19);
+                        x.threads = threads;
+                        float *tensor = which == 0 ? x.q : which == 1 ? x.k : x.v;
+                        int width = which == 2 ? dv : dk;
+                        for (int h = 0; h < H; h++)
+                            tensor[((size_t)h * L + t) * width + (size_t)(t % width)] = NAN;
+                        float *out = run_window(var, &x, window);
+                        for (int h = 0; h < H; h++)
+                            for (int i = 0; i < L; i++) {
+                                size_t at = ((size_t)h * L + i) * dv;
+                                int sees = which == 0 ? i == t
+                                                      : i >= t && (window == 0 || i < t + window);
+                                int want = !sees ? 0 : which == 2 ? 2 : 1;
+                                int got = row_kind(out + at, dv, c);
+                                cr_expect(got == want,
+                                          "%s isa %s mode %d threads %d window %d: NaN in %s at "
+                                          "%d, row %d: kind %d, expected %d",
+                                          var == SOFTMAX ? "softmax" : "linear",
+                                          linattn_isa_name(isas[ii]), mode, threads, window,
+                                          which == 0 ? "q" : which == 1 ? "k" : "v", t, i, got,
+                                          want);
+                                if (!sees)
+                                    cr_expect(!memcmp(out + at, base + at, dv * sizeof(float)),
+                                              "%s isa %s: NaN in %s at %d changed row %d",
+                                              var == SOFTMAX ? "softmax" : "linear",
+                                              linattn_isa_name(isas[ii]),
+                                              which == 0 ? "q" : which == 1 ? "k" : "v", t, i);
+                                if (got != want)
+                                    goto next; /* one message a case */
+                            }
+                    next:
+                        free(out);
+                        drop(&x);
+                    }
+                free(base);
+                drop(&p);
+            }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
+}
+
+Test(softmax, nan_reaches_the_rows_that_see_it)
+{
+    check_nan_reaches(SOFTMAX, 0);
+}
+
+Test(softmax, nan_reaches_the_rows_of_its_window)
+{
+    check_nan_reaches(SOFTMAX, 50);
+}
+
+Test(linear, nan_reaches_the_rows_that_see_it)
+{
+    check_nan_reaches(LINEAR, 0);
+}
+
+/* Scores that overflow (a scale of 3e38, or q.k past -FLT_MAX: every score
+ * -inf) are not finite: every row is NaN, never the zeros of a row that saw
+ * no key. On every ISA, the tiled prefill and one query against split keys
+ * (decode, 2 threads), fp32 and half k, v. */
+Test(softmax, overflowing_scores_give_nan)
+{
+    const int dk = 9, dv = 6;
+    const int shapes[2][2] = {{300, 300}, {1, 2100}};
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (int sh = 0; sh < 2; sh++)
+            for (int how = 0; how < 2; how++)
+                for (int kv16 = 0; kv16 < 2; kv16++) {
+                    const int Lq = shapes[sh][0], Lk = shapes[sh][1];
+                    problem p = make(1, 2, Lq, Lk, dk, dv, 1, 23);
+                    p.threads = 2;
+                    size_t nq = (size_t)2 * Lq * dk, nk = (size_t)2 * Lk * dk;
+                    if (how == 0) { /* q scale = inf */
+                        p.scale = 3e38f;
+                        for (size_t i = 0; i < nq; i++)
+                            p.q[i] = 2.0f;
+                    } else { /* each q_c k_c below -1e40 */
+                        for (size_t i = 0; i < nq; i++)
+                            p.q[i] = 1e36f;
+                        for (size_t i = 0; i < nk; i++)
+                            p.k[i] = -3e20f;
+                    }
+                    float *out = malloc(out_size(&p) * sizeof(float));
+                    cr_assert(out);
+                    linattn_attention_desc d = desc_of(&p);
+                    if (kv16) {
+                        uint16_t *k16 = to_halfs(p.k, nk);
+                        uint16_t *v16 = to_halfs(p.v, (size_t)2 * Lk * dv);
+                        if (how == 1)
+                            for (size_t i = 0; i < nk; i++)
+                                k16[i] = linattn_f32_to_f16(-60000.0f);
+                        cr_assert_eq(linattn_attention_softmax_f16kv(&d, p.q, k16, v16, out),
+                                     LINATTN_OK);
+                        free(k16);
+                        free(v16);
+                    } else {
+                        cr_assert_eq(linattn_attention_softmax(&d, p.q, p.k, p.v, out),
+                                     LINATTN_OK);
+                    }
+                    for (size_t i = 0; i < out_size(&p); i++)
+                        if (!isnan(out[i])) {
+                            cr_expect(0, "isa %s Lq %d Lk %d case %d kv16 %d: out[%zu] = %g",
+                                      linattn_isa_name(isas[ii]), Lq, Lk, how, kv16, i,
+                                      (double)out[i]);
+                            break;
+                        }
+                    free(out);
+                    drop(&p);
+                }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+}
+
+/* The decode paths: one query against split keys (2100 of them, 2 threads;
+ * a window of 500 too) with a NaN key or value at t, and a linear state
+ * prefilled (both algorithms) then stepped with a NaN in q, k or v at t
+ * (inside the prefill, and in a step): the rows that see it are NaN (a NaN
+ * value: its column), the rows before are the clean run's. */
+Test(attention, nan_reaches_decoded_rows)
+{
+    const int dk = 9, dv = 6;
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        const int Lk = 2100, ks[] = {0, 1000, 1700, 2099};
+        for (size_t n = 0; n < 4; n++)
+            for (int which = 1; which < 3; which++)
+                for (int window = 0; window <= 500; window += 500) {
+                    problem p = make(1, 2, 1, Lk, dk, dv, 1, 29);
+                    p.threads = 2;
+                    const int t = ks[n], width = which == 1 ? dk : dv;
+                    (which == 1 ? p.k : p.v)[(size_t)t * width + 1] = NAN;
+                    (which == 1 ? p.k : p.v)[((size_t)Lk + t) * width + 1] = NAN;
+                    float *out = run_window(SOFTMAX, &p, window);
+                    int sees = window == 0 || t > Lk - 1 - window;
+                    int want = !sees ? 0 : which == 2 ? 2 : 1;
+                    for (int h = 0; h < 2; h++)
+                        cr_expect(row_kind(out + (size_t)h * dv, dv, 1) == want,
+                                  "isa %s: NaN %s at key %d window %d: kind %d, expected %d",
+                                  linattn_isa_name(isas[ii]), which == 1 ? "k" : "v", t, window,
+                                  row_kind(out + (size_t)h * dv, dv, 1), want);
+                    free(out);
+                    drop(&p);
+                }
+
+        const int H = 2, L = 60, P = 40;
+        for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
+            for (int which = 0; which < 3; which++)
+                for (int t = 10; t < L; t += 35) { /* 10: in the prefill, 45: a step */
+                    set_mode((linattn_linear_mode)mode);
+                    problem p = make(1, H, L, L, dk, dv, 1, 31);
+                    float *clean = run_new(LINEAR, &p);
+                    float *tensor = which == 0 ? p.q : which == 1 ? p.k : p.v;
+                    const int width = which == 2 ? dv : dk;
+                    for (int h = 0; h < H; h++)
+                        tensor[((size_t)h * L + t) * width + 2] = NAN;
+                    float *out = malloc((size_t)H * L * dv * sizeof(float));
+                    linattn_linear_state *s;
+                    cr_assert_eq(make_state(H, dk, dv, 1e-6f, NULL, &s), LINATTN_OK);
+                    linattn_layout lay[4] = {{0, (size_t)L * dk, dk}, {0, (size_t)L * dk, dk},
+                                             {0, (size_t)L * dv, dv}, {0, (size_t)L * dv, dv}};
+                    cr_assert_eq(
+                        linattn_linear_prefill_strided(s, p.q, p.k, p.v, P, out, lay, 1),
+                        LINATTN_OK);
+                    float qt[2 * 9], kt[2 * 9], vt[2 * 6], ot[2 * 6];
+                    for (int i = P; i < L; i++) {
+                        for (int h = 0; h < H; h++) {
+                            memcpy(qt + h * dk, p.q + ((size_t)h * L + i) * dk, dk * sizeof(float));
+                            memcpy(kt + h * dk, p.k + ((size_t)h * L + i) * dk, dk * sizeof(float));
+                            memcpy(vt + h * dv, p.v + ((size_t)h * L + i) * dv, dv * sizeof(float));
+                        }
+                        cr_assert_eq(linattn_linear_step(s, qt, kt, vt, ot), LINATTN_OK);
+                        for (int h = 0; h < H; h++)
+                            memcpy(out + ((size_t)h * L + i) * dv, ot + h * dv, dv * sizeof(float));
+                    }
+                    for (int h = 0; h < H; h++)
+                        for (int i = 0; i < L; i++) {
+                            size_t at = ((size_t)h * L + i) * dv;
+                            int sees = which == 0 ? i == t : i >= t;
+                            int want = !sees ? 0 : which == 2 ? 2 : 1;
+                            int got = row_kind(out + at, dv, 2);
+                            cr_expect(got == want,
+                                      "isa %s mode %d: NaN in %s at %d, decoded row %d: kind %d, "
+                                      "expected %d",
+                                      linattn_isa_name(isas[ii]), mode,
+                                      which == 0 ? "q" : which == 1 ? "k" : "v", t, i, got, want);
+                            if (i < t)
+                                cr_expect(rel_err(out + at, clean + at, (size_t)dv) <= 1e-6);
+                            if (got != want)
+                                break;
+                        }
+                    linattn_linear_state_free(s);
+                    free(out);
+                    free(clean);
+                    drop(&p);
+                }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
+}

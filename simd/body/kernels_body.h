@@ -45,25 +45,39 @@ float FN(dot)(const float *a, const float *b, size_t n)
     return vhsum(vadd(vadd(s0, s1), vadd(s2, s3)));
 }
 
-/* max(x, acc) keeps acc when x is NaN, as the scalar compare does. */
+/* vmax keeps acc when x is NaN, as the scalar compare does, so NaN and
+ * +-inf are caught apart: f += x 0 is NaN exactly when x is not finite, and
+ * m + f (f is +-0 otherwise) is the max or NaN. */
 float FN(max)(const float *x, size_t n)
 {
-    const vf ninf = vset1(-INFINITY);
+    const vf ninf = vset1(-INFINITY), zero = vzero();
     vf m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    vf f0 = zero, f1 = zero, f2 = zero, f3 = zero;
     size_t i = 0;
     for (; i + 4 * VL <= n; i += 4 * VL) {
-        m0 = vmax(vload(x + i), m0);
-        m1 = vmax(vload(x + i + VL), m1);
-        m2 = vmax(vload(x + i + 2 * VL), m2);
-        m3 = vmax(vload(x + i + 3 * VL), m3);
+        const vf x0 = vload(x + i), x1 = vload(x + i + VL);
+        const vf x2 = vload(x + i + 2 * VL), x3 = vload(x + i + 3 * VL);
+        m0 = vmax(x0, m0);
+        m1 = vmax(x1, m1);
+        m2 = vmax(x2, m2);
+        m3 = vmax(x3, m3);
+        f0 = vfma(x0, zero, f0);
+        f1 = vfma(x1, zero, f1);
+        f2 = vfma(x2, zero, f2);
+        f3 = vfma(x3, zero, f3);
     }
-    for (; i + VL <= n; i += VL)
-        m0 = vmax(vload(x + i), m0);
+    for (; i + VL <= n; i += VL) {
+        const vf x0 = vload(x + i);
+        m0 = vmax(x0, m0);
+        f0 = vfma(x0, zero, f0);
+    }
     if (i < n) {
         vmask m = vmask_n(n - i);
-        m1 = vmax(vblend(ninf, vload_m(x + i, m), m), m1);
+        const vf xt = vload_m(x + i, m); /* 0 past the mask */
+        m1 = vmax(vblend(ninf, xt, m), m1);
+        f1 = vfma(xt, zero, f1);
     }
-    return vhmax(vmax(vmax(m0, m1), vmax(m2, m3)));
+    return vhmax(vmax(vmax(m0, m1), vmax(m2, m3))) + vhsum(vadd(vadd(f0, f1), vadd(f2, f3)));
 }
 
 float FN(sum)(const float *x, size_t n)

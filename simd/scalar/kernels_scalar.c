@@ -16,10 +16,12 @@ float linattn_dot_scalar(const float *a, const float *b, size_t n)
 
 float linattn_max_scalar(const float *x, size_t n)
 {
-    float m = -INFINITY;
-    for (size_t i = 0; i < n; i++)
+    float m = -INFINITY, f = 0.0f; /* f: NaN once an x is NaN or +-inf */
+    for (size_t i = 0; i < n; i++) {
         m = x[i] > m ? x[i] : m;
-    return m;
+        f += x[i] * 0.0f;
+    }
+    return m + f;
 }
 
 float linattn_sum_scalar(const float *x, size_t n)
