@@ -911,6 +911,87 @@ static void cache_load(const linattn_session *s, void *dst, const unsigned char 
     }
 }
 
+/* Index of the first of count values at p (halfs if f16, else fp32) that
+ * is NaN or +-inf, or count: all exponent bits set, read as integers. */
+static size_t first_nonfinite(const unsigned char *p, size_t count, int f16)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (f16) {
+            uint16_t h;
+            memcpy(&h, p + i * sizeof h, sizeof h);
+            if ((h & 0x7c00u) == 0x7c00u)
+                return i;
+        } else {
+            uint32_t w;
+            memcpy(&w, p + i * sizeof w, sizeof w);
+            if ((w & 0x7f800000u) == 0x7f800000u)
+                return i;
+        }
+    }
+    return count;
+}
+
+/* An error naming the first non-finite value of the count at p (what:
+ * which part of the state, rows of width, or a vector: width 0), or OK;
+ * *p moves past them. */
+static linattn_status check_finite(const unsigned char **p, size_t count, int f16,
+                                   const char *name, int layer, int head, const char *what,
+                                   size_t width)
+{
+    size_t at = first_nonfinite(*p, count, f16);
+    *p += count * (f16 ? sizeof(uint16_t) : sizeof(float));
+    if (at == count)
+        return LINATTN_OK;
+    if (width == 0)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: layer %d head %d: %s [%zu] is not finite (NaN or inf)", name,
+                           layer, head, what, at);
+    if (head < 0)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: layer %d: %s row %zu column %zu is not finite (NaN or inf)",
+                           name, layer, what, at / width, at % width);
+    return linattn_err(LINATTN_ERR_FORMAT,
+                       "%s: layer %d head %d: %s [%zu][%zu] is not finite (NaN or inf)", name,
+                       layer, head, what, at / width, at % width);
+}
+
+/* Every value of a saved state's payload and logits (at p, the layout
+ * put_session writes) is finite, or an error names the first that is not:
+ * a NaN in a cache or the sums would reach every later output. One pass
+ * over the payload. */
+static linattn_status check_payload(const linattn_session *s, const unsigned char *p,
+                                    uint64_t tokens, int file16, size_t nlogits,
+                                    const char *name)
+{
+    const linattn_model *m = s->m;
+    size_t d = (size_t)m->kvd, dk, dv;
+    int heads;
+    lin_dims(m, &heads, &dk, &dv);
+    size_t rows = (size_t)(lin_tokens(m, tokens) % LINATTN_LINEAR_BLOCK);
+    size_t count = cache_rows_used(m, tokens) * d;
+    linattn_status st = LINATTN_OK;
+    for (int l = 0; l < m->cfg.n_layers && st == LINATTN_OK; l++) {
+        st = check_finite(&p, count, file16, name, l, -1, "the KV cache's keys", d);
+        if (st == LINATTN_OK)
+            st = check_finite(&p, count, file16, name, l, -1, "the KV cache's values", d);
+        if (m->cfg.attention == LINATTN_ATTN_SOFTMAX)
+            continue;
+        for (int h = 0; h < heads && st == LINATTN_OK; h++) {
+            st = check_finite(&p, dk * dv, 0, name, l, h, "the linear sum S", dv);
+            if (st == LINATTN_OK)
+                st = check_finite(&p, dk, 0, name, l, h, "the linear sum z", 0);
+            if (st == LINATTN_OK)
+                st = check_finite(&p, rows * dk, 0, name, l, h, "a waiting phi(k) row", dk);
+            if (st == LINATTN_OK)
+                st = check_finite(&p, rows * dv, 0, name, l, h, "a waiting v row", dv);
+        }
+    }
+    if (st == LINATTN_OK && first_nonfinite(p, nlogits, 0) < nlogits)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: logit %zu is not finite (NaN or inf)", name,
+                           first_nonfinite(p, nlogits, 0));
+    return st;
+}
+
 /* Checks a whole saved session in data[size] (name: for messages) and only
  * then loads it into s. */
 static linattn_status load_bytes(linattn_session *s, const unsigned char *data, size_t size,
@@ -962,6 +1043,10 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     uLong crc = crc_of(crc32(0L, Z_NULL, 0), data, size - 4);
     if ((uint32_t)crc != get_u32(data + size - 4))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
+    linattn_status fin =
+        check_payload(s, data + head_bytes, tokens, (int)file16, (size_t)nlogits, name);
+    if (fin != LINATTN_OK)
+        return fin;
     /* Everything checked: only now touch the session. */
     const linattn_model *m = s->m;
     size_t d = (size_t)m->kvd, dk, dv; /* cache rows: the k/v heads */

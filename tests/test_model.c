@@ -1698,3 +1698,66 @@ Test(batch, a_streams_bits_do_not_depend_on_the_batch)
     }
     linattn_model_free(m);
 }
+
+/* A state file whose cache, sums or logits hold a NaN or an inf, with a
+ * valid CRC, is refused whole, the error naming the layer, head and place
+ * (softmax fp32 and F16 caches, a linear state with waiting rows). */
+static void poison_state(linattn_model *m, size_t at, int half, const char *want)
+{
+    int tokens[21];
+    make_tokens(tokens, 21, 5);
+    linattn_session *s = new_session(m), *r = new_session(m);
+    cr_assert_eq(linattn_session_feed(s, tokens, 21, NULL), LINATTN_OK);
+    size_t n = linattn_session_save_size(s, 0);
+    unsigned char *buf = malloc(n);
+    cr_assert_eq(linattn_session_save_mem(s, NULL, 0, buf, n), LINATTN_OK);
+    cr_assert_eq(linattn_session_load_mem(r, buf, n, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    linattn_session_reset(r);
+    if (half) {
+        buf[at] = 0x00, buf[at + 1] = 0x7c; /* +inf */
+    } else {
+        float bad = NAN;
+        memcpy(buf + at, &bad, sizeof bad);
+    }
+    uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(n - 4));
+    for (int i = 0; i < 4; i++)
+        buf[n - 4 + i] = (unsigned char)(crc >> (8 * i));
+    cr_assert_eq(linattn_session_load_mem(r, buf, n, NULL, 0, NULL), LINATTN_ERR_FORMAT,
+                 "a state with a non-finite value at byte %zu loaded", at);
+    cr_expect(strstr(linattn_last_error(), want), "message: %s (expected %s)",
+              linattn_last_error(), want);
+    cr_expect_eq(linattn_session_tokens(r), 0u, "refused whole");
+    free(buf);
+    linattn_session_free(s);
+    linattn_session_free(r);
+}
+
+Test(session, non_finite_state_files_are_refused)
+{
+    const size_t head = 56, kvd = 48, T = 21, f = sizeof(float);
+    linattn_model *sm = random_model(LINATTN_ATTN_SOFTMAX, 64, LINATTN_POS_SINCOS);
+    /* layer 1's values, row 3 column 7 */
+    poison_state(sm, head + (2 * T * kvd + T * kvd + 3 * kvd + 7) * f, 0,
+                 "layer 1: the KV cache's values row 3 column 7 is not finite");
+    /* a logit after the payload */
+    poison_state(sm, head + (4 * T * kvd + 17) * f, 0, "logit 17 is not finite");
+    linattn_model_free(sm);
+
+    test_kv_cache = LINATTN_KV_F16;
+    linattn_model *s16 = random_model(LINATTN_ATTN_SOFTMAX, 64, LINATTN_POS_SINCOS);
+    test_kv_cache = LINATTN_KV_F32;
+    poison_state(s16, head + (5 * kvd + 2) * 2, 1,
+                 "layer 0: the KV cache's keys row 5 column 2 is not finite");
+    linattn_model_free(s16);
+
+    /* per head S (16 x 16), z (16), 5 waiting rows of phi(k) and of v */
+    linattn_model *lm = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
+    const size_t per_head = 256 + 16 + 80 + 80;
+    poison_state(lm, head + (3 * 16 + 4) * f, 0, "layer 0 head 0: the linear sum S [3][4]");
+    poison_state(lm, head + (3 * per_head + 2 * per_head + 256 + 5) * f, 0,
+                 "layer 1 head 2: the linear sum z [5]");
+    poison_state(lm, head + (per_head + 256 + 16 + 80 + 2 * 16 + 1) * f, 0,
+                 "layer 0 head 1: a waiting v row [2][1]");
+    linattn_model_free(lm);
+}
