@@ -115,6 +115,10 @@ size_t linattn_linear_state_lend_bytes(const linattn_linear_state *s, int thread
 void linattn_linear_state_lend(linattn_linear_state *s, void *ws, size_t bytes, float *start);
 /* Bytes the state holds (its sums and its own buffers). */
 size_t linattn_linear_state_memory_bytes(const linattn_linear_state *s);
+/* Head h's two range exponents (phi(k) and v are held in its sums times
+ * 2^-e[0], 2^-e[1]; 0 unless an input passed 2^20): what a saved state
+ * stores with S, z and the rows. */
+int *linattn_linear_state_exps(linattn_linear_state *s, int head);
 
 /* The denominator of head h's read as the state stands, without eps:
  * phi(q) . z over every key it holds (decayed), phi(q) = phiq given. With

@@ -99,6 +99,7 @@ typedef struct lin_buffers {
     float *pkt;     /* [RC][dk]  phi(k) rows weighed (a decayed fold) */
     float *a;       /* [C][C]    masked phi(Q) phi(K)^T */
     float *den;     /* [RC]      denominators */
+    float *vs;      /* [RC][dv]  v rows times 2^-vexp (lin_v_rows) */
 } lin_buffers;
 
 /* Floats of one set of sums with its rows. */
@@ -131,6 +132,7 @@ static size_t lin_thread_floats(size_t dk, size_t dv)
     size_t f = attn_mul(2, lin_sums_floats(dk, dv));
     f = attn_add(f, attn_mul(3, attn_round(attn_mul(LIN_RC, dk))));
     f = attn_add(f, attn_round((size_t)LIN_C * LIN_C));
+    f = attn_add(f, attn_round(attn_mul(LIN_RC, dv)));
     return attn_add(f, attn_round(LIN_RC));
 }
 
@@ -144,6 +146,7 @@ static lin_buffers lin_carve(float *base, size_t dk, size_t dv)
     b.pkt = b.pk + attn_round(LIN_RC * dk);
     b.a = b.pkt + attn_round(LIN_RC * dk);
     b.den = b.a + attn_round((size_t)LIN_C * LIN_C);
+    b.vs = b.den + attn_round(LIN_RC);
     return b;
 }
 
@@ -179,12 +182,102 @@ typedef struct lin_seq {
     float decay;
     const lin_pow *pow;
     linattn_linear_mode mode; /* AUTO or the algorithm asked for */
+    /* Range scales (lin_scales): phi(q) rows are taken times qscale = 2^-qexp,
+     * phi(k) rows times 2^-kexp and v rows times 2^-vexp, so the sums and
+     * dots stay far below FLT_MAX; eps is then eps 2^-(qexp + kexp) and
+     * the outputs are scaled back by 2^vexp. Powers of two: exact, and all
+     * 0 (nothing scaled, the arithmetic as without them) unless an input
+     * passes 2^LIN_T. */
+    float qscale, kscale;
+    int vexp;
     /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
      * before any row; rows [0, zero_end) see no key and output 0; rows
      * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
      * absorb then read; rows [pair_end, Lq) read the final state. */
     int absorb_end, zero_end, pair_end;
 } lin_seq;
+
+/* The range rule (see lin_seq): an input whose phi (q, k) or magnitude (v)
+ * passes 2^LIN_T is scaled down to below it. Then a term of S is below
+ * 2^(2 LIN_T), a read's sums below dk n 2^(3 LIN_T) for n keys: far from
+ * FLT_MAX (2^128) for any dk and stream length a state can hold, while
+ * inputs of a normal model (|x| up to 10^6) are never scaled. */
+#define LIN_T 20
+
+/* The least e >= 0 with x 2^-e <= 2^LIN_T (0 for NaN or inf: they are not
+ * scaled, they reach the rows that see them). */
+static int lin_exp_over(float x)
+{
+    if (!(x > 0x1p20f) || isinf(x))
+        return 0;
+    return ilogbf(x) - LIN_T + 1;
+}
+
+/* The largest finite x (|x| when absolute) of n rows of d (row stride ld);
+ * -inf without one. The slow pass: only for rows the checks below send. */
+static float lin_rows_max(const float *x, size_t ld, int n, size_t d, int absolute)
+{
+    float m = -INFINITY;
+    for (int r = 0; r < n; r++)
+        for (size_t c = 0; c < d; c++) {
+            float a = absolute ? fabsf(x[(size_t)r * ld + c]) : x[(size_t)r * ld + c];
+            m = a > m && a <= FLT_MAX ? a : m;
+        }
+    return m;
+}
+
+/* The exponent phi of n rows needs (phi(x) = x + 1 is the largest for the
+ * largest x): one max kernel a row (all rows at once when dense); its NaN
+ * (a value not finite) sends the rows to the slow pass. */
+static int lin_phi_exp(const linattn_kernels *kt, const float *x, size_t ld, int n, size_t d)
+{
+    float m = -INFINITY;
+    for (int r = 0; r < n; r += ld == d ? n : 1) {
+        const int rows = ld == d ? n : 1;
+        float mr = kt->max(x + (size_t)r * ld, (size_t)rows * d);
+        if (isnan(mr))
+            mr = lin_rows_max(x + (size_t)r * ld, ld, rows, d, 0);
+        m = mr > m ? mr : m;
+    }
+    return lin_exp_over(m + 1.0f);
+}
+
+/* The exponent n rows of v need: a row whose sum of squares is at most
+ * 2^40 has no |v| past 2^20 (one dot kernel a row); only the others (and
+ * rows with a value not finite) take the slow pass. */
+static int lin_v_exp(const linattn_kernels *kt, const float *v, size_t ld, int n, size_t d)
+{
+    float m = 0.0f;
+    for (int r = 0; r < n; r++) {
+        const float *row = v + (size_t)r * ld;
+        if (kt->dot(row, row, d) <= 0x1p40f)
+            continue;
+        float a = lin_rows_max(row, ld, 1, d, 1);
+        m = a > m ? a : m;
+    }
+    return lin_exp_over(m);
+}
+
+/* s's scales: keys 2^-kexp, values 2^-vexp (the sums' own), queries from
+ * its Lq rows; eps goes with phi(q) phi(k). */
+static void lin_seq_scale(lin_seq *s, int kexp, int vexp, float eps)
+{
+    const int qexp = lin_phi_exp(s->kt, s->q, s->qr, s->Lq, (size_t)s->dk);
+    s->qscale = ldexpf(1.0f, -qexp);
+    s->kscale = ldexpf(1.0f, -kexp);
+    s->vexp = vexp;
+    s->eps = qexp + kexp ? ldexpf(eps, -(qexp + kexp)) : eps;
+}
+
+/* The outputs' rows [0, Lq) back from v 2^-vexp. */
+static void lin_seq_unscale(const lin_seq *s)
+{
+    if (s->vexp == 0)
+        return;
+    const float f = ldexpf(1.0f, s->vexp);
+    for (int i = 0; i < s->Lq; i++)
+        s->kt->scale(s->out + (size_t)i * s->orow, f, (size_t)s->dv);
+}
 
 /* empty: the state starts with no key (the operator, not a stream). */
 static void lin_seq_ranges(lin_seq *s, int empty)
@@ -255,6 +348,33 @@ static void lin_phi_rows(const linattn_kernels *kt, float *dst, const float *src
         kt->elu1(dst + (size_t)r * d, src + (size_t)r * ld, d);
 }
 
+/* phi rows times scale (a power of two, 1: none) */
+static void lin_phi_scaled(const lin_seq *s, float *dst, const float *src, size_t ld, int n,
+                           float scale)
+{
+    lin_phi_rows(s->kt, dst, src, ld, n, (size_t)s->dk);
+    if (scale != 1.0f)
+        s->kt->scale(dst, scale, (size_t)n * (size_t)s->dk);
+}
+
+/* The m value rows of keys [j0, j0 + m) (m <= LIN_RC) as the sums take
+ * them: in place, or times 2^-vexp into b->vs; *vr: their row stride. */
+static const float *lin_v_rows(const lin_seq *s, lin_buffers *b, int j0, int m, size_t *vr)
+{
+    const float *v = s->v + (size_t)j0 * s->vr;
+    if (s->vexp == 0) {
+        *vr = s->vr;
+        return v;
+    }
+    const size_t dv = (size_t)s->dv;
+    const float f = ldexpf(1.0f, -s->vexp);
+    for (int r = 0; r < m; r++)
+        for (size_t c = 0; c < dv; c++)
+            b->vs[(size_t)r * dv + c] = f * v[(size_t)r * s->vr + c];
+    *vr = dv;
+    return b->vs;
+}
+
 /* S, z = g^m S, z + the sums of m rows of phi(k) (K, row stride kr) and
  * v (V, row stride vr), row r weighed g^(m-1-r). gemm_tn (K^T V, the rows
  * read as they are) and gemm_nn form the rows' sums apart and add them to
@@ -303,24 +423,24 @@ static void lin_push(const lin_seq *s, lin_buffers *b, lin_sums *st, const float
  * the whole blocks of each phi batch in one fold, the rest as rows. */
 static void lin_absorb(const lin_seq *s, lin_buffers *b, lin_sums *st, int j0, int j1)
 {
-    const linattn_kernels *kt = s->kt;
     const size_t dk = (size_t)s->dk;
     for (int c0 = j0; c0 < j1; c0 += LIN_RC) {
         int m = j1 - c0 < LIN_RC ? j1 - c0 : LIN_RC, r = 0;
-        lin_phi_rows(kt, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, dk);
-        const float *v = s->v + (size_t)c0 * s->vr;
+        lin_phi_scaled(s, b->pk, s->k + (size_t)c0 * s->kr, s->kr, m, s->kscale);
+        size_t vr;
+        const float *v = lin_v_rows(s, b, c0, m, &vr);
         while (r < m && st->rows != 0) {
-            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * s->vr);
+            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * vr);
             r++;
         }
         /* whole blocks at once (up to LIN_RC keys): one gemm, summed alone */
         int whole = (m - r) / LIN_B * LIN_B;
         if (whole > 0)
-            lin_fold_rows(s, b, st->S, st->z, b->pk + (size_t)r * dk, dk, v + (size_t)r * s->vr,
-                          s->vr, whole);
+            lin_fold_rows(s, b, st->S, st->z, b->pk + (size_t)r * dk, dk, v + (size_t)r * vr, vr,
+                          whole);
         r += whole;
         for (; r < m; r++)
-            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * s->vr);
+            lin_push(s, b, st, b->pk + (size_t)r * dk, v + (size_t)r * vr);
     }
 }
 
@@ -337,7 +457,7 @@ static void lin_read(const lin_seq *s, lin_buffers *b, lin_sums *st, int i0, int
     for (int c0 = i0; c0 < i1; c0 += LIN_RC) {
         int m = i1 - c0 < LIN_RC ? i1 - c0 : LIN_RC;
         float *o = s->out + (size_t)c0 * s->orow;
-        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
+        lin_phi_scaled(s, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, s->qscale);
         for (int r = 0; r < m; r++)
             memset(o + (size_t)r * s->orow, 0, dv * sizeof(float));
         kt->gemm_nn(o, s->orow, b->pq, dk, st->S, dv, (size_t)m, dv, dk);
@@ -388,16 +508,18 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, 
     const int off = s->Lk - s->Lq;
     for (int c0 = i0; c0 < i1;) {
         const int n0 = st->rows, m = i1 - c0 < LIN_B - n0 ? i1 - c0 : LIN_B - n0;
-        const int whole = m == LIN_B && s->vr == dv; /* then n0 == 0 */
-        const float *v = s->v + (size_t)(c0 + off) * s->vr;
+        size_t vr;
+        const float *v = lin_v_rows(s, b, c0 + off, m, &vr);
+        const int whole = m == LIN_B && vr == dv; /* then n0 == 0 */
         float *o = s->out + (size_t)c0 * s->orow;
         float *K = whole ? b->pk : st->K;
         const float *V = whole ? v : st->V;
-        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, dk);
-        lin_phi_rows(kt, K + (size_t)n0 * dk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m, dk);
+        lin_phi_scaled(s, b->pq, s->q + (size_t)c0 * s->qr, s->qr, m, s->qscale);
+        lin_phi_scaled(s, K + (size_t)n0 * dk, s->k + (size_t)(c0 + off) * s->kr, s->kr, m,
+                       s->kscale);
         if (!whole)
             for (int r = 0; r < m; r++)
-                memcpy(st->V + (size_t)(n0 + r) * dv, v + (size_t)r * s->vr, dv * sizeof(float));
+                memcpy(st->V + (size_t)(n0 + r) * dv, v + (size_t)r * vr, dv * sizeof(float));
         /* the rows LIN_G at a time, between them the next block's rows
          * asked for (all at once they would queue behind each other) */
         const int nx = i1 - (c0 + m) < LIN_B ? i1 - (c0 + m) : LIN_B;
@@ -415,7 +537,7 @@ static void lin_pairs_recurrent(const lin_seq *s, lin_buffers *b, lin_sums *st, 
                                   s->pow->pw + n0 + g + 1, n0 + g, mg, dk, dv, s->eps);
         }
         if (whole) {
-            lin_fold_rows(s, b, st->S, st->z, K, dk, V, s->vr, LIN_B);
+            lin_fold_rows(s, b, st->S, st->z, K, dk, V, vr, LIN_B);
         } else {
             st->rows += m;
             if (st->rows == LIN_B)
@@ -439,9 +561,10 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, lin_sums *st, in
     const int decayed = s->decay != 1.0f;
     for (int c0 = i0; c0 < i1; c0 += LIN_C) {
         const size_t m = LIN_C;
-        lin_phi_rows(kt, b->pq, s->q + (size_t)c0 * s->qr, s->qr, (int)m, dk);
-        lin_phi_rows(kt, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, (int)m, dk);
-        const float *v = s->v + (size_t)(c0 + off) * s->vr;
+        lin_phi_scaled(s, b->pq, s->q + (size_t)c0 * s->qr, s->qr, (int)m, s->qscale);
+        lin_phi_scaled(s, b->pk, s->k + (size_t)(c0 + off) * s->kr, s->kr, (int)m, s->kscale);
+        size_t vr;
+        const float *v = lin_v_rows(s, b, c0 + off, (int)m, &vr);
         float *o = s->out + (size_t)c0 * s->orow;
 
         /* Earlier chunks, through the state. */
@@ -478,13 +601,13 @@ static void lin_pairs_chunked(const lin_seq *s, lin_buffers *b, lin_sums *st, in
                 lin_prefetch(s->v + (x + off) * s->vr, dv * sizeof(float), 0);
                 lin_prefetch(s->out + x * s->orow, dv * sizeof(float), 1);
             }
-            kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, s->vr, 1, dv, r + 1);
+            kt->gemm_nn(o + r * s->orow, s->orow, b->a + r * LIN_C, LIN_C, v, vr, 1, dv, r + 1);
         }
         for (size_t r = 0; r < m; r++)
             lin_divide(kt, o + r * s->orow, dv, 1.0f, b->den[r] + s->eps);
 
         /* Then the chunk joins the state, as a block. */
-        lin_fold_rows(s, b, st->S, st->z, b->pk, dk, v, s->vr, LIN_C);
+        lin_fold_rows(s, b, st->S, st->z, b->pk, dk, v, vr, LIN_C);
     }
 }
 
@@ -710,6 +833,9 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     s.mode = p->mode;
     lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f, pow);
     lin_seq_ranges(&s, 1);
+    /* the call's own range: its keys [0, len) and queries */
+    lin_seq_scale(&s, lin_phi_exp(kt, s.k, s.kr, s.len, (size_t)s.dk),
+                  lin_v_exp(kt, s.v, s.vr, s.len, (size_t)s.dv), p->eps);
     return s;
 }
 
@@ -746,6 +872,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
             lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
             lin_sums_clear(&b.own, dk, dv);
             lin_head_seq(&s, &b, &b.own);
+            lin_seq_unscale(&s);
         }
     } else {
         lin_sums head = lin_sums_at(ws, dk, dv);
@@ -754,6 +881,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
             lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
             lin_sums_clear(&head, dk, dv);
             lin_head_split(&s, threads_ws, per_thread, &head, nt);
+            lin_seq_unscale(&s);
         }
     }
     mem_free(owned);
@@ -771,6 +899,9 @@ struct linattn_linear_state {
     float eps;
     float *decay;   /* [heads], 1 for a head without decay */
     lin_pow *pows;  /* [heads] their powers */
+    int *exps;      /* [heads][2] the sums' range exponents: phi(k) and v are
+                     * held times 2^-exps[0], 2^-exps[1] (lin_seq; 0: as they
+                     * are), raised when a key needs it, never lowered */
     uint64_t tokens;
     /* Each head's sums (S, z, then the waiting rows K, V: lin_sums_at) start
      * on a cache line, so 32-byte accesses never split one (222 against
@@ -870,13 +1001,14 @@ linattn_status linattn_linear_state_create(int heads, int d_k, int d_v, float ep
     s->phi = lin_calloc((size_t)heads * (size_t)d_k);
     s->decay = lin_calloc((size_t)heads);
     s->pows = mem_calloc((size_t)heads, sizeof *s->pows);
+    s->exps = mem_calloc((size_t)heads * 2, sizeof *s->exps);
     if (s->decay && s->pows)
         for (int h = 0; h < heads; h++) {
             s->decay[h] = decay ? decay[h] : 1.0f;
             lin_pow_make(&s->pows[h], s->decay[h]);
         }
     float *ws = NULL;
-    if (!s->sums || !s->phi || !s->decay || !s->pows ||
+    if (!s->sums || !s->phi || !s->decay || !s->pows || !s->exps ||
         state_workspace(s, attn_threads_max(0), &ws) != LINATTN_OK) {
         linattn_linear_state_free(s);
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: cannot allocate %zu bytes",
@@ -895,6 +1027,7 @@ void linattn_linear_state_free(linattn_linear_state *s)
     mem_free(s->phi);
     mem_free(s->decay);
     mem_free(s->pows);
+    mem_free(s->exps);
     mem_free(s->ws);
     mem_free(s);
 }
@@ -976,6 +1109,7 @@ void linattn_linear_state_reset(linattn_linear_state *s)
     if (!s)
         return;
     memset(s->sums, 0, (size_t)s->heads * s->stride * sizeof(float));
+    memset(s->exps, 0, (size_t)s->heads * 2 * sizeof *s->exps);
     s->tokens = 0;
 }
 
@@ -1020,6 +1154,37 @@ float *linattn_linear_state_rows_v(linattn_linear_state *s, int head)
     return state_sums(s, head).V;
 }
 
+int *linattn_linear_state_exps(linattn_linear_state *s, int head)
+{
+    if (!s || head < 0 || head >= s->heads)
+        return NULL;
+    return s->exps + 2 * (size_t)head;
+}
+
+/* Head h's range exponents raised to at least kexp, vexp: its sums and
+ * waiting rows scaled down by the difference (powers of two: exact). */
+static void state_raise(linattn_linear_state *s, const linattn_kernels *kt, int h, int kexp,
+                        int vexp)
+{
+    int *e = s->exps + 2 * (size_t)h;
+    const int dka = kexp > e[0] ? kexp - e[0] : 0, dva = vexp > e[1] ? vexp - e[1] : 0;
+    if (!dka && !dva)
+        return;
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv;
+    lin_sums st = state_sums(s, h);
+    if (dka) { /* each step at most 2^-108: never 0 */
+        kt->scale(st.S, ldexpf(1.0f, -dka), dk * dv);
+        kt->scale(st.z, ldexpf(1.0f, -dka), dk);
+        kt->scale(st.K, ldexpf(1.0f, -dka), (size_t)st.rows * dk);
+    }
+    if (dva) {
+        kt->scale(st.S, ldexpf(1.0f, -dva), dk * dv);
+        kt->scale(st.V, ldexpf(1.0f, -dva), (size_t)st.rows * dv);
+    }
+    e[0] += dka;
+    e[1] += dva;
+}
+
 void linattn_linear_state_set_tokens(linattn_linear_state *s, uint64_t tokens)
 {
     if (s)
@@ -1042,11 +1207,25 @@ static lin_seq group_member(linattn_linear_state *s, const lin_seq *proto, int h
     sq.out = out + qh * l[3].head;
     sq.decay = s->decay[h];
     sq.pow = &s->pows[h];
+    lin_seq_scale(&sq, s->exps[2 * (size_t)h], s->exps[2 * (size_t)h + 1], s->eps);
     if (r > 0)
         memcpy(s->sums + (size_t)h * s->stride,
                (s->lent_start ? s->lent_start : s->start) + (size_t)h * s->stride,
                s->stride * sizeof(float));
     return sq;
+}
+
+/* Before a prefill of len keys reaches head h: its range raised for them,
+ * then (grouped) its sums kept for every query head of the group. */
+static void prefill_head_start(linattn_linear_state *s, const linattn_kernels *kt, int h,
+                               const float *k, const float *v, int len, const linattn_layout *l)
+{
+    const float *kh = k + (size_t)h * l[1].head, *vh = v + (size_t)h * l[2].head;
+    state_raise(s, kt, h, lin_phi_exp(kt, kh, l[1].row, len, (size_t)s->dk),
+                lin_v_exp(kt, vh, l[2].row, len, (size_t)s->dv));
+    if (s->group > 1)
+        memcpy((s->lent_start ? s->lent_start : s->start) + (size_t)h * s->stride,
+               s->sums + (size_t)h * s->stride, s->stride * sizeof(float));
 }
 
 linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const float *q,
@@ -1115,32 +1294,33 @@ linattn_status linattn_linear_prefill_strided(linattn_linear_state *s, const flo
      * sums before the call (kept in s->start), the last one leaving the
      * sums after it: what a state per query head would compute. */
     const int H = s->heads, G = s->group;
-    const size_t stride_bytes = s->stride * sizeof(float);
     if (G > 1 && !s->lent_start && !s->start &&
         !(s->start = lin_calloc(attn_mul((size_t)H, s->stride))))
         return linattn_err(LINATTN_ERR_NOMEM, "linear state: out of memory");
-    float *start = s->lent_start ? s->lent_start : s->start;
-    if (G > 1)
-        memcpy(start, s->sums, (size_t)H * stride_bytes);
     if (H >= nt) {
 #ifdef LINATTN_HAVE_OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
 #endif
         for (int h = 0; h < H; h++) {
             lin_buffers b = lin_carve(ws + (size_t)attn_thread_id() * per_thread, dk, dv);
+            prefill_head_start(s, kt, h, k, v, len, l);
             for (int r = 0; r < G; r++) {
                 lin_seq sq = group_member(s, &proto, h, r, q, k, v, out, l);
                 lin_sums sums = state_sums(s, h);
                 lin_head_seq(&sq, &b, &sums);
+                lin_seq_unscale(&sq);
             }
         }
     } else {
-        for (int h = 0; h < H; h++)
+        for (int h = 0; h < H; h++) {
+            prefill_head_start(s, kt, h, k, v, len, l);
             for (int r = 0; r < G; r++) {
                 lin_seq sq = group_member(s, &proto, h, r, q, k, v, out, l);
                 lin_sums sums = state_sums(s, h);
                 lin_head_split(&sq, ws, per_thread, &sums, nt);
+                lin_seq_unscale(&sq);
             }
+        }
     }
     s->tokens += (uint64_t)len;
     return LINATTN_OK;
@@ -1180,17 +1360,36 @@ static void step_heads(linattn_linear_state *s, const linattn_kernels *kt, float
     const int backwards = (int)(s->tokens & 1);
     for (int i = h0; i < h1; i++) {
         const int h = backwards ? h1 - 1 - (i - h0) : i;
+        const float *kh = k + (size_t)h * dk, *vh = v + (size_t)h * dv;
+        const float *qh = q + (size_t)h * G * dk;
+        state_raise(s, kt, h, lin_phi_exp(kt, kh, dk, 1, dk), lin_v_exp(kt, vh, dv, 1, dv));
         lin_sums sums = state_sums(s, h);
         sq.decay = s->decay[h];
         sq.pow = &s->pows[h];
+        sq.q = qh;
+        sq.qr = dk;
+        sq.Lq = (int)G;
+        lin_seq_scale(&sq, s->exps[2 * (size_t)h], s->exps[2 * (size_t)h + 1], s->eps);
         /* phi of the head's q and k here, not for all heads first: the
          * exps overlap the previous head's stream of S from L2 */
-        kt->elu1(pq + (size_t)h * G * dk, q + (size_t)h * G * dk, G * dk);
-        kt->elu1(sums.K + (size_t)sums.rows * dk, k + (size_t)h * dk, dk);
-        memcpy(sums.V + (size_t)sums.rows * dv, v + (size_t)h * dv, dv * sizeof(float));
+        float *pqh = pq + (size_t)h * G * dk, *kr = sums.K + (size_t)sums.rows * dk;
+        kt->elu1(pqh, qh, G * dk);
+        kt->elu1(kr, kh, dk);
+        float *vr = sums.V + (size_t)sums.rows * dv;
+        memcpy(vr, vh, dv * sizeof(float));
+        if (sq.qscale != 1.0f)
+            kt->scale(pqh, sq.qscale, G * dk);
+        if (sq.kscale != 1.0f)
+            kt->scale(kr, sq.kscale, dk);
+        if (sq.vexp)
+            kt->scale(vr, ldexpf(1.0f, -sq.vexp), dv);
         sums.rows++;
-        for (size_t r = 0; r < G; r++) /* the query heads reading this head */
-            lin_read_row(&sq, &sums, pq + ((size_t)h * G + r) * dk, out + ((size_t)h * G + r) * dv);
+        for (size_t r = 0; r < G; r++) { /* the query heads reading this head */
+            float *o = out + ((size_t)h * G + r) * dv;
+            lin_read_row(&sq, &sums, pqh + r * dk, o);
+            if (sq.vexp)
+                kt->scale(o, ldexpf(1.0f, sq.vexp), dv);
+        }
         if (sums.rows == LIN_B)
             lin_fold(&sq, &b, &sums);
     }
@@ -1247,7 +1446,7 @@ float linattn_linear_state_den(const linattn_linear_state *s, const linattn_kern
     float den = pw->pw[st.rows] * kt->dot(phiq, st.z, dk);
     for (int j = 0; j < st.rows; j++)
         den += pw->rw[LIN_RC - st.rows + j] * kt->dot(phiq, st.K + (size_t)j * dk, dk);
-    return den;
+    return s->exps[2 * (size_t)h] ? ldexpf(den, s->exps[2 * (size_t)h]) : den;
 }
 
 void linattn_linear_state_z_now(const linattn_linear_state *s, const linattn_kernels *kt, int h,
@@ -1260,4 +1459,6 @@ void linattn_linear_state_z_now(const linattn_linear_state *s, const linattn_ker
         z[c] = pw->pw[st.rows] * st.z[c];
     for (int j = 0; j < st.rows; j++)
         kt->axpy(z, pw->rw[LIN_RC - st.rows + j], st.K + (size_t)j * dk, dk);
+    if (s->exps[2 * (size_t)h])
+        kt->scale(z, ldexpf(1.0f, s->exps[2 * (size_t)h]), dk);
 }

@@ -393,6 +393,8 @@ static void copy_stream(linattn_session *dst, const linattn_session *src)
                        linattn_linear_state_rows_k(src->lin[l], h), rows * dk * sizeof(float));
                 memcpy(linattn_linear_state_rows_v(dst->lin[l], h),
                        linattn_linear_state_rows_v(src->lin[l], h), rows * dv * sizeof(float));
+                memcpy(linattn_linear_state_exps(dst->lin[l], h),
+                       linattn_linear_state_exps(src->lin[l], h), 2 * sizeof(int));
             }
             linattn_linear_state_set_tokens(dst->lin[l], lt);
         }
@@ -719,14 +721,18 @@ linattn_status linattn_sessions_feed(linattn_session *const *sessions, const int
 /* 2: a linear state also stores its waiting rows (tokens % 16 of them)
  * 3: the logits after the last token follow the payload
  * 4: the u32 after the logits count says what the KV cache holds: 0 fp32,
- *    1 halfs (kv_cache = f16); 0 in version 3 files */
-#define SESSION_VERSION 4u
+ *    1 halfs (kv_cache = f16); 0 in version 3 files
+ * 5: each head of a linear state ends with two u32, the range exponents of
+ *    its sums (phi(k) and v held times 2^-e; 0 in older files) */
+#define SESSION_VERSION 5u
+#define EXP_MAX 1000 /* a range exponent a file may hold (inputs raise them by 108 at most) */
 #define HEADER_V2 48
 #define HEADER_BYTES 56 /* v2's, then u32 logits count (0 or vocab), u32 cache dtype */
 
-/* Payload bytes of s's state at `tokens` tokens, its cache held as halfs
- * when kv16. */
-static size_t payload_bytes_as(const linattn_session *s, uint64_t tokens, int kv16)
+/* Payload bytes of s's state at `tokens` tokens in a file of `version`, its
+ * cache held as halfs when kv16. */
+static size_t payload_bytes_as(const linattn_session *s, uint64_t tokens, int kv16,
+                               uint32_t version)
 {
     const linattn_model *m = s->m;
     /* per layer: the cache's rows in use (a ring in slot order), then the
@@ -739,12 +745,13 @@ static size_t payload_bytes_as(const linattn_session *s, uint64_t tokens, int kv
     size_t dk, dv, rows = (size_t)(lin_tokens(m, tokens) % LINATTN_LINEAR_BLOCK);
     lin_dims(m, &heads, &dk, &dv);
     return bytes + (size_t)m->cfg.n_layers * (size_t)heads *
-                       (dk * dv + dk + rows * (dk + dv)) * sizeof(float);
+                       ((dk * dv + dk + rows * (dk + dv)) * sizeof(float) +
+                        (version >= 5 ? 2 * sizeof(uint32_t) : 0));
 }
 
 static size_t payload_bytes(const linattn_session *s, uint64_t tokens)
 {
-    return payload_bytes_as(s, tokens, s->kv16);
+    return payload_bytes_as(s, tokens, s->kv16, SESSION_VERSION);
 }
 
 static size_t logits_count(const linattn_session *s)
@@ -847,6 +854,11 @@ static void put_session(writer *w, const linattn_session *s, const void *extra,
                 put(w, linattn_linear_state_z(s->lin[l], h), dk * sizeof(float));
                 put(w, linattn_linear_state_rows_k(s->lin[l], h), rows * dk * sizeof(float));
                 put(w, linattn_linear_state_rows_v(s->lin[l], h), rows * dv * sizeof(float));
+                const int *e = linattn_linear_state_exps(s->lin[l], h);
+                unsigned char ex[8];
+                put_u32(ex, (uint32_t)e[0]);
+                put_u32(ex + 4, (uint32_t)e[1]);
+                put(w, ex, sizeof ex);
             }
     }
     put(w, s->logits, logits_count(s) * sizeof(float));
@@ -961,7 +973,7 @@ static linattn_status check_finite(const unsigned char **p, size_t count, int f1
  * over the payload. */
 static linattn_status check_payload(const linattn_session *s, const unsigned char *p,
                                     uint64_t tokens, int file16, size_t nlogits,
-                                    const char *name)
+                                    uint32_t version, const char *name)
 {
     const linattn_model *m = s->m;
     size_t d = (size_t)m->kvd, dk, dv;
@@ -984,6 +996,11 @@ static linattn_status check_payload(const linattn_session *s, const unsigned cha
                 st = check_finite(&p, rows * dk, 0, name, l, h, "a waiting phi(k) row", dk);
             if (st == LINATTN_OK)
                 st = check_finite(&p, rows * dv, 0, name, l, h, "a waiting v row", dv);
+            for (int i = 0; i < 2 && version >= 5 && st == LINATTN_OK; i++, p += 4)
+                if (get_u32(p) > EXP_MAX)
+                    st = linattn_err(LINATTN_ERR_FORMAT,
+                                     "%s: layer %d head %d: range exponent %u past %d", name, l,
+                                     h, get_u32(p), EXP_MAX);
         }
     }
     if (st == LINATTN_OK && first_nonfinite(p, nlogits, 0) < nlogits)
@@ -1036,7 +1053,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     if (nlogits != 0 && nlogits != (uint64_t)s->m->vocab)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: %llu logits stored, the model has %d", name,
                            (unsigned long long)nlogits, s->m->vocab);
-    if (payload != payload_bytes_as(s, tokens, (int)file16) || xbytes > (uint64_t)1 << 32 ||
+    if (payload != payload_bytes_as(s, tokens, (int)file16, version) || xbytes > (uint64_t)1 << 32 ||
         (uint64_t)size != head_bytes + payload + nlogits * sizeof(float) + xbytes + 4)
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: size does not match its header (truncated or corrupted)", name);
@@ -1044,7 +1061,7 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
     if ((uint32_t)crc != get_u32(data + size - 4))
         return linattn_err(LINATTN_ERR_FORMAT, "%s: checksum mismatch (corrupted)", name);
     linattn_status fin =
-        check_payload(s, data + head_bytes, tokens, (int)file16, (size_t)nlogits, name);
+        check_payload(s, data + head_bytes, tokens, (int)file16, (size_t)nlogits, version, name);
     if (fin != LINATTN_OK)
         return fin;
     /* Everything checked: only now touch the session. */
@@ -1072,6 +1089,13 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
             p += rows * dk * sizeof(float);
             memcpy(linattn_linear_state_rows_v(s->lin[l], h), p, rows * dv * sizeof(float));
             p += rows * dv * sizeof(float);
+            int *e = linattn_linear_state_exps(s->lin[l], h);
+            e[0] = e[1] = 0;
+            if (version >= 5) {
+                e[0] = (int)get_u32(p);
+                e[1] = (int)get_u32(p + 4);
+                p += 8;
+            }
         }
         linattn_linear_state_set_tokens(s->lin[l], lt);
     }

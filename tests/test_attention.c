@@ -1991,3 +1991,162 @@ Test(attention, nan_reaches_decoded_rows)
     linattn_set_isa(LINATTN_ISA_AUTO);
     set_mode(LINATTN_LINEAR_AUTO);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Large finite inputs: |out| <= max |v|                                     */
+/* ------------------------------------------------------------------------ */
+
+static double max_abs(const float *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fabs(x[i]) > m ? fabs(x[i]) : m;
+    return m;
+}
+
+/* The problem's inputs made large: 0 |v| ~ 1e37, 1 max |v| = 3e38, 2 a few
+ * keys ~ 1e30 (and every key at 1e4), 3 a few queries ~ 1e30, 4 all at
+ * once with |v| from 1e-3 to 3e38 along the sequence. */
+static void make_large(problem *p, int how)
+{
+    const size_t nq = (size_t)p->B * p->H * p->Lq * p->dk, nk = (size_t)p->B * p->H * p->Lk * p->dk;
+    const size_t nv = (size_t)p->B * p->H * p->Lk * p->dv;
+    if (how == 0 || how == 1) {
+        double m = max_abs(p->v, nv);
+        for (size_t i = 0; i < nv; i++)
+            p->v[i] = how == 0 ? p->v[i] * 1e37f : (float)(p->v[i] / m * 3e38);
+    }
+    if (how == 2 || how == 4)
+        for (size_t i = 0; i < nk; i++)
+            p->k[i] = i % 37 == 5 ? p->k[i] * 1e30f : p->k[i] * 1e4f;
+    if (how == 3 || how == 4)
+        for (size_t i = 0; i < nq; i++)
+            p->q[i] = i % 29 == 3 ? fabsf(p->q[i]) * 1e30f : p->q[i];
+    if (how == 4)
+        for (size_t i = 0; i < nv; i++)
+            p->v[i] = (float)(p->v[i] * pow(10.0, -3 + 41.0 * (double)(i % ((size_t)p->Lk * p->dv)) /
+                                                 ((double)p->Lk * p->dv)));
+}
+
+/* out against the double reference, relative to max |v|, and every output
+ * finite with |out| <= max |v| (up to rounding). */
+static void expect_bounded(const problem *p, const float *out, const char *what)
+{
+    double *ref = reference(LINEAR, p);
+    double vmax = max_abs(p->v, (size_t)p->B * p->H * p->Lk * p->dv);
+    double e = max_err_ref(p, out, ref) / vmax;
+    cr_expect(e <= 1e-5, "%s: max error %g of max |v| %g", what, e, vmax);
+    for (size_t i = 0; i < out_size(p); i++)
+        if (!(fabs(out[i]) <= vmax * (1 + 1e-5))) {
+            cr_expect(0, "%s: out[%zu] = %g, max |v| %g", what, i, (double)out[i], vmax);
+            break;
+        }
+    free(ref);
+}
+
+/* The operator: recurrent and chunked, causal and not, with and without
+ * decay, 1 and 2 threads, one head split over 2 threads (600 rows), on
+ * every ISA. */
+Test(linear, large_inputs_keep_out_within_max_v)
+{
+    const float decay[2] = {0.9f, 0.96875f};
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (int how = 0; how < 5; how++)
+            for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
+                for (int v = 0; v < 5; v++) {
+                    set_mode((linattn_linear_mode)mode);
+                    const int split = v == 4, causal = v != 1, dc = v == 2;
+                    problem p = split ? make(1, 1, 600, 600, 16, 8, 1, 41)
+                                      : make(1, 2, 130, 130, 16, 8, causal, 41 + (uint64_t)how);
+                    p.threads = v >= 3 ? 2 : 1;
+                    p.decay = dc ? decay : NULL;
+                    make_large(&p, how);
+                    float *out = run_new(LINEAR, &p);
+                    char what[128];
+                    snprintf(what, sizeof what, "isa %s case %d mode %d causal %d decay %d threads %d%s",
+                             linattn_isa_name(isas[ii]), how, mode, causal, dc, p.threads,
+                             split ? " (one head split)" : "");
+                    expect_bounded(&p, out, what);
+                    free(out);
+                    drop(&p);
+                }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* The stream: a state prefilled (each algorithm) then stepped, with and
+ * without decay, and one stepped 2000 tokens of |v| ~ 1e37 (the sums of an
+ * unscaled state pass FLT_MAX after some 30): every output against the
+ * double reference, on every ISA; a saved and loaded state continues with
+ * the same range (linattn_linear_state_exps). */
+static float *stream_outputs(const problem *p, int P, linattn_linear_state **keep)
+{
+    const int H = p->H, L = p->Lq, dk = p->dk, dv = p->dv;
+    float *out = malloc((size_t)H * L * dv * sizeof(float));
+    cr_assert(out && H <= 2 && dk <= 16 && dv <= 8);
+    linattn_linear_state *s;
+    cr_assert_eq(make_state(H, dk, dv, p->eps, p->decay, &s), LINATTN_OK);
+    linattn_layout lay[4] = {{0, (size_t)L * dk, dk}, {0, (size_t)L * dk, dk},
+                             {0, (size_t)L * dv, dv}, {0, (size_t)L * dv, dv}};
+    cr_assert_eq(linattn_linear_prefill_strided(s, p->q, p->k, p->v, P, out, lay, p->threads),
+                 LINATTN_OK);
+    float qt[2 * 16], kt[2 * 16], vt[2 * 8], ot[2 * 8];
+    for (int i = P; i < L; i++) {
+        for (int h = 0; h < H; h++) {
+            memcpy(qt + h * dk, p->q + ((size_t)h * L + i) * dk, dk * sizeof(float));
+            memcpy(kt + h * dk, p->k + ((size_t)h * L + i) * dk, dk * sizeof(float));
+            memcpy(vt + h * dv, p->v + ((size_t)h * L + i) * dv, dv * sizeof(float));
+        }
+        cr_assert_eq(linattn_linear_step(s, qt, kt, vt, ot), LINATTN_OK);
+        for (int h = 0; h < H; h++)
+            memcpy(out + ((size_t)h * L + i) * dv, ot + h * dv, dv * sizeof(float));
+    }
+    if (keep)
+        *keep = s;
+    else
+        linattn_linear_state_free(s);
+    return out;
+}
+
+Test(linear, large_inputs_in_a_stream)
+{
+    const float decay[2] = {0.9f, 0.96875f};
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (int how = 0; how < 5; how++)
+            for (int mode = LINATTN_LINEAR_RECURRENT; mode <= LINATTN_LINEAR_CHUNKED; mode++)
+                for (int dc = 0; dc < 2; dc++)
+                    for (int P = 0; P <= 100; P += 50) {
+                        set_mode((linattn_linear_mode)mode);
+                        problem p = make(1, 2, 130, 130, 16, 8, 1, 43 + (uint64_t)how);
+                        p.decay = dc ? decay : NULL;
+                        make_large(&p, how);
+                        float *out = stream_outputs(&p, P, NULL);
+                        char what[128];
+                        snprintf(what, sizeof what, "isa %s case %d mode %d decay %d prefill %d",
+                                 linattn_isa_name(isas[ii]), how, mode, dc, P);
+                        expect_bounded(&p, out, what);
+                        free(out);
+                        drop(&p);
+                    }
+        problem p = make(1, 1, 2000, 2000, 8, 8, 1, 47);
+        make_large(&p, 0);
+        linattn_linear_state *s;
+        float *out = stream_outputs(&p, 3, &s);
+        expect_bounded(&p, out, "2000 steps of |v| ~ 1e37");
+        cr_expect(linattn_linear_state_exps(s, 0)[1] > 0, "the values' range was raised");
+        linattn_linear_state_free(s);
+        free(out);
+        drop(&p);
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
+    set_mode(LINATTN_LINEAR_AUTO);
+}

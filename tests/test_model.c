@@ -909,9 +909,10 @@ static void mem_round_trip(linattn_attention_kind kind)
 Test(host, save_mem_load_mem_linear) { mem_round_trip(LINATTN_ATTN_LINEAR); }
 Test(host, save_mem_load_mem_softmax) { mem_round_trip(LINATTN_ATTN_SOFTMAX); }
 
-/* Files of format versions 2 (a 48-byte header, no logits) and 3 (no cache
- * dtype: fp32) still load; a version 2 file's logits read as zeros until
- * the next token. Made here from a version 4 save: the same header fields,
+/* Files of format versions 2 (a 48-byte header, no logits), 3 (no cache
+ * dtype: fp32) and 4 (no range exponents) still load; a version 2 file's
+ * logits read as zeros until the next token. Made here from a version 5
+ * save, its exponents taken out: the same header fields,
  * payload and extra, a new CRC32. */
 Test(host, version_2_state_files_load)
 {
@@ -923,8 +924,33 @@ Test(host, version_2_state_files_load)
     const char extra[] = "x";
     size_t n3 = linattn_session_save_size(s, sizeof extra);
     unsigned char *v3 = malloc(n3), *v2 = malloc(n3);
-    cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, v3, n3), LINATTN_OK);
-    cr_assert_eq(v3[8], 4, "saved as version 4");
+    unsigned char *v5 = malloc(n3);
+    cr_assert_eq(linattn_session_save_mem(s, extra, sizeof extra, v5, n3), LINATTN_OK);
+    cr_assert_eq(v5[8], 5, "saved as version 5");
+    /* version 4: no range exponents (8 bytes after each head's rows: 2
+     * layers of 3 heads of S 16 x 16, z 16, 5 rows of 16 and 16) */
+    const size_t head_bytes = (256 + 16 + 5 * 32) * sizeof(float);
+    size_t at = 56, from = 56;
+    memcpy(v3, v5, 56);
+    for (int h = 0; h < 6; h++, at += head_bytes, from += head_bytes + 8) {
+        cr_assert_eq(memcmp(v5 + from + head_bytes, "\0\0\0\0\0\0\0\0", 8), 0,
+                     "exponents 0 for normal inputs");
+        memcpy(v3 + at, v5 + from, head_bytes);
+    }
+    memcpy(v3 + at, v5 + from, n3 - from);
+    n3 -= 6 * 8;
+    uint64_t pl = 6 * head_bytes;
+    for (int i = 0; i < 8; i++)
+        v3[32 + i] = (unsigned char)(pl >> (8 * i));
+    free(v5);
+    v3[8] = 4;
+    uint32_t crc4 = (uint32_t)crc32(crc32(0L, Z_NULL, 0), v3, (uInt)(n3 - 4));
+    for (int i = 0; i < 4; i++)
+        v3[n3 - 4 + i] = (unsigned char)(crc4 >> (8 * i));
+    cr_assert_eq(linattn_session_load_mem(r, v3, n3, NULL, 0, NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(r), 21u);
+    linattn_session_reset(r);
     v3[8] = 3; /* a version 3 file: the same bytes (its cache dtype field 0) */
     uint32_t crc3 = (uint32_t)crc32(crc32(0L, Z_NULL, 0), v3, (uInt)(n3 - 4));
     for (int i = 0; i < 4; i++)
@@ -1254,9 +1280,10 @@ Test(llama, sizes_and_hash)
         int t[20] = {0};
         cr_assert_eq(linattn_session_feed(s, t, 20, NULL), LINATTN_OK);
         cr_expect_eq(linattn_session_state_bytes(s), 2 * (size_t)G * per_head);
-        /* the file: a header, S and z per state head, 20 % 16 waiting rows, logits, CRC */
+        /* the file: a header, S and z per state head, 20 % 16 waiting rows, the two
+         * range exponents, logits, CRC */
         cr_expect_eq(linattn_session_save_size(s, 0),
-                     56 + 2 * (size_t)G * (8 * 8 + 8 + 4 * 2 * 8) * sizeof(float) +
+                     56 + 2 * (size_t)G * ((8 * 8 + 8 + 4 * 2 * 8) * sizeof(float) + 8) +
                          256 * sizeof(float) + 4);
         linattn_session_free(s);
         linattn_model_free(m);
@@ -1751,13 +1778,57 @@ Test(session, non_finite_state_files_are_refused)
                  "layer 0: the KV cache's keys row 5 column 2 is not finite");
     linattn_model_free(s16);
 
-    /* per head S (16 x 16), z (16), 5 waiting rows of phi(k) and of v */
+    /* per head S (16 x 16), z (16), 5 waiting rows of phi(k) and of v, two
+     * u32 range exponents */
     linattn_model *lm = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
-    const size_t per_head = 256 + 16 + 80 + 80;
+    const size_t per_head = (256 + 16 + 80 + 80) * f + 8;
     poison_state(lm, head + (3 * 16 + 4) * f, 0, "layer 0 head 0: the linear sum S [3][4]");
-    poison_state(lm, head + (3 * per_head + 2 * per_head + 256 + 5) * f, 0,
+    poison_state(lm, head + 5 * per_head + (256 + 5) * f, 0,
                  "layer 1 head 2: the linear sum z [5]");
-    poison_state(lm, head + (per_head + 256 + 16 + 80 + 2 * 16 + 1) * f, 0,
+    poison_state(lm, head + per_head + (256 + 16 + 80 + 2 * 16 + 1) * f, 0,
                  "layer 0 head 1: a waiting v row [2][1]");
     linattn_model_free(lm);
+}
+
+/* A linear state's range exponents (version 5: two u32 after each head's
+ * rows) come back from a file and go out again; one past the bound is
+ * refused, naming the head. */
+Test(session, range_exponents_round_trip)
+{
+    linattn_model *m = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
+    int tokens[21];
+    make_tokens(tokens, 21, 9);
+    linattn_session *s = new_session(m), *r = new_session(m);
+    cr_assert_eq(linattn_session_feed(s, tokens, 21, NULL), LINATTN_OK);
+    size_t n = linattn_session_save_size(s, 0);
+    unsigned char *buf = malloc(n), *again = malloc(n);
+    cr_assert_eq(linattn_session_save_mem(s, NULL, 0, buf, n), LINATTN_OK);
+    const size_t per_head = (256 + 16 + 80 + 80) * sizeof(float) + 8;
+    const size_t e = 56 + 4 * per_head - 8; /* layer 1 head 0's exponents */
+    for (int bad = 0; bad < 2; bad++) {
+        buf[e] = 3, buf[e + 4] = bad ? 0xe9 : 7, buf[e + 5] = bad ? 0x03 : 0; /* 1001 */
+        uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(n - 4));
+        for (int i = 0; i < 4; i++)
+            buf[n - 4 + i] = (unsigned char)(crc >> (8 * i));
+        if (bad) {
+            cr_assert_eq(linattn_session_load_mem(r, buf, n, NULL, 0, NULL), LINATTN_ERR_FORMAT);
+            cr_expect(strstr(linattn_last_error(), "layer 1 head 0: range exponent 1001"), "%s",
+                      linattn_last_error());
+            continue;
+        }
+        cr_assert_eq(linattn_session_load_mem(r, buf, n, NULL, 0, NULL), LINATTN_OK, "%s",
+                     linattn_last_error());
+        cr_assert_eq(linattn_session_save_mem(r, NULL, 0, again, n), LINATTN_OK);
+        cr_expect_eq(memcmp(buf, again, n), 0, "the exponents are saved as loaded");
+        linattn_session *f = NULL;
+        cr_assert_eq(linattn_session_fork(r, &f), LINATTN_OK);
+        cr_assert_eq(linattn_session_save_mem(f, NULL, 0, again, n), LINATTN_OK);
+        cr_expect_eq(memcmp(buf, again, n), 0, "a fork keeps them");
+        linattn_session_free(f);
+    }
+    free(buf);
+    free(again);
+    linattn_session_free(s);
+    linattn_session_free(r);
+    linattn_model_free(m);
 }
