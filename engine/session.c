@@ -725,7 +725,7 @@ linattn_status linattn_sessions_feed(linattn_session *const *sessions, const int
  * 5: each head of a linear state ends with two u32, the range exponents of
  *    its sums (phi(k) and v held times 2^-e; 0 in older files) */
 #define SESSION_VERSION 5u
-#define EXP_MAX 1000 /* a range exponent a file may hold (inputs raise them by 108 at most) */
+#define EXP_MAX 108 /* the largest range exponent an input needs: ilogb(FLT_MAX) - 20 + 1 */
 #define HEADER_V2 48
 #define HEADER_BYTES 56 /* v2's, then u32 logits count (0 or vocab), u32 cache dtype */
 
