@@ -182,7 +182,7 @@ typedef struct lin_seq {
     float decay;
     const lin_pow *pow;
     linattn_linear_mode mode; /* AUTO or the algorithm asked for */
-    /* Range scales (lin_scales): phi(q) rows are taken times qscale = 2^-qexp,
+    /* Range scales (lin_seq_scale): phi(q) rows are taken times qscale = 2^-qexp,
      * phi(k) rows times 2^-kexp and v rows times 2^-vexp, so the sums and
      * dots stay far below FLT_MAX; eps is then eps 2^-(qexp + kexp) and
      * the outputs are scaled back by 2^vexp. Powers of two: exact, and all

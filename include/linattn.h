@@ -189,8 +189,10 @@ LINATTN_API size_t linattn_attention_linear_workspace(const linattn_attention_de
 /* out = softmax(q k^T * scale, masked) v, tiled (flash-style), fp32.
  * q (B,H,Lq,d_k), k (B,H,Lk,d_k), v (B,H,Lk,d_v), out (B,H,Lq,d_v).
  * A query row with no visible key outputs zeros. Keys past a sequence's
- * length are never read, so padding (even NaN) cannot reach real rows.
- * Results do not depend on the thread count. */
+ * length are never read, so padding (even NaN) cannot reach real rows. A
+ * NaN in q, k or v, or a score that is not finite (q.k * scale overflowing),
+ * reaches the rows that see it as NaN. Results do not depend on the thread
+ * count. */
 LINATTN_API linattn_status linattn_attention_softmax(const linattn_attention_desc *d, const float *q,
                                          const float *k, const float *v, float *out);
 /* The same with k and v stored as IEEE half (binary16, uint16_t; strides
@@ -213,7 +215,9 @@ LINATTN_API linattn_status linattn_attention_softmax_f16kv(const linattn_attenti
  * so key j reaches query t weighted g_h^(t + Lk - Lq - j). A padded key
  * adds nothing but time still passes: a row past the last valid key reads
  * the sums decayed by the distance. g_h = 1 is the undecayed operator, bit
- * for bit. */
+ * for bit. A NaN in q, k or v reaches the rows that see it as NaN; for
+ * finite inputs |out| <= max |v| (a phi(q), phi(k) or |v| past 2^20 is
+ * scaled by a power of two first, so no sum overflows). */
 LINATTN_API linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
                                         const float *k, const float *v, float *out);
 
@@ -245,7 +249,9 @@ LINATTN_API uint64_t linattn_linear_state_tokens(const linattn_linear_state *s);
 /* The sums of head h: S (d_k x d_v row-major) and z (d_k) over the whole
  * blocks, and the waiting rows: phi(k) (LINATTN_LINEAR_BLOCK x d_k) and v
  * (LINATTN_LINEAR_BLOCK x d_v), of which the first tokens %
- * LINATTN_LINEAR_BLOCK are in use. For save/load. */
+ * LINATTN_LINEAR_BLOCK are in use. For save/load. After an input past 2^20
+ * (see linattn_attention_linear) phi(k) and v are held times 2^-e, e the
+ * head's range exponents, which linattn_session_save keeps (0 otherwise). */
 LINATTN_API float *linattn_linear_state_S(linattn_linear_state *s, int head);
 LINATTN_API float *linattn_linear_state_z(linattn_linear_state *s, int head);
 LINATTN_API float *linattn_linear_state_rows_k(linattn_linear_state *s, int head);
