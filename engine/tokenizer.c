@@ -68,6 +68,8 @@ void linattn_tokenizer_free(linattn_tokenizer *t)
     mem_free(t->pair_id);
     mem_free(t->added);
     mem_free(t->added_strip);
+    mem_free(t->canon);
+    tok_trie_free(t->added_ac);
     mem_free(t);
 }
 
@@ -95,6 +97,10 @@ linattn_status tok_build_hash(linattn_tokenizer *t)
         size_t n = tok_piece_len(t, id);
         if (n > t->max_piece)
             t->max_piece = (uint32_t)n;
+        for (size_t k = 1; k < n; k++) {
+            unsigned bg = (unsigned)(unsigned char)s[k - 1] << 8 | (unsigned char)s[k];
+            t->bigram[bg >> 6] |= 1ull << (bg & 63);
+        }
         size_t i = fnv1a(s, n) & t->hash_mask;
         for (;; i = (i + 1) & t->hash_mask) {
             int32_t o = t->hash[i];
@@ -143,26 +149,173 @@ linattn_status tok_push(tok_vec *v, int id)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Tries and Aho-Corasick                                                    */
+/* ------------------------------------------------------------------------ */
+
+tok_trie *tok_trie_new(size_t bytes)
+{
+    tok_trie *tr = mem_calloc(1, sizeof *tr);
+    if (!tr)
+        return NULL;
+    size_t cap = 16;
+    while (cap < 2 * (bytes + 1))
+        cap *= 2;
+    tr->cap = bytes + 1 < UINT32_MAX ? (uint32_t)(bytes + 1) : UINT32_MAX;
+    tr->edge_key = mem_calloc(cap, sizeof *tr->edge_key);
+    tr->edge_to = mem_alloc(cap * sizeof *tr->edge_to);
+    tr->edge_mask = cap - 1;
+    tr->parent = mem_alloc((size_t)tr->cap * sizeof *tr->parent);
+    tr->depth = mem_alloc((size_t)tr->cap * sizeof *tr->depth);
+    tr->byte = mem_alloc(tr->cap);
+    tr->value = mem_alloc((size_t)tr->cap * sizeof *tr->value);
+    if (!tr->edge_key || !tr->edge_to || !tr->parent || !tr->depth || !tr->byte || !tr->value ||
+        bytes + 1 >= UINT32_MAX) {
+        tok_trie_free(tr);
+        return NULL;
+    }
+    tr->n = 1;
+    tr->parent[0] = tr->depth[0] = 0;
+    tr->byte[0] = 0;
+    tr->value[0] = -1;
+    return tr;
+}
+
+void tok_trie_free(tok_trie *tr)
+{
+    if (!tr)
+        return;
+    mem_free(tr->edge_key);
+    mem_free(tr->edge_to);
+    mem_free(tr->parent);
+    mem_free(tr->depth);
+    mem_free(tr->fail);
+    mem_free(tr->byte);
+    mem_free(tr->value);
+    mem_free(tr);
+}
+
+static size_t edge_slot(const tok_trie *tr, uint64_t key)
+{
+    size_t i = tok_pair_slot(key, tr->edge_mask);
+    while (tr->edge_key[i] && tr->edge_key[i] != key)
+        i = (i + 1) & tr->edge_mask;
+    return i;
+}
+
+uint32_t tok_trie_child(const tok_trie *tr, uint32_t node, unsigned char c)
+{
+    size_t i = edge_slot(tr, ((uint64_t)node << 8 | c) + 1);
+    return tr->edge_key[i] ? tr->edge_to[i] : 0;
+}
+
+int tok_trie_add(tok_trie *tr, const char *s, size_t n, int rev, int32_t v)
+{
+    uint32_t node = 0;
+    for (size_t k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[rev ? n - 1 - k : k];
+        uint64_t key = ((uint64_t)node << 8 | c) + 1;
+        size_t i = edge_slot(tr, key);
+        if (!tr->edge_key[i]) {
+            /* the capacity is the bytes announced: more is a caller's slip */
+            if (tr->n >= tr->cap)
+                return 0;
+            uint32_t m = tr->n++;
+            tr->parent[m] = node;
+            tr->depth[m] = tr->depth[node] + 1;
+            tr->byte[m] = c;
+            tr->value[m] = -1;
+            tr->edge_key[i] = key;
+            tr->edge_to[i] = m;
+        }
+        node = tr->edge_to[i];
+    }
+    if (tr->value[node] < 0)
+        tr->value[node] = v;
+    return 1;
+}
+
+uint32_t tok_trie_step(const tok_trie *tr, uint32_t state, unsigned char c)
+{
+    for (;;) {
+        uint32_t next = tok_trie_child(tr, state, c);
+        if (next || state == 0)
+            return next;
+        state = tr->fail[state];
+    }
+}
+
+int tok_trie_link(tok_trie *tr)
+{
+    /* nodes by depth (a counting sort): a node's failure link is shallower */
+    uint32_t maxd = 0;
+    for (uint32_t i = 0; i < tr->n; i++)
+        maxd = tr->depth[i] > maxd ? tr->depth[i] : maxd;
+    uint32_t *start = mem_calloc((size_t)maxd + 2, sizeof *start);
+    uint32_t *order = mem_alloc((size_t)tr->n * sizeof *order);
+    tr->fail = mem_alloc((size_t)tr->n * sizeof *tr->fail);
+    if (!start || !order || !tr->fail) {
+        mem_free(start);
+        mem_free(order);
+        return 0;
+    }
+    for (uint32_t i = 0; i < tr->n; i++)
+        start[tr->depth[i] + 1]++;
+    for (uint32_t d = 0; d <= maxd; d++)
+        start[d + 1] += start[d];
+    for (uint32_t i = 0; i < tr->n; i++)
+        order[start[tr->depth[i]]++] = i;
+    tr->fail[0] = 0;
+    for (uint32_t k = 1; k < tr->n; k++) {
+        uint32_t u = order[k], p = tr->parent[u];
+        tr->fail[u] = p == 0 ? 0 : tok_trie_step(tr, tr->fail[p], tr->byte[u]);
+        if (tr->value[u] < 0)
+            tr->value[u] = tr->value[tr->fail[u]];
+    }
+    mem_free(start);
+    mem_free(order);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* BPE: a heap of candidate pairs over a linked list of symbols             */
 /* ------------------------------------------------------------------------ */
 
-typedef struct cand {
-    double rank;
-    long left, right;  /* symbol positions */
-    int left_id, right_id, merged;
-} cand;
-
-static int cand_before(const cand *a, const cand *b)
+int tok_pair_find(const linattn_tokenizer *t, int a, int b, uint32_t *rank, int *id)
 {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+    if (!t->pair_key)
+        return 0;
+    uint64_t key = tok_pair_of(a, b);
+    for (size_t i = tok_pair_slot(key, t->pair_mask);; i = (i + 1) & t->pair_mask) {
+        if (t->pair_rank[i] < 0)
+            return 0;
+        if (t->pair_key[i] == key) {
+            *rank = (uint32_t)t->pair_rank[i];
+            *id = t->pair_id[i];
+            return 1;
+        }
+    }
 }
 
-static void heap_push(cand *h, long *n, cand c)
+int tok_can_cut(const linattn_tokenizer *t, int a, int b)
 {
-    long i = (*n)++;
+    size_t la = tok_piece_len(t, a), lb = tok_piece_len(t, b);
+    if (la == 0 || lb == 0)
+        return 0;
+    unsigned bg = (unsigned)(unsigned char)t->piece[t->piece_off[a] + la - 1] << 8 |
+                  (unsigned char)t->piece[t->piece_off[b]];
+    return !(t->bigram[bg >> 6] >> (bg & 63) & 1);
+}
+
+/* A candidate: its rank in the high half, the left symbol's position in the
+ * low, so one comparison orders by rank, then leftmost. */
+typedef uint64_t cand;
+
+static void heap_push(cand *h, size_t *n, cand c)
+{
+    size_t i = (*n)++;
     while (i > 0) {
-        long p = (i - 1) / 2;
-        if (!cand_before(&c, &h[p]))
+        size_t p = (i - 1) / 2;
+        if (h[p] <= c)
             break;
         h[i] = h[p];
         i = p;
@@ -170,17 +323,17 @@ static void heap_push(cand *h, long *n, cand c)
     h[i] = c;
 }
 
-static cand heap_pop(cand *h, long *n)
+static cand heap_pop(cand *h, size_t *n)
 {
     cand top = h[0], last = h[--*n];
-    long i = 0;
+    size_t i = 0;
     for (;;) {
-        long c = 2 * i + 1;
+        size_t c = 2 * i + 1;
         if (c >= *n)
             break;
-        if (c + 1 < *n && cand_before(&h[c + 1], &h[c]))
+        if (c + 1 < *n && h[c + 1] < h[c])
             c++;
-        if (!cand_before(&h[c], &last))
+        if (last <= h[c])
             break;
         h[i] = h[c];
         i = c;
@@ -190,54 +343,53 @@ static cand heap_pop(cand *h, long *n)
     return top;
 }
 
-/* The pair of symbols at l and r, onto the heap if it merges. */
-static void consider(const linattn_tokenizer *t, const int *ids, long l, long r, tok_pair_fn pair,
-                     char *scratch, cand *h, long *nh)
-{
-    cand c = {0, l, r, ids[l], ids[r], -1};
-    if (pair(t, ids[l], ids[r], &c.rank, &c.merged, scratch))
-        heap_push(h, nh, c);
-}
-
-/* Each merge adds at most two candidates to the n - 1 of the start, and
- * there are at most n - 1 merges: 3n entries suffice. Joining the
+/* Each merge pops one candidate and pushes at most two, and there are at
+ * most n - 1 merges over the n - 1 pairs of the start: the heap never holds
+ * more than 2n. A popped candidate is taken when the pair now at its left
+ * position still has its rank (the symbols may have changed into others of
+ * the same rank: that pair is as good and as far left, so taking it is what
+ * the entry pushed for it would do later); else it is stale. Joining the
  * best-ranked pair, leftmost on ties, gives what re-scanning the whole
  * sequence after every merge gives (llama2.c's encode): the order of the
  * surviving symbols never changes, so "leftmost" is the smallest start. */
-long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair, char *scratch)
+long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair)
 {
     if (n < 2)
         return n;
-    long *next = mem_alloc((size_t)n * sizeof *next);
-    long *prev = mem_alloc((size_t)n * sizeof *prev);
-    cand *h = mem_alloc((size_t)n * 3 * sizeof *h);
+    int32_t *next = mem_alloc((size_t)n * sizeof *next);
+    int32_t *prev = mem_alloc((size_t)n * sizeof *prev);
+    cand *h = mem_alloc((size_t)n * 2 * sizeof *h);
     if (!next || !prev || !h) {
         mem_free(next);
         mem_free(prev);
         mem_free(h);
         return -1;
     }
-    long nh = 0;
+    size_t nh = 0;
+    uint32_t rank;
+    int id;
     for (long i = 0; i < n; i++) {
-        next[i] = i + 1 < n ? i + 1 : -1;
-        prev[i] = i - 1;
+        next[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
+        prev[i] = (int32_t)(i - 1);
     }
     for (long i = 0; i + 1 < n; i++)
-        consider(t, ids, i, i + 1, pair, scratch, h, &nh);
+        if (pair(t, ids[i], ids[i + 1], &rank, &id))
+            heap_push(h, &nh, (cand)rank << 32 | (uint32_t)i);
     while (nh > 0) {
         cand c = heap_pop(h, &nh);
-        /* stale: a symbol of the pair was merged away or changed since */
-        if (ids[c.left] != c.left_id || next[c.left] != c.right || ids[c.right] != c.right_id)
+        int32_t l = (int32_t)(uint32_t)c, r = next[l];
+        if (ids[l] < 0 || r < 0 || !pair(t, ids[l], ids[r], &rank, &id) ||
+            rank != (uint32_t)(c >> 32))
             continue;
-        ids[c.left] = c.merged;
-        ids[c.right] = -1;
-        next[c.left] = next[c.right];
-        if (next[c.right] >= 0)
-            prev[next[c.right]] = c.left;
-        if (prev[c.left] >= 0)
-            consider(t, ids, prev[c.left], c.left, pair, scratch, h, &nh);
-        if (next[c.left] >= 0)
-            consider(t, ids, c.left, next[c.left], pair, scratch, h, &nh);
+        ids[l] = id;
+        ids[r] = -1;
+        next[l] = next[r];
+        if (next[r] >= 0)
+            prev[next[r]] = l;
+        if (prev[l] >= 0 && pair(t, ids[prev[l]], ids[l], &rank, &id))
+            heap_push(h, &nh, (cand)rank << 32 | (uint32_t)prev[l]);
+        if (next[l] >= 0 && pair(t, ids[l], ids[next[l]], &rank, &id))
+            heap_push(h, &nh, (cand)rank << 32 | (uint32_t)l);
     }
     long m = 0;
     for (long i = 0; i >= 0; i = next[i])
@@ -246,6 +398,26 @@ long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair, cha
     mem_free(prev);
     mem_free(h);
     return m;
+}
+
+linattn_status tok_bpe_run(const linattn_tokenizer *t, tok_vec *out, size_t *run,
+                           tok_pair_fn pair, int last)
+{
+    size_t n = out->n;
+    if (!last && (n - *run <= TOK_BPE_RUN || !tok_can_cut(t, out->v[n - 2], out->v[n - 1])))
+        return LINATTN_OK;
+    size_t end = last ? n : n - 1;
+    long m = tok_bpe(t, out->v + *run, (long)(end - *run), pair);
+    if (m < 0)
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory");
+    *run += (size_t)m; /* the merged run is out->v[old *run .. *run) */
+    if (last) {
+        out->n = *run;
+        return LINATTN_OK;
+    }
+    out->v[*run] = out->v[n - 1]; /* the symbol held back starts the next run */
+    out->n = *run + 1;
+    return LINATTN_OK;
 }
 
 /* ------------------------------------------------------------------------ */

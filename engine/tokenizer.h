@@ -15,6 +15,34 @@
 
 typedef enum tok_kind { TOK_BYTES, TOK_LLAMA2C, TOK_HF } tok_kind;
 
+/* A byte trie (node 0 the root), optionally an Aho-Corasick automaton: its
+ * edges in one hash keyed by (node, byte). */
+typedef struct tok_trie {
+    uint64_t *edge_key;  /* node << 8 | byte, plus 1 (0: empty slot) */
+    uint32_t *edge_to;
+    size_t edge_mask;
+    uint32_t n, cap;     /* nodes */
+    uint32_t *parent, *depth, *fail;
+    unsigned char *byte; /* of the edge into each node */
+    int32_t *value;      /* [n] a stored string's value, -1 none; after
+                          * tok_trie_link: the value of the longest stored
+                          * suffix of the node's string */
+} tok_trie;
+
+/* An empty trie for about `bytes` bytes of strings; NULL when out of memory. */
+tok_trie *tok_trie_new(size_t bytes);
+void tok_trie_free(tok_trie *tr);
+/* Stores s[0..n) (in reverse when rev) with value v, unless already stored.
+ * 0 when out of memory. */
+int tok_trie_add(tok_trie *tr, const char *s, size_t n, int rev, int32_t v);
+/* The child of node by byte c, or 0 (the root is nobody's child). */
+uint32_t tok_trie_child(const tok_trie *tr, uint32_t node, unsigned char c);
+/* Turns the trie into an Aho-Corasick automaton (failure links, values of
+ * the longest stored suffix). 0 when out of memory. */
+int tok_trie_link(tok_trie *tr);
+/* One step of the automaton. */
+uint32_t tok_trie_step(const tok_trie *tr, uint32_t state, unsigned char c);
+
 /* How a Hugging Face BPE tokenizer turns text into the strings its
  * vocabulary holds. */
 typedef enum hf_form {
@@ -45,8 +73,14 @@ struct linattn_tokenizer {
     char *text;
     size_t *text_off;
 
-    /* llama2.c: the score of each token (higher merges first) */
+    /* llama2.c: the score of each token (higher merges first), and the id
+     * whose piece each id's piece is (the first id with that string: pairs
+     * are keyed by these) */
     float *score;
+    int32_t *canon;
+    /* bit (a << 8 | b) set: bytes a, b stand side by side in some piece, so a
+     * merge may join symbols that end with a and start with b */
+    uint64_t bigram[1024];
 
     /* Hugging Face */
     hf_form form;
@@ -58,6 +92,8 @@ struct linattn_tokenizer {
     int *added;          /* added tokens (special tokens), ids, longest content first */
     unsigned char *added_strip; /* bit 1: lstrip, bit 2: rstrip */
     int n_added;
+    tok_trie *added_ac;  /* their contents reversed, as an Aho-Corasick automaton */
+    size_t added_max;    /* the longest content */
     int unk;             /* -1: none */
     int fuse_unk, byte_fallback, ignore_merges;
     char meta[8];        /* the metaspace replacement's UTF-8 ("\xe2\x96\x81") */
@@ -85,14 +121,49 @@ linattn_status tok_build_hash(linattn_tokenizer *t);
 /* The id whose piece is s[0..n), or -1. */
 int tok_lookup(const linattn_tokenizer *t, const char *s, size_t n);
 
+/* A growing list of token ids. */
+typedef struct tok_vec {
+    int *v;
+    size_t n, cap;
+} tok_vec;
+
 /* BPE over a sequence of symbols (token ids), in place: repeatedly joins the
  * adjacent pair the callback ranks best (lowest rank; ties: the leftmost),
  * as long as some pair has a rank. Returns the new length, or -1 when out
- * of memory. rank_fn returns 0 when (a, b) does not merge, else 1 with
- * *rank and the merged *id. */
-typedef int (*tok_pair_fn)(const linattn_tokenizer *t, int a, int b, double *rank, int *id,
-                           char *scratch);
-long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair, char *scratch);
+ * of memory. pair returns 0 when (a, b) does not merge, else 1 with *rank
+ * (in 0..INT32_MAX) and the merged *id. O(n log n). */
+typedef int (*tok_pair_fn)(const linattn_tokenizer *t, int a, int b, uint32_t *rank, int *id);
+long tok_bpe(const linattn_tokenizer *t, int *ids, long n, tok_pair_fn pair);
+
+/* The merge table (pair_key, pair_rank, pair_id): a pair's key and slot,
+ * and its lookup (a tok_pair_fn). */
+static inline uint64_t tok_pair_of(int a, int b)
+{
+    return (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+}
+static inline size_t tok_pair_slot(uint64_t key, size_t mask)
+{
+    key ^= key >> 29;
+    key *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(key >> 17) & mask;
+}
+int tok_pair_find(const linattn_tokenizer *t, int a, int b, uint32_t *rank, int *id);
+
+/* Symbols are joined by BPE in runs of about this many: a word (or a
+ * llama2.c text) is cut between two symbols that no merge can join (see
+ * tok_can_cut), so the working memory of a merge is bounded whatever the
+ * text's length, and the tokens are those of one run over the whole. */
+#define TOK_BPE_RUN 65536
+/* Whether no token's piece holds the last byte of a's piece followed by the
+ * first of b's: then no merge ever joins a symbol ending in a with one
+ * starting with b, and BPE on each side of them alone gives what BPE over
+ * both gives. */
+int tok_can_cut(const linattn_tokenizer *t, int a, int b);
+/* out->v[*run..out->n) are symbols not merged yet. When last, merges them
+ * all; else, when there are more than TOK_BPE_RUN and no merge can join the
+ * last two, merges all but the last, which then starts the run. */
+linattn_status tok_bpe_run(const linattn_tokenizer *t, tok_vec *out, size_t *run,
+                           tok_pair_fn pair, int last);
 
 /* UTF-8 length of the character starting with byte c (1 for a byte that
  * cannot start one). */
@@ -106,11 +177,6 @@ linattn_status tok_load_llama2c(const char *path, const unsigned char *data, siz
 linattn_status tok_load_hf(const char *path, const char *json, size_t len, const char *dir,
                            linattn_tokenizer **out);
 
-/* A growing list of token ids. */
-typedef struct tok_vec {
-    int *v;
-    size_t n, cap;
-} tok_vec;
 /* Appends id; LINATTN_ERR_NOMEM (recorded) when it cannot grow. */
 linattn_status tok_push(tok_vec *v, int id);
 

@@ -185,35 +185,6 @@ static size_t gpt2_word_end(const unsigned char *s, size_t n, size_t i)
 /* Loading                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t pair_of(int a, int b)
-{
-    return (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-}
-
-static size_t pair_slot(uint64_t key, size_t mask)
-{
-    key ^= key >> 29;
-    key *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(key >> 17) & mask;
-}
-
-static int pair_find(const linattn_tokenizer *t, int a, int b, double *rank, int *id, char *scratch)
-{
-    (void)scratch;
-    if (!t->pair_key)
-        return 0;
-    uint64_t key = pair_of(a, b);
-    for (size_t i = pair_slot(key, t->pair_mask);; i = (i + 1) & t->pair_mask) {
-        if (t->pair_rank[i] < 0)
-            return 0;
-        if (t->pair_key[i] == key) {
-            *rank = t->pair_rank[i];
-            *id = t->pair_id[i];
-            return 1;
-        }
-    }
-}
-
 /* Where the loader is: the file, and what it has read. */
 typedef struct hf_load {
     const char *path;
@@ -293,8 +264,8 @@ static linattn_status load_merges(hf_load *L, const cJSON *merges)
                              ia < 0 ? "the first" : ib < 0 ? "the second" : "their join");
             break;
         }
-        uint64_t key = pair_of(ia, ib);
-        size_t s = pair_slot(key, t->pair_mask);
+        uint64_t key = tok_pair_of(ia, ib);
+        size_t s = tok_pair_slot(key, t->pair_mask);
         while (t->pair_rank[s] >= 0 && t->pair_key[s] != key)
             s = (s + 1) & t->pair_mask;
         if (t->pair_rank[s] < 0) { /* a repeated merge keeps its first rank */
@@ -338,12 +309,27 @@ static linattn_status read_form(hf_load *L, const cJSON *root)
             t->use_regex = get_bool(list[i], "use_regex", 1) == 1;
         } else if (type && !strcmp(type, "Metaspace")) {
             t->form = HF_METASPACE;
+            const cJSON *rv = get(list[i], "replacement");
             const char *r = get_str(list[i], "replacement");
-            if (r && strlen(r) < sizeof t->meta && r[0]) {
+            if (rv && !cJSON_IsNull(rv) && (!r || !r[0] || strlen(r) >= sizeof t->meta))
+                return linattn_err(LINATTN_ERR_FORMAT,
+                                   "%s: pre_tokenizer Metaspace: replacement %s%.40s%s: expected "
+                                   "a string of 1 to %zu bytes", L->path, r ? "'" : "",
+                                   r ? r : "(not a string)", r ? "'" : "", sizeof t->meta - 1);
+            if (r) {
                 strcpy(t->meta, r);
                 t->meta_len = strlen(r);
             }
+            const cJSON *sv = get(list[i], "prepend_scheme");
             const char *scheme = get_str(list[i], "prepend_scheme");
+            if (sv && !cJSON_IsNull(sv) &&
+                (!scheme || (strcmp(scheme, "always") && strcmp(scheme, "first") &&
+                             strcmp(scheme, "never"))))
+                return linattn_err(LINATTN_ERR_FORMAT,
+                                   "%s: pre_tokenizer Metaspace: prepend_scheme %s%.40s%s: "
+                                   "expected \"always\", \"first\" or \"never\"", L->path,
+                                   scheme ? "'" : "", scheme ? scheme : "(not a string)",
+                                   scheme ? "'" : "");
             t->prepend = scheme ? (!strcmp(scheme, "always") ? PREPEND_ALWAYS
                                    : !strcmp(scheme, "first") ? PREPEND_FIRST
                                                               : PREPEND_NEVER)
@@ -603,6 +589,31 @@ static int longest_first(const void *a, const void *b)
     return x->len < y->len ? 1 : x->len > y->len ? -1 : x->id - y->id;
 }
 
+/* The automaton that finds the added tokens in a text (tok_encode_hf):
+ * their contents reversed, each valued by its place in t->added (longest
+ * first: a repeated content keeps its first place). */
+static linattn_status build_added_ac(hf_load *L)
+{
+    linattn_tokenizer *t = L->t;
+    size_t bytes = 0;
+    for (int k = 0; k < t->n_added; k++) {
+        size_t n = t->text_off[t->added[k] + 1] - t->text_off[t->added[k]];
+        bytes += n;
+        t->added_max = n > t->added_max ? n : t->added_max;
+    }
+    t->added_ac = tok_trie_new(bytes);
+    int ok = t->added_ac != NULL;
+    for (int k = 0; k < t->n_added && ok; k++) {
+        int id = t->added[k];
+        ok = tok_trie_add(t->added_ac, t->text + t->text_off[id],
+                          t->text_off[id + 1] - t->text_off[id], 1, k);
+    }
+    if (!ok || !tok_trie_link(t->added_ac))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %d added tokens", L->path,
+                           t->n_added);
+    return LINATTN_OK;
+}
+
 static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
 {
     const cJSON *model = get(root, "model");
@@ -748,6 +759,8 @@ static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
     mem_free(order);
     t->added = ids;
     t->added_strip = strip;
+    if (t->n_added && (st = build_added_ac(L)) != LINATTN_OK)
+        return st;
     return read_bos_eos(L, root, dir);
 }
 
@@ -780,28 +793,48 @@ typedef struct enc {
     const linattn_tokenizer *t;
     tok_vec *out;
     char *buf;     /* a segment as the vocabulary spells it */
-    char *scratch; /* a word mapped to byte-level characters; pair joins */
+    char *scratch; /* a word mapped to byte-level characters */
+    size_t buf_cap;
+    const char *text, *seg; /* the whole text; the segment in it that buf spells */
+    size_t seg_len, prefix; /* ...and the bytes buf has before the segment's first */
 } enc;
 
-static linattn_status no_token(const linattn_tokenizer *t, const char *s, size_t n)
+/* Where in the text the byte at p (in the text, or in buf) comes from. */
+static size_t text_offset(const enc *e, const char *p)
+{
+    if (!(p >= e->buf && p < e->buf + e->buf_cap))
+        return (size_t)(p - e->text);
+    size_t at = e->prefix, want = (size_t)(p - e->buf), i = 0;
+    if (want < at)
+        return (size_t)(e->seg - e->text);
+    for (; i < e->seg_len; i++) {
+        size_t w = e->t->form == HF_METASPACE && e->seg[i] == ' ' ? e->t->meta_len : 1;
+        if (want < at + w)
+            break;
+        at += w;
+    }
+    return (size_t)(e->seg - e->text) + i;
+}
+
+static linattn_status no_token(const enc *e, const char *s, size_t n)
 {
     char hex[3 * 4 + 1] = "";
     for (size_t i = 0; i < n && i < 4; i++)
         snprintf(hex + 3 * i, sizeof hex - 3 * i, "%s%02x", i ? " " : "", (unsigned char)s[i]);
     return linattn_err(LINATTN_ERR_INVALID,
-                       "%s: the text's character (bytes %s) has no token (no byte fallback or "
-                       "unknown token)", t->source, hex);
+                       "%s: the text's character at byte %zu (bytes %s) has no token (no byte "
+                       "fallback or unknown token)", e->t->source, text_offset(e, s), hex);
 }
 
-/* One word: its symbols (characters, bytes), then the merges. */
+/* One word: its symbols (characters, bytes), merged in runs (tok_bpe_run). */
 static linattn_status emit_word(enc *e, const char *w, size_t n)
 {
     const linattn_tokenizer *t = e->t;
     tok_vec *out = e->out;
-    size_t start = out->n;
+    size_t start = out->n, run = start;
     linattn_status st = LINATTN_OK;
     if (t->form == HF_BYTELEVEL) {
-        if (t->ignore_merges) { /* a whole word in the vocabulary is its token */
+        if (t->ignore_merges && n <= t->max_piece) { /* a whole word in the vocabulary is its token */
             size_t m = 0;
             for (size_t i = 0; i < n; i++)
                 m += (size_t)put_utf8(e->scratch + m, byte_char((unsigned char)w[i]));
@@ -811,7 +844,9 @@ static linattn_status emit_word(enc *e, const char *w, size_t n)
         }
         for (size_t i = 0; i < n && st == LINATTN_OK; i++) {
             int id = t->byte_token[(unsigned char)w[i]];
-            st = id >= 0 ? tok_push(out, id) : no_token(t, w + i, 1);
+            st = id >= 0 ? tok_push(out, id) : no_token(e, w + i, 1);
+            if (st == LINATTN_OK)
+                st = tok_bpe_run(t, out, &run, tok_pair_find, 0);
         }
     } else {
         int id = t->ignore_merges ? tok_lookup(t, w, n) : -1;
@@ -832,20 +867,19 @@ static linattn_status emit_word(enc *e, const char *w, size_t n)
                 for (size_t k = i; k < j && st == LINATTN_OK; k++)
                     st = tok_push(out, t->byte_token[(unsigned char)w[k]]);
             } else if (t->unk >= 0) {
+                /* out->v[out->n - 1] is the last symbol: a run keeps it unmerged */
                 if (!(t->fuse_unk && out->n > start && out->v[out->n - 1] == t->unk))
                     st = tok_push(out, t->unk);
             } else
-                st = no_token(t, w + i, j - i);
+                st = no_token(e, w + i, j - i);
+            if (st == LINATTN_OK && out->n - start >= 2)
+                st = tok_bpe_run(t, out, &run, tok_pair_find, 0);
             i = j;
         }
     }
     if (st != LINATTN_OK || out->n - start < 2)
         return st;
-    long m = tok_bpe(t, out->v + start, (long)(out->n - start), pair_find, NULL);
-    if (m < 0)
-        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory");
-    out->n = start + (size_t)m;
-    return LINATTN_OK;
+    return tok_bpe_run(t, out, &run, tok_pair_find, 1);
 }
 
 /* A stretch of text between added tokens; first: it starts the text. */
@@ -855,8 +889,12 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
     if (n == 0)
         return LINATTN_OK;
     linattn_status st = LINATTN_OK;
+    e->seg = s;
+    e->seg_len = n;
+    e->prefix = 0;
     if (t->form == HF_BYTELEVEL) {
         if (t->add_prefix_space && s[0] != ' ') {
+            e->prefix = 1;
             e->buf[0] = ' ';
             memcpy(e->buf + 1, s, n);
             s = e->buf;
@@ -877,7 +915,7 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
     int prefix = t->prepend == PREPEND_ALWAYS || (t->prepend == PREPEND_FIRST && first);
     if (prefix && !(t->meta_pretok && s[0] == ' ')) {
         memcpy(e->buf, t->meta, t->meta_len);
-        m = t->meta_len;
+        m = e->prefix = t->meta_len;
     }
     for (size_t i = 0; i < n; i++) {
         if (s[i] == ' ') {
@@ -904,6 +942,24 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+/* match[k] for the text's bytes k in [from, to): the added token (its
+ * place in t->added) that is the longest to start at byte k, or -1. The
+ * automaton reads the text backwards, from the end of the longest token
+ * that can start before `to` (its state then depends on no byte after it),
+ * so each call costs (to - from) + added_max steps, amortized. */
+static void added_matches(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                          size_t to, int32_t *match)
+{
+    size_t k = to + t->added_max - 1 < len ? to + t->added_max - 1 : len;
+    uint32_t state = 0;
+    while (k > from) {
+        k--;
+        state = tok_trie_step(t->added_ac, state, (unsigned char)text[k]);
+        if (k < to)
+            match[k - from] = t->added_ac->value[state];
+    }
+}
+
 linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_t len,
                              int add_bos, tok_vec *out)
 {
@@ -912,40 +968,40 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         return st;
     /* metaspace turns a byte into up to meta_len bytes, byte-level into 2 */
     size_t grow = t->meta_len > 2 ? t->meta_len : 2;
-    enc e = {t, out, mem_alloc((len + 1) * grow + 8), mem_alloc(2 * len + 8)};
-    if (!e.buf || !e.scratch) {
+    /* added tokens are found a window of bytes at a time */
+    size_t win = t->added_max > 4096 ? t->added_max : 4096;
+    win = win < len ? win : len;
+    enc e = {t, out, mem_alloc((len + 1) * grow + 8), mem_alloc(2 * (size_t)t->max_piece + 8),
+             (len + 1) * grow + 8, text, text, 0, 0};
+    int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
+    if (!e.buf || !e.scratch || (t->n_added && !match)) {
         mem_free(e.buf);
         mem_free(e.scratch);
+        mem_free(match);
         return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu bytes",
                            len);
     }
-    unsigned char first_byte[256] = {0};
-    for (int k = 0; k < t->n_added; k++)
-        first_byte[(unsigned char)t->text[t->text_off[t->added[k]]]] = 1;
-    size_t seg = 0, i = 0;
-    while (i < len && st == LINATTN_OK) {
-        int hit = -1;
-        size_t hit_len = 0;
-        if (first_byte[(unsigned char)text[i]])
-            for (int k = 0; k < t->n_added && hit < 0; k++) {
-                int id = t->added[k];
-                size_t l = t->text_off[id + 1] - t->text_off[id];
-                if (l <= len - i && !memcmp(text + i, t->text + t->text_off[id], l)) {
-                    hit = k;
-                    hit_len = l;
-                }
-            }
+    size_t seg = 0, i = 0, w0 = 0, w1 = 0; /* match[] holds bytes [w0, w1) */
+    while (i < len && st == LINATTN_OK && t->n_added) {
+        if (i >= w1) {
+            w0 = i;
+            w1 = len - i < win ? len : i + win;
+            added_matches(t, text, len, w0, w1, match);
+        }
+        int hit = match[i - w0];
         if (hit < 0) {
             i++;
             continue;
         }
+        int id = t->added[hit];
+        size_t hit_len = t->text_off[id + 1] - t->text_off[id];
         size_t end = i;
         if (t->added_strip[hit] & 1)
             while (end > seg && is_space(text[end - 1]))
                 end--;
         st = emit_segment(&e, text + seg, end - seg, seg == 0);
         if (st == LINATTN_OK)
-            st = tok_push(out, t->added[hit]);
+            st = tok_push(out, id);
         i += hit_len;
         if (t->added_strip[hit] & 2)
             while (i < len && is_space(text[i]))
@@ -956,5 +1012,6 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         st = emit_segment(&e, text + seg, len - seg, seg == 0);
     mem_free(e.buf);
     mem_free(e.scratch);
+    mem_free(match);
     return st;
 }

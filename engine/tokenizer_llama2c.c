@@ -1,4 +1,6 @@
 /* tokenizer_llama2c.c: llama2.c's tokenizer.bin (scores and pieces) and its encoding: code points, byte fallback, best-score merges. */
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer.h"
@@ -29,6 +31,104 @@ static int byte_piece(const char *s, size_t n)
     if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>' || hexval(s[3]) < 0 || hexval(s[4]) < 0)
         return -1;
     return hexval(s[3]) * 16 + hexval(s[4]);
+}
+
+static int score_desc(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/* The merge table: for each token m whose score merges (the first id of its
+ * string), every split of its piece into a prefix and a suffix that are
+ * both tokens is a pair (prefix, suffix) -> m. The prefixes of m that are
+ * tokens come from walking a trie of the pieces along m, the suffixes from
+ * a trie of the reversed pieces: O(total piece bytes), where joining the
+ * two pieces of every candidate pair while encoding costs their length
+ * each time. Ranks: the scores' order, higher first (equal scores tie, and
+ * then the leftmost pair merges, as in run.c). */
+static linattn_status build_pairs(linattn_tokenizer *t)
+{
+    size_t bytes = t->piece_off[t->vocab];
+    t->canon = mem_alloc((size_t)t->vocab * sizeof *t->canon);
+    float *sorted = mem_alloc((size_t)t->vocab * sizeof *sorted);
+    tok_trie *fw = tok_trie_new(bytes), *bw = tok_trie_new(bytes);
+    int32_t *pre = mem_alloc(((size_t)t->max_piece + 1) * sizeof *pre);
+    int32_t *suf = mem_alloc(((size_t)t->max_piece + 1) * sizeof *suf);
+    linattn_status st = LINATTN_OK;
+    size_t npairs = 0, ns = 0;
+    if (!t->canon || !sorted || !fw || !bw || !pre || !suf)
+        goto nomem;
+    for (int id = 0; id < t->vocab; id++) {
+        const char *s = t->piece + t->piece_off[id];
+        size_t n = tok_piece_len(t, id);
+        t->canon[id] = tok_lookup(t, s, n);
+        if (t->canon[id] != id)
+            continue;
+        if (!tok_trie_add(fw, s, n, 0, id) || !tok_trie_add(bw, s, n, 1, id))
+            goto nomem;
+        if (t->score[id] > -1e10f) {
+            npairs += n + 1;
+            sorted[ns++] = t->score[id];
+        }
+    }
+    qsort(sorted, ns, sizeof *sorted, score_desc);
+    size_t cap = 16;
+    while (cap < 2 * npairs)
+        cap *= 2;
+    t->pair_key = mem_alloc(cap * sizeof *t->pair_key);
+    t->pair_rank = mem_alloc(cap * sizeof *t->pair_rank);
+    t->pair_id = mem_alloc(cap * sizeof *t->pair_id);
+    if (!t->pair_key || !t->pair_rank || !t->pair_id)
+        goto nomem;
+    memset(t->pair_rank, 0xff, cap * sizeof *t->pair_rank);
+    t->pair_mask = cap - 1;
+    for (int m = 0; m < t->vocab; m++) {
+        if (t->canon[m] != m || !(t->score[m] > -1e10f))
+            continue;
+        const char *s = t->piece + t->piece_off[m];
+        size_t n = tok_piece_len(t, m);
+        /* its rank: the first place of its score among the sorted ones */
+        size_t lo = 0, hi = ns;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] > t->score[m])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        uint32_t f = 0, r = 0;
+        pre[0] = fw->value[0];
+        suf[0] = bw->value[0];
+        for (size_t k = 1; k <= n; k++) {
+            f = f || k == 1 ? tok_trie_child(fw, f, (unsigned char)s[k - 1]) : 0;
+            r = r || k == 1 ? tok_trie_child(bw, r, (unsigned char)s[n - k]) : 0;
+            pre[k] = f ? fw->value[f] : -1;
+            suf[k] = r ? bw->value[r] : -1;
+        }
+        for (size_t k = 0; k <= n; k++) {
+            if (pre[k] < 0 || suf[n - k] < 0)
+                continue;
+            uint64_t key = tok_pair_of(pre[k], suf[n - k]);
+            size_t i = tok_pair_slot(key, t->pair_mask);
+            while (t->pair_rank[i] >= 0 && t->pair_key[i] != key)
+                i = (i + 1) & t->pair_mask;
+            t->pair_key[i] = key;
+            t->pair_rank[i] = (int32_t)lo;
+            t->pair_id[i] = m;
+        }
+    }
+    goto done;
+nomem:
+    st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for the merges of %d tokens",
+                     t->source, t->vocab);
+done:
+    mem_free(sorted);
+    mem_free(pre);
+    mem_free(suf);
+    tok_trie_free(fw);
+    tok_trie_free(bw);
+    return st;
 }
 
 linattn_status tok_load_llama2c(const char *path, const unsigned char *data, size_t size,
@@ -108,7 +208,7 @@ linattn_status tok_load_llama2c(const char *path, const unsigned char *data, siz
     t->bos = n > 1 ? 1 : -1;
     t->eos = n > 2 ? 2 : -1;
     t->add_bos = 1;
-    if ((st = tok_build_hash(t)) != LINATTN_OK) {
+    if ((st = tok_build_hash(t)) != LINATTN_OK || (st = build_pairs(t)) != LINATTN_OK) {
         linattn_tokenizer_free(t);
         return st;
     }
@@ -117,30 +217,25 @@ linattn_status tok_load_llama2c(const char *path, const unsigned char *data, siz
 }
 
 /* A pair merges when the concatenation of its pieces is a token whose score
- * beats run.c's starting best of -1e10; the best score merges first. */
-static int pair_score(const linattn_tokenizer *t, int a, int b, double *rank, int *id,
-                      char *scratch)
+ * beats run.c's starting best of -1e10; the best score merges first. The
+ * table holds every such pair, by canonical ids. */
+static int pair_score(const linattn_tokenizer *t, int a, int b, uint32_t *rank, int *id)
 {
-    size_t la = tok_piece_len(t, a), lb = tok_piece_len(t, b);
-    if (la + lb > t->max_piece)
-        return 0;
-    memcpy(scratch, t->piece + t->piece_off[a], la);
-    memcpy(scratch + la, t->piece + t->piece_off[b], lb);
-    int m = tok_lookup(t, scratch, la + lb);
-    if (m < 0 || !(t->score[m] > -1e10f))
-        return 0;
-    *rank = -(double)t->score[m];
-    *id = m;
-    return 1;
+    return tok_pair_find(t, t->canon[a], t->canon[b], rank, id);
 }
 
 /* A byte as its fallback token, byte + 3 (after <unk>, <s>, </s>). */
-static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok_vec *out)
+static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok_vec *out,
+                                size_t at)
 {
+    if (b + 3 >= t->vocab && at == SIZE_MAX)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: the dummy prefix ' ' is no token and its fallback token %d is "
+                           "outside the %d tokens", t->source, b + 3, t->vocab);
     if (b + 3 >= t->vocab)
         return linattn_err(LINATTN_ERR_INVALID,
-                           "%s: byte 0x%02x is no token and its fallback token %d is outside the "
-                           "%d tokens", t->source, b, b + 3, t->vocab);
+                           "%s: byte 0x%02x at byte %zu of the text is no token and its fallback "
+                           "token %d is outside the %d tokens", t->source, b, at, b + 3, t->vocab);
     return tok_push(out, b + 3);
 }
 
@@ -151,13 +246,13 @@ static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok
 linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
                                   int add_bos, tok_vec *out)
 {
-    size_t start = out->n;
     linattn_status st = LINATTN_OK;
+    size_t run = out->n; /* the symbols not merged yet start here (bos too, as in run.c) */
     if (add_bos)
         st = tok_push(out, t->bos);
     if (st == LINATTN_OK && len > 0) {
         int space = tok_lookup(t, " ", 1);
-        st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out);
+        st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out, SIZE_MAX);
     }
     size_t i = 0;
     while (st == LINATTN_OK && i < len) {
@@ -171,18 +266,10 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
             st = tok_push(out, id);
         else
             for (size_t k = i; k < j && st == LINATTN_OK; k++)
-                st = push_byte(t, (unsigned char)text[k], out);
+                st = push_byte(t, (unsigned char)text[k], out, k);
+        if (st == LINATTN_OK)
+            st = tok_bpe_run(t, out, &run, pair_score, 0);
         i = j;
     }
-    if (st != LINATTN_OK)
-        return st;
-    if (out->n - start < 2)
-        return LINATTN_OK;
-    char *scratch = mem_alloc(2 * (size_t)t->max_piece + 1);
-    long m = scratch ? tok_bpe(t, out->v + start, (long)(out->n - start), pair_score, scratch) : -1;
-    mem_free(scratch);
-    if (m < 0)
-        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory");
-    out->n = start + (size_t)m;
-    return LINATTN_OK;
+    return st == LINATTN_OK ? tok_bpe_run(t, out, &run, pair_score, 1) : st;
 }

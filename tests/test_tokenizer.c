@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "linattn.h"
 #include "../engine/cli/cli.h"
@@ -319,6 +321,10 @@ Test(tokenizer, llama2c_missing_byte_token)
     size_t n;
     cr_assert_eq(linattn_tokenizer_encode(t, "ax", 2, 1, NULL, 0, &n), LINATTN_ERR_INVALID);
     cr_assert(strstr(linattn_last_error(), "byte 0x78"), "%s", linattn_last_error());
+    /* where it is: byte 3 of "aaax" */
+    cr_assert_eq(linattn_tokenizer_encode(t, "aaax", 4, 1, NULL, 0, &n), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "byte 0x78 at byte 3 of the text"), "%s",
+              linattn_last_error());
     linattn_tokenizer_free(t);
 }
 
@@ -1087,4 +1093,212 @@ Test(tokenizer_cli, tokenize_bad_input)
         cr_expect(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line: %s", r.err);
         tu_run_free(&r);
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Worst cases of the encoders, positions in errors, strict Metaspace        */
+/* ------------------------------------------------------------------------ */
+
+/* CPU time: other processes on the machine do not count */
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A tokenizer.bin whose merges chain 'a' -> 'aa' -> ... -> 'a' x 1999, each
+ * scoring above the last, and one piece of a million 'b's (so no pair is
+ * too long to try): a text of 'a's grows one symbol a byte at a time to
+ * 1999 bytes, then the next. Joining the two pieces of every candidate pair
+ * cost their length (2 million bytes of text: 1e10 bytes copied and hashed,
+ * 20 s and more); the merge table makes each pair one lookup: about 1 s
+ * of CPU here, asserted under 10 s. */
+Test(tokenizer, llama2c_merge_chain_is_n_log_n)
+{
+    enum { CHAIN = 2000, TEXT = 2000000 };
+    enum { LONG_B = 1000000 };
+    size_t cap = 4 + (4 + 256 + CHAIN) * 8 + (size_t)CHAIN * CHAIN / 2 + LONG_B + 4096, at = 4;
+    unsigned char *buf = malloc(cap);
+    char *s = malloc(TEXT);
+    cr_assert(buf && s);
+    put32(buf, LONG_B);
+    at = put_token(buf, at, 0, "<unk>", 5);
+    at = put_token(buf, at, 0, "<s>", 3);
+    at = put_token(buf, at, 0, "</s>", 4);
+    for (int b = 0; b < 256; b++) {
+        char p[8];
+        snprintf(p, sizeof p, "<0x%02X>", b);
+        at = put_token(buf, at, 0, p, 6);
+    }
+    at = put_token(buf, at, 0, " ", 1);     /* id 259 */
+    memset(s, 'a', TEXT);
+    for (int n = 1; n < CHAIN; n++)          /* 'a' x n: id 259 + n */
+        at = put_token(buf, at, (float)n, s, (size_t)n);
+    memset(s, 'b', LONG_B);
+    at = put_token(buf, at, 0, s, LONG_B);
+    memset(s, 'a', TEXT);
+    tu_write_file(tu_path("chain.bin"), buf, at);
+    char spec[4200];
+    snprintf(spec, sizeof spec, "llama2c:%s", tu_path("chain.bin"));
+    double t0 = seconds();
+    linattn_tokenizer *t = load_ok(spec);
+    int *ids = malloc(4096 * sizeof *ids);
+    size_t n = 0;
+    cr_assert_eq(linattn_tokenizer_encode(t, s, TEXT, 1, ids, 4096, &n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double dt = seconds() - t0;
+    /* bos, ' ', 1000 x 'a' x 1999, 'a' x 1000 */
+    cr_assert_eq(n, 2 + 1000 + 1, "%zu tokens", n);
+    cr_assert_eq(ids[0], 1);
+    cr_assert_eq(ids[1], 259);
+    for (size_t i = 2; i < 1002; i++)
+        cr_assert_eq(ids[i], 259 + 1999, "token %zu is %d", i, ids[i]);
+    cr_assert_eq(ids[1002], 259 + 1000);
+    cr_assert(dt < 10.0, "2 MB through a merge chain took %.1f s", dt);
+    linattn_tokenizer_free(t);
+    free(ids);
+    free(buf);
+    free(s);
+}
+
+/* A plain BPE tokenizer.json (no pre-tokenizer, no merges) of the
+ * characters "<|r0123456789>abcdxy", 60,000 added tokens "<|rN|>", and a few
+ * whose contents overlap ("ab", "abc", "bcd", 'x' x 5000). Trying every
+ * added token at every '<' cost 60,000 comparisons a byte (50,000 '<': a
+ * minute and more); the automaton costs one step a byte: the whole well
+ * under 1 s of CPU, asserted under 10 s. */
+Test(tokenizer, hf_many_added_tokens_are_n)
+{
+    enum { ADDED = 60000, TEXT = 50000, LONG = 5000 };
+    static const char chars[] = "<|r0123456789>abcdxy";
+    size_t cap = (size_t)ADDED * 64 + 3 * LONG, at = 0;
+    char *json = malloc(cap);
+    cr_assert(json);
+    at += (size_t)snprintf(json + at, cap - at, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (int i = 0; chars[i]; i++) /* character i: id i */
+        at += (size_t)snprintf(json + at, cap - at, "%s\"%c\": %d", i ? ", " : "", chars[i], i);
+    at += (size_t)snprintf(json + at, cap - at, "}, \"merges\": []}, \"added_tokens\": ["
+                           "{\"id\": 100, \"content\": \"ab\"}, {\"id\": 101, \"content\": "
+                           "\"abc\"}, {\"id\": 102, \"content\": \"bcd\"}, {\"id\": 103, "
+                           "\"content\": \"");
+    memset(json + at, 'x', LONG);
+    at += LONG;
+    at += (size_t)snprintf(json + at, cap - at, "\"}");
+    for (int i = 0; i < ADDED; i++)
+        at += (size_t)snprintf(json + at, cap - at, ", {\"id\": %d, \"content\": \"<|r%d|>\"}",
+                               200 + i, i);
+    at += (size_t)snprintf(json + at, cap - at, "]}");
+    tu_write_file(tu_path("tokenizer.json"), json, at);
+    char spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", tu_path("tokenizer.json"));
+    linattn_tokenizer *t = load_ok(spec);
+
+    /* longest first where several start at a byte; found across the
+     * windows the automaton reads (the 5000-byte one twice, then bytes) */
+    expect_ids(t, "abcd", 0, (int[]){101, 17}, 2);
+    expect_ids(t, "xbcd", 0, (int[]){18, 102}, 2);
+    expect_ids(t, "ab<|r12|>y<|r59999|><|r60000|>", 0,
+               (int[]){100, 200 + 12, 19, 200 + 59999, 0, 1, 2, 9, 3, 3, 3, 3, 1, 13}, 14);
+    char *x = malloc(2 * LONG + 3);
+    memset(x, 'x', 2 * LONG + 3);
+    int xi[8];
+    size_t n = 0;
+    cr_assert_eq(linattn_tokenizer_encode(t, x, 2 * LONG + 3, 0, xi, 8, &n), LINATTN_OK);
+    cr_assert_eq(n, 5);
+    cr_assert(xi[0] == 103 && xi[1] == 103 && xi[2] == 18 && xi[3] == 18 && xi[4] == 18);
+    x[0] = 'y'; /* a match that starts in one window and ends in the next */
+    cr_assert_eq(linattn_tokenizer_encode(t, x, LONG + 1, 0, xi, 8, &n), LINATTN_OK);
+    cr_assert(n == 2 && xi[0] == 19 && xi[1] == 103, "%zu tokens: %d %d", n, xi[0], xi[1]);
+
+    char *s = malloc(TEXT + 16);
+    memset(s, '<', TEXT);
+    memcpy(s + TEXT, "<|r7|>", 6);
+    int *ids = malloc((TEXT + 1) * sizeof *ids);
+    double t0 = seconds();
+    cr_assert_eq(linattn_tokenizer_encode(t, s, TEXT + 6, 0, ids, TEXT + 1, &n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double dt = seconds() - t0;
+    cr_assert_eq(n, TEXT + 1);
+    cr_assert(ids[0] == 0 && ids[TEXT - 1] == 0 && ids[TEXT] == 207);
+    cr_assert(dt < 10.0, "50,000 bytes against 60,000 added tokens took %.1f s", dt);
+    /* a character without a token: the error says where */
+    cr_assert_eq(linattn_tokenizer_encode(t, "ab<Z", 4, 0, NULL, 0, &n), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "at byte 3 (bytes 5a)"), "%s", linattn_last_error());
+    linattn_tokenizer_free(t);
+    free(ids);
+    free(s);
+    free(x);
+    free(json);
+}
+
+static long peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* A sentencepiece tokenizer without a word split (Llama 2's layout) makes a
+ * text one word. It is merged in runs cut where no merge can join the two
+ * sides (before each "▁" here: no piece holds "b▁"), so the ids are those
+ * of one run and the working memory is that of a run: the peak grows by a
+ * few bytes a byte of text (the text as pieces, the tokens), where one run
+ * over the whole took about 40 (4 MB of text: 160 MB and more). */
+Test(tokenizer, hf_long_word_merged_in_runs)
+{
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\","
+             " \"prepend_scheme\": \"first\", \"split\": false}");
+    char spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", tu_path("tokenizer.json"));
+    linattn_tokenizer *t = load_ok(spec);
+    enum { WORDS = 1400000 }; /* "ab " each: 4.2 MB */
+    size_t len = 3 * (size_t)WORDS;
+    char *s = malloc(len);
+    int *ids = malloc((WORDS + 1) * sizeof *ids);
+    cr_assert(s && ids);
+    for (size_t i = 0; i < WORDS; i++)
+        memcpy(s + 3 * i, "ab ", 3);
+    memset(ids, 0, (WORDS + 1) * sizeof *ids);
+    long before = peak_rss_kb();
+    size_t n = 0;
+    cr_assert_eq(linattn_tokenizer_encode(t, s, len, 0, ids, WORDS + 1, &n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    long grew = peak_rss_kb() - before;
+    cr_assert_eq(n, WORDS + 1); /* ▁ab each, then the last space's ▁ */
+    for (size_t i = 0; i < WORDS; i++)
+        cr_assert_eq(ids[i], 11, "token %zu is %d", i, ids[i]);
+    cr_assert_eq(ids[WORDS], 6);
+    cr_assert(grew * 1024 < 12 * (long)len, "the peak grew by %ld kB for %zu bytes", grew, len);
+    linattn_tokenizer_free(t);
+    free(s);
+    free(ids);
+}
+
+/* A Metaspace replacement that does not fit (8 bytes or more), an empty one
+ * and an unknown prepend_scheme are refused, naming the key and the value. */
+Test(tokenizer, hf_metaspace_settings_refused)
+{
+    char spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", tu_path("tokenizer.json"));
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"replacement\": \"LONGREPLACEMENT\"}");
+    load_fails(spec, LINATTN_ERR_FORMAT, "tokenizer.json: pre_tokenizer Metaspace: replacement "
+               "'LONGREPLACEMENT'", "1 to 7 bytes");
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"replacement\": \"\"}");
+    load_fails(spec, LINATTN_ERR_FORMAT, "tokenizer.json: pre_tokenizer Metaspace: replacement ''",
+               NULL);
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"replacement\": 7}");
+    load_fails(spec, LINATTN_ERR_FORMAT, "replacement (not a string)", NULL);
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"prepend_scheme\": \"bogus\"}");
+    load_fails(spec, LINATTN_ERR_FORMAT, "tokenizer.json: pre_tokenizer Metaspace: "
+               "prepend_scheme 'bogus'", "\"always\", \"first\" or \"never\"");
+    write_sp(tu_path("tokenizer.json"), "null",
+             "{\"type\": \"Metaspace\", \"prepend_scheme\": \"never\", \"replacement\": \"_\"}");
+    linattn_tokenizer *t = load_ok(spec);
+    linattn_tokenizer_free(t);
 }
