@@ -524,8 +524,10 @@ int linattn_tokenizer_bos(const linattn_tokenizer *t) { return t ? t->bos : -1; 
 int linattn_tokenizer_eos(const linattn_tokenizer *t) { return t ? t->eos : -1; }
 int linattn_tokenizer_adds_bos(const linattn_tokenizer *t) { return t && t->bos >= 0 && t->add_bos; }
 
-linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text, size_t len,
-                                        int add_bos, int *tokens, size_t cap, size_t *n)
+/* text[len] encoded as the part of a whole text that starts at byte base
+ * (0: the text itself). */
+static linattn_status encode(const linattn_tokenizer *t, const char *text, size_t len,
+                             int add_bos, size_t base, int *tokens, size_t cap, size_t *n)
 {
     if (!t || !n || (!text && len > 0))
         return linattn_err(LINATTN_ERR_INVALID, "tokenizer_encode: NULL argument");
@@ -534,7 +536,7 @@ linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *
         return linattn_err(LINATTN_ERR_INVALID,
                            "tokenizer_encode: a text of %zu bytes is too long (at most %d)", len,
                            INT_MAX - 2);
-    add_bos = add_bos && t->bos >= 0;
+    add_bos = add_bos && t->bos >= 0 && base == 0;
     if (t->kind == TOK_BYTES) { /* one token a byte: no scratch needed */
         size_t need = len + (size_t)add_bos;
         *n = need;
@@ -551,8 +553,9 @@ linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *
         return LINATTN_OK;
     }
     tok_vec v = {0};
-    linattn_status st = t->kind == TOK_LLAMA2C ? tok_encode_llama2c(t, text, len, add_bos, &v)
-                                               : tok_encode_hf(t, text, len, add_bos, &v);
+    linattn_status st = t->kind == TOK_LLAMA2C
+                            ? tok_encode_llama2c(t, text, len, add_bos, base, &v)
+                            : tok_encode_hf(t, text, len, add_bos, base, &v);
     if (st == LINATTN_OK) {
         *n = v.n;
         if (tokens && v.n > cap)
@@ -563,6 +566,35 @@ linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *
     }
     mem_free(v.v);
     return st;
+}
+
+linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text, size_t len,
+                                        int add_bos, int *tokens, size_t cap, size_t *n)
+{
+    return encode(t, text, len, add_bos, 0, tokens, cap, n);
+}
+
+size_t linattn_tokenizer_cut(const linattn_tokenizer *t, const char *text, size_t len,
+                             size_t from, size_t want)
+{
+    if (!t || !text || from >= len)
+        return len;
+    if (t->kind == TOK_BYTES)
+        return want < len - from ? from + (want ? want : 1) : len;
+    return t->kind == TOK_LLAMA2C ? tok_cut_llama2c(t, text, len, from, want)
+                                  : tok_cut_hf(t, text, len, from, want);
+}
+
+linattn_status linattn_tokenizer_encode_part(const linattn_tokenizer *t, const char *text,
+                                             size_t from, size_t to, int add_bos, int *tokens,
+                                             size_t cap, size_t *n)
+{
+    if (n)
+        *n = 0;
+    if (from > to)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "tokenizer_encode_part: the part [%zu, %zu) is backwards", from, to);
+    return encode(t, text ? text + from : NULL, to - from, add_bos, from, tokens, cap, n);
 }
 
 linattn_status linattn_tokenizer_decode(const linattn_tokenizer *t, int prev, int token,

@@ -180,10 +180,20 @@ linattn_status tok_load_hf(const char *path, const char *json, size_t len, const
 /* Appends id; LINATTN_ERR_NOMEM (recorded) when it cannot grow. */
 linattn_status tok_push(tok_vec *v, int id);
 
-/* Encoders: append the text's tokens to out. */
+/* Encoders: append the tokens of text[len] to out. base: where the text
+ * starts in the whole (for messages); base > 0: it continues a text at a
+ * place tok_cut_* chose (no bos, no prefix: its tokens are the whole's). */
 linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
-                                  int add_bos, tok_vec *out);
+                                  int add_bos, size_t base, tok_vec *out);
 linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_t len,
-                             int add_bos, tok_vec *out);
+                             int add_bos, size_t base, tok_vec *out);
+/* The first place p >= from + want (p < len), at or after which the text
+ * can be cut: the tokens of text[0..p) and of text[p..len) (encoded as a
+ * continuation) are those of the whole; len when there is none. from is 0
+ * or such a place. */
+size_t tok_cut_llama2c(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                       size_t want);
+size_t tok_cut_hf(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                  size_t want);
 
 #endif

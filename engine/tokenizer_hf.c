@@ -797,23 +797,24 @@ typedef struct enc {
     size_t buf_cap;
     const char *text, *seg; /* the whole text; the segment in it that buf spells */
     size_t seg_len, prefix; /* ...and the bytes buf has before the segment's first */
+    size_t base;            /* where the text starts in the whole */
 } enc;
 
 /* Where in the text the byte at p (in the text, or in buf) comes from. */
 static size_t text_offset(const enc *e, const char *p)
 {
     if (!(p >= e->buf && p < e->buf + e->buf_cap))
-        return (size_t)(p - e->text);
+        return e->base + (size_t)(p - e->text);
     size_t at = e->prefix, want = (size_t)(p - e->buf), i = 0;
     if (want < at)
-        return (size_t)(e->seg - e->text);
+        return e->base + (size_t)(e->seg - e->text);
     for (; i < e->seg_len; i++) {
         size_t w = e->t->form == HF_METASPACE && e->seg[i] == ' ' ? e->t->meta_len : 1;
         if (want < at + w)
             break;
         at += w;
     }
-    return (size_t)(e->seg - e->text) + i;
+    return e->base + (size_t)(e->seg - e->text) + i;
 }
 
 static linattn_status no_token(const enc *e, const char *s, size_t n)
@@ -882,7 +883,9 @@ static linattn_status emit_word(enc *e, const char *w, size_t n)
     return tok_bpe_run(t, out, &run, tok_pair_find, 1);
 }
 
-/* A stretch of text between added tokens; first: it starts the text. */
+/* A stretch of text between added tokens; first: 1 when it starts the
+ * text, 0 after an added token, -1 when it continues a text cut before it
+ * (tok_cut_hf): no prefix. */
 static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
 {
     const linattn_tokenizer *t = e->t;
@@ -893,7 +896,7 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
     e->seg_len = n;
     e->prefix = 0;
     if (t->form == HF_BYTELEVEL) {
-        if (t->add_prefix_space && s[0] != ' ') {
+        if (t->add_prefix_space && s[0] != ' ' && first >= 0) {
             e->prefix = 1;
             e->buf[0] = ' ';
             memcpy(e->buf + 1, s, n);
@@ -912,7 +915,8 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
         return emit_word(e, s, n);
     /* metaspace: spaces become the replacement, a prefix goes first */
     size_t m = 0;
-    int prefix = t->prepend == PREPEND_ALWAYS || (t->prepend == PREPEND_FIRST && first);
+    int prefix = first >= 0 &&
+                 (t->prepend == PREPEND_ALWAYS || (t->prepend == PREPEND_FIRST && first));
     if (prefix && !(t->meta_pretok && s[0] == ' ')) {
         memcpy(e->buf, t->meta, t->meta_len);
         m = e->prefix = t->meta_len;
@@ -961,7 +965,7 @@ static void added_matches(const linattn_tokenizer *t, const char *text, size_t l
 }
 
 linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_t len,
-                             int add_bos, tok_vec *out)
+                             int add_bos, size_t base, tok_vec *out)
 {
     linattn_status st = add_bos ? tok_push(out, t->bos) : LINATTN_OK;
     if (st != LINATTN_OK || len == 0)
@@ -972,7 +976,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
     size_t win = t->added_max > 4096 ? t->added_max : 4096;
     win = win < len ? win : len;
     enc e = {t, out, mem_alloc((len + 1) * grow + 8), mem_alloc(2 * (size_t)t->max_piece + 8),
-             (len + 1) * grow + 8, text, text, 0, 0};
+             (len + 1) * grow + 8, text, text, 0, 0, base};
     int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
     if (!e.buf || !e.scratch || (t->n_added && !match)) {
         mem_free(e.buf);
@@ -999,7 +1003,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         if (t->added_strip[hit] & 1)
             while (end > seg && is_space(text[end - 1]))
                 end--;
-        st = emit_segment(&e, text + seg, end - seg, seg == 0);
+        st = emit_segment(&e, text + seg, end - seg, seg > 0 ? 0 : base ? -1 : 1);
         if (st == LINATTN_OK)
             st = tok_push(out, id);
         i += hit_len;
@@ -1009,9 +1013,116 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         seg = i;
     }
     if (st == LINATTN_OK)
-        st = emit_segment(&e, text + seg, len - seg, seg == 0);
+        st = emit_segment(&e, text + seg, len - seg, seg > 0 ? 0 : base ? -1 : 1);
     mem_free(e.buf);
     mem_free(e.scratch);
     mem_free(match);
     return st;
+}
+
+static int ascii_letter(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The symbol the character s[0..n) starts (or, last, ends) as in
+ * emit_word; -1 for the unknown token (fused with its neighbour) or none. */
+static int char_symbol(const linattn_tokenizer *t, const char *s, size_t n, int last)
+{
+    int id = tok_lookup(t, s, n);
+    if (id >= 0)
+        return id;
+    int bytes = t->byte_fallback;
+    for (size_t k = 0; k < n && bytes; k++)
+        bytes = t->byte_token[(unsigned char)s[k]] >= 0;
+    return bytes ? t->byte_token[(unsigned char)s[last ? n - 1 : 0]] : -1;
+}
+
+/* The first or last symbol of the replacement's characters. */
+static int meta_symbol(const linattn_tokenizer *t, int last)
+{
+    size_t i = 0, j = 0;
+    for (;;) {
+        j = i + 1;
+        while (j < t->meta_len && j - i < 4 && ((unsigned char)t->meta[j] & 0xC0) == 0x80)
+            j++;
+        if (!last || j >= t->meta_len)
+            return char_symbol(t, t->meta + i, j - i, last);
+        i = j;
+    }
+}
+
+/* Whether the pre-tokenizer and the merges let the text be cut at p, in a
+ * stretch between added tokens, with no added token at p: p starts a word
+ * whose end does not depend on what comes before it, or p is inside a word
+ * between two symbols no merge joins. Both sides are ASCII (each byte its
+ * own character) and the byte before p is no space (an lstrip before a
+ * later added token stops there). */
+static int can_cut_at(const linattn_tokenizer *t, const char *text, size_t len, size_t p)
+{
+    unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
+    if (a >= 0x80 || b >= 0x80 || is_space((char)a))
+        return 0;
+    /* a whole word in the vocabulary is its token: cut only between words */
+    if (t->ignore_merges && !(t->form == HF_BYTELEVEL && t->use_regex) &&
+        !(t->form == HF_METASPACE && t->meta_split && b == ' '))
+        return 0;
+    if (t->form == HF_BYTELEVEL) {
+        if (t->use_regex) /* ...a| ?b...: a letter run ends, " b..." starts a word */
+            return ascii_letter(a) && b == ' ' && p + 1 < len &&
+                   ascii_letter((unsigned char)text[p + 1]);
+        int x = t->byte_token[a], y = t->byte_token[b];
+        return x >= 0 && y >= 0 && tok_can_cut(t, x, y);
+    }
+    if (t->form == HF_METASPACE && t->meta_split && b == ' ')
+        return 1; /* a word starts at each replacement */
+    int x = char_symbol(t, (const char *)&a, 1, 1);
+    int y = t->form == HF_METASPACE && b == ' ' ? meta_symbol(t, 0)
+                                                 : char_symbol(t, (const char *)&b, 1, 0);
+    return x >= 0 && y >= 0 && x != t->unk && y != t->unk && tok_can_cut(t, x, y);
+}
+
+/* The scan of tok_encode_hf from `from` (a place it visits): a place it
+ * visits that no added token starts at, where can_cut_at holds. Encoding
+ * from there alone finds the same added tokens (the scan depends only on
+ * the bytes from its place on, and the longest token at a place it visits
+ * ends before the cut or it would have been taken), and the stretch it is
+ * in splits as can_cut_at says. */
+size_t tok_cut_hf(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                  size_t want)
+{
+    size_t first = from + (want ? want : 1);
+    if (first >= len || first < from)
+        return len;
+    size_t win = t->added_max > 4096 ? t->added_max : 4096;
+    int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
+    if (t->n_added && !match)
+        return len; /* no cut: the whole, which needs no memory here */
+    size_t i = from, w0 = 0, w1 = 0, cut = len;
+    while (i < len) {
+        int hit = -1;
+        if (t->n_added) {
+            if (i >= w1) {
+                w0 = i;
+                w1 = len - i < win ? len : i + win;
+                added_matches(t, text, len, w0, w1, match);
+            }
+            hit = match[i - w0];
+        }
+        if (hit < 0) {
+            if (i >= first && can_cut_at(t, text, len, i)) {
+                cut = i;
+                break;
+            }
+            i++;
+            continue;
+        }
+        int id = t->added[hit];
+        i += t->text_off[id + 1] - t->text_off[id];
+        if (t->added_strip[hit] & 2)
+            while (i < len && is_space(text[i]))
+                i++;
+    }
+    mem_free(match);
+    return cut;
 }

@@ -244,13 +244,13 @@ static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok
  * Where run.c would write id -1 (a vocabulary without " "), the space's
  * byte token stands in. */
 linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
-                                  int add_bos, tok_vec *out)
+                                  int add_bos, size_t base, tok_vec *out)
 {
     linattn_status st = LINATTN_OK;
     size_t run = out->n; /* the symbols not merged yet start here (bos too, as in run.c) */
     if (add_bos)
         st = tok_push(out, t->bos);
-    if (st == LINATTN_OK && len > 0) {
+    if (st == LINATTN_OK && len > 0 && base == 0) {
         int space = tok_lookup(t, " ", 1);
         st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out, SIZE_MAX);
     }
@@ -266,10 +266,34 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
             st = tok_push(out, id);
         else
             for (size_t k = i; k < j && st == LINATTN_OK; k++)
-                st = push_byte(t, (unsigned char)text[k], out, k);
+                st = push_byte(t, (unsigned char)text[k], out, base + k);
         if (st == LINATTN_OK)
             st = tok_bpe_run(t, out, &run, pair_score, 0);
         i = j;
     }
     return st == LINATTN_OK ? tok_bpe_run(t, out, &run, pair_score, 1) : st;
+}
+
+/* The symbol an ASCII byte starts as (its token, else its byte token); -1
+ * when it has neither. */
+static int ascii_symbol(const linattn_tokenizer *t, unsigned char c)
+{
+    int id = tok_lookup(t, (const char *)&c, 1);
+    return id >= 0 ? id : c + 3 < t->vocab ? c + 3 : -1;
+}
+
+/* Between two ASCII bytes (each its own code point) whose symbols no merge
+ * can join. */
+size_t tok_cut_llama2c(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                       size_t want)
+{
+    for (size_t p = from + (want ? want : 1); p < len && p >= from; p++) {
+        unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
+        if (a >= 0x80 || b >= 0x80)
+            continue;
+        int x = ascii_symbol(t, a), y = ascii_symbol(t, b);
+        if (x >= 0 && y >= 0 && tok_can_cut(t, x, y))
+            return p;
+    }
+    return len;
 }

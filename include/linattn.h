@@ -706,6 +706,29 @@ LINATTN_API int linattn_tokenizer_adds_bos(const linattn_tokenizer *t);
 LINATTN_API linattn_status linattn_tokenizer_encode(const linattn_tokenizer *t, const char *text,
                                                     size_t len, int add_bos, int *tokens,
                                                     size_t cap, size_t *n);
+/* A long text a part at a time, with the tokens of the whole: where the
+ * part of text[len] that starts at byte `from` (0, or a place this gave)
+ * may end, the first place at or after from + want (want 0: + 1) where the
+ * tokenizer can cut the text without changing its tokens; len when there
+ * is none (one word that merges everywhere, say). Encoding each part with
+ * linattn_tokenizer_encode_part, one after another, gives exactly what
+ * linattn_tokenizer_encode gives for the whole. Cuts: bytes anywhere;
+ * llama2c and Hugging Face BPE between two ASCII bytes whose symbols no
+ * merge can join (no piece holds them side by side), or where a word
+ * starts (a Metaspace split at a space; GPT-2's split before " word" after
+ * a letter), never inside an added token. */
+LINATTN_API size_t linattn_tokenizer_cut(const linattn_tokenizer *t, const char *text, size_t len,
+                                         size_t from, size_t want);
+/* Encodes text[from..to) as linattn_tokenizer_encode does, as the part of
+ * a whole text that starts at `from` (a place linattn_tokenizer_cut gave,
+ * or 0): bos (when add_bos) and the text's prefixes only when from is 0;
+ * error offsets count from the whole text's start. Never more than
+ * 7 (to - from) + 8 tokens ((to - from) + 2 unless a sentencepiece
+ * replacement has several characters). */
+LINATTN_API linattn_status linattn_tokenizer_encode_part(const linattn_tokenizer *t,
+                                                         const char *text, size_t from, size_t to,
+                                                         int add_bos, int *tokens, size_t cap,
+                                                         size_t *n);
 /* The bytes of token (owned by t, valid while it lives; not NUL-terminated)
  * when it follows prev (-1 at the start of a text): a sentencepiece space
  * that starts a text is dropped (llama2c: after bos, as run.c), <0xXX>

@@ -1302,3 +1302,122 @@ Test(tokenizer, hf_metaspace_settings_refused)
     linattn_tokenizer *t = load_ok(spec);
     linattn_tokenizer_free(t);
 }
+
+/* Encoding a text in parts, cut where linattn_tokenizer_cut says, gives the
+ * whole text's tokens, for every part size. */
+static void check_parts(const linattn_tokenizer *t, const char *text, size_t len)
+{
+    size_t cap = 8 * len + 16, n = 0;
+    int *whole = malloc(cap * sizeof *whole), *part = malloc(cap * sizeof *part);
+    cr_assert(whole && part);
+    cr_assert_eq(linattn_tokenizer_encode(t, text, len, 1, whole, cap, &n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    static const size_t wants[] = {0, 1, 2, 3, 5, 8, 13, 100};
+    for (size_t w = 0; w < sizeof wants / sizeof *wants; w++) {
+        size_t from = 0, m = 0, parts = 0;
+        while (from < len || parts == 0) {
+            size_t to = linattn_tokenizer_cut(t, text, len, from, wants[w]);
+            cr_assert((to > from || len == 0) && to <= len, "cut %zu after %zu of %zu", to, from,
+                      len);
+            size_t k = 0;
+            cr_assert_eq(linattn_tokenizer_encode_part(t, text, from, to, 1, part + m, cap - m, &k),
+                         LINATTN_OK, "%s", linattn_last_error());
+            m += k;
+            from = to;
+            parts++;
+        }
+        cr_assert_eq(m, n, "%s: want %zu: %zu tokens in %zu parts, whole %zu ('%.*s')",
+                     linattn_tokenizer_name(t), wants[w], m, parts, n, (int)len, text);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(part[i], whole[i], "%s: want %zu: token %zu ('%.*s')",
+                         linattn_tokenizer_name(t), wants[w], i, (int)len, text);
+    }
+    free(whole);
+    free(part);
+}
+
+/* Random texts of the pieces in words[] joined. */
+static void check_parts_random(const linattn_tokenizer *t, const char *const *words, int nwords,
+                               int *cuts)
+{
+    char text[512];
+    tu_rng_seed(7);
+    for (int round = 0; round < 300; round++) {
+        size_t len = 0;
+        int count = (int)(tu_rng() % 40);
+        for (int i = 0; i < count; i++) {
+            const char *w = words[tu_rng() % (uint32_t)nwords];
+            size_t l = strlen(w);
+            if (len + l >= sizeof text)
+                break;
+            memcpy(text + len, w, l);
+            len += l;
+        }
+        check_parts(t, text, len);
+        *cuts += linattn_tokenizer_cut(t, text, len, 0, 1) < len;
+    }
+}
+
+Test(tokenizer, parts_give_the_whole_texts_tokens)
+{
+    char spec[4200];
+    static const char *const l2c_text[] = {" ", "a", "b", "c", "ab", "bc", "\xc3\xa9", "x", "ca",
+                                           "\n", "A"};
+    static const char *const gpt2_text[] = {" ", "a", "b", "c", "ab", "!", "\n", "  ",
+                                            "<|endoftext|>", "\xc3\xa9", "b c"};
+    static const char *const sp_text[] = {" ", "a", "b", "ab", "A", "\xc3\xbc", "\n", "cc", "<s>",
+                                          "  "};
+    int cuts = 0;
+
+    linattn_tokenizer *t = load_l2c();
+    check_parts_random(t, l2c_text, 11, &cuts);
+    linattn_tokenizer_free(t);
+    cr_assert(cuts > 0, "llama2c: no text was cut");
+
+    const char *path = tu_path("tokenizer.json");
+    snprintf(spec, sizeof spec, "hf:%s", path);
+    for (int variant = 0; variant < 3; variant++) {
+        write_gpt2(path, 0);
+        if (variant) { /* add_prefix_space; without the regex split */
+            size_t sz;
+            char *json = tu_read_file(path, &sz);
+            char *at = strstr(json, variant == 1 ? "\"add_prefix_space\": false"
+                                                 : "\"use_regex\": true");
+            cr_assert(at);
+            memcpy(at, variant == 1 ? "\"add_prefix_space\": true " : "\"use_regex\":false",
+                   variant == 1 ? 25 : 17);
+            tu_write_text(path, json);
+            free(json);
+        }
+        cuts = 0;
+        t = load_ok(spec);
+        check_parts_random(t, gpt2_text, 11, &cuts);
+        linattn_tokenizer_free(t);
+        cr_assert(cuts > 0, "byte-level %d: no text was cut", variant);
+    }
+
+    static const char *const pre[] = {
+        "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"prepend_scheme\":"
+        " \"first\", \"split\": false}",
+        "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"prepend_scheme\":"
+        " \"always\", \"split\": true}",
+        "null"};
+    for (int variant = 0; variant < 3; variant++) {
+        write_sp(path, variant < 2 ? "null"
+                                   : "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": "
+                                     "\"Prepend\", \"prepend\": \"\xe2\x96\x81\"}, {\"type\": "
+                                     "\"Replace\", \"pattern\": {\"String\": \" \"}, \"content\":"
+                                     " \"\xe2\x96\x81\"}]}",
+                 pre[variant]);
+        cuts = 0;
+        t = load_ok(spec);
+        check_parts_random(t, sp_text, 10, &cuts);
+        linattn_tokenizer_free(t);
+        cr_assert(cuts > 0, "sentencepiece %d: no text was cut", variant);
+    }
+
+    t = load_ok("bytes");
+    check_parts(t, "abc", 3);
+    cr_assert_eq(linattn_tokenizer_cut(t, "abc", 3, 0, 1), 1);
+    linattn_tokenizer_free(t);
+}

@@ -51,6 +51,9 @@ static const char usage[] =
 #define MAX_TEXT_BYTES (1ull << 30)
 /* Tokens per feed: the logits of a slice (slice x vocab floats) are held at once. */
 #define SLICE 1024
+/* Bytes of text encoded at once (more where the tokenizer cannot cut there:
+ * linattn_tokenizer_cut) */
+#define PART_BYTES ((size_t)1 << 20)
 
 enum { OPT_TEXT = 256, OPT_BLOCK, OPT_WINDOW, OPT_THREADS, OPT_ISA, OPT_JSON };
 
@@ -73,67 +76,144 @@ static double bits_of(const float *logits, int vocab, int target)
     return (log(sum) + mx - (double)logits[target]) / log(2.0);
 }
 
-/* Bits of every prediction: bits[i] for byte i + 1. */
-typedef struct eval_run {
-    linattn_session *sess;
-    const int *tokens;
-    size_t n;        /* tokens in the text */
-    size_t window;   /* 0: one stream */
-    int vocab;
-    float *logits;   /* [SLICE][vocab] */
-    double *bits;    /* [n - 1] */
-} eval_run;
-
-static int score(eval_run *r)
-{
-    const int tty = isatty(STDERR_FILENO);
-    const size_t span = r->window ? r->window : r->n; /* tokens of one stream */
-    size_t done = 0, shown = 0;
-    while (done < r->n - 1) {
-        /* a new stream starts at every multiple of span */
-        if (done % span == 0)
-            linattn_session_reset(r->sess);
-        size_t end = done - done % span + span; /* the stream's end */
-        if (end > r->n - 1)
-            end = r->n - 1; /* the last token has nothing to predict */
-        size_t c = end - done < SLICE ? end - done : SLICE;
-        linattn_status st = linattn_session_feed_all(r->sess, r->tokens + done, (int)c, r->logits);
-        if (st != LINATTN_OK) {
-            if (tty)
-                fputs("\r\033[K", stderr);
-            return cli_fail_status("eval", st);
-        }
-        for (size_t i = 0; i < c; i++) {
-            const float *row = r->logits + i * (size_t)r->vocab;
-            double b = bits_of(row, r->vocab, r->tokens[done + i + 1]);
-            if (!isfinite(b)) { /* a NaN or inf logit: no figure to report, not "nan" */
-                int at = 0;
-                while (at + 1 < r->vocab && isfinite(row[at]))
-                    at++;
-                if (tty)
-                    fputs("\r\033[K", stderr);
-                return cli_fail("eval", "the model's logits after token %zu of the text (0-based) "
-                                        "are not finite (logit %d is %g): no bits per byte",
-                                done + i, at, (double)row[at]);
-            }
-            r->bits[done + i] = b;
-        }
-        done += c;
-        if (tty && (done - shown >= 16384 || done == r->n - 1)) {
-            fprintf(stderr, "\reval %zu/%zu bytes", done + 1, r->n);
-            shown = done;
-        }
-    }
-    if (tty && r->n > 16384)
-        fputs("\r\033[K", stderr);
-    return 0;
-}
-
 /* Blocks of the file by the offset of the predicted byte. */
 typedef struct block_stat {
     size_t offset, bytes;
     double bits;
 } block_stat;
+
+/* The text is encoded a part at a time (linattn_tokenizer_cut) and scored
+ * as its tokens come: what is held is the text, one part's tokens and a
+ * slice's logits, never every token. Slices are those of one pass over all
+ * the tokens (a stream's first SLICE, the next, ...; the last stops before
+ * the last token), so the figures do not depend on the parts. */
+typedef struct eval_run {
+    linattn_session *sess;
+    const linattn_tokenizer *tokz;
+    size_t window;   /* 0: one stream */
+    int vocab;
+    float *logits;   /* [SLICE][vocab] */
+    /* tokens not fed yet: ids, where their bytes start in the file, how many */
+    int *tok;
+    size_t *off, *len;
+    size_t head, count, cap;
+    size_t fed;      /* tokens fed in all */
+    size_t ntok;     /* tokens received in all */
+    size_t at;       /* bytes the received tokens decode to */
+    int prev;        /* the last token received (decoding depends on it) */
+    size_t text_bytes;
+    size_t block;
+    block_stat *blocks;
+    double total;
+    size_t scored_bytes, shown;
+    int tty;
+} eval_run;
+
+/* Feeds what can be fed: whole slices while more tokens may come (last 0),
+ * everything but the final token at the end. */
+static int score(eval_run *r, int last)
+{
+    const size_t span = r->window ? r->window : SIZE_MAX; /* tokens of one stream */
+    while (r->count - r->head >= 2) {
+        /* a new stream starts at every multiple of span */
+        if (r->fed % span == 0)
+            linattn_session_reset(r->sess);
+        size_t left = span - r->fed % span, c = left < SLICE ? left : SLICE;
+        if (c > r->count - r->head - 1) { /* the slice needs c + 1 tokens */
+            if (!last)
+                return 0;
+            c = r->count - r->head - 1;
+        }
+        const int *t = r->tok + r->head;
+        linattn_status st = linattn_session_feed_all(r->sess, t, (int)c, r->logits);
+        if (st != LINATTN_OK) {
+            if (r->tty)
+                fputs("\r\033[K", stderr);
+            return cli_fail_status("eval", st);
+        }
+        for (size_t i = 0; i < c; i++) {
+            const float *row = r->logits + i * (size_t)r->vocab;
+            double bits = bits_of(row, r->vocab, t[i + 1]);
+            if (!isfinite(bits)) { /* a NaN or inf logit: no figure to report, not "nan" */
+                int at = 0;
+                while (at + 1 < r->vocab && isfinite(row[at]))
+                    at++;
+                if (r->tty)
+                    fputs("\r\033[K", stderr);
+                return cli_fail("eval", "the model's logits after token %zu of the text (0-based) "
+                                        "are not finite (logit %d is %g): no bits per byte",
+                                r->fed + i, at, (double)row[at]);
+            }
+            block_stat *b = &r->blocks[r->off[r->head + i + 1] / r->block];
+            b->bits += bits;
+            b->bytes += r->len[r->head + i + 1];
+            r->total += bits;
+            r->scored_bytes += r->len[r->head + i + 1];
+        }
+        r->fed += c;
+        r->head += c;
+        size_t done = r->off[r->head];
+        if (r->tty && done - r->shown >= 65536) {
+            fprintf(stderr, "\reval %zu/%zu bytes", done, r->text_bytes);
+            r->shown = done;
+        }
+    }
+    return 0;
+}
+
+/* Encodes text[from..to) and appends its tokens (with their places in the
+ * file) to those not fed yet. */
+static int take_part(eval_run *r, const char *text, size_t from, size_t to, int add_bos)
+{
+    if (r->head > 0) { /* what is left of the last part goes first */
+        size_t k = r->count - r->head;
+        memmove(r->tok, r->tok + r->head, k * sizeof *r->tok);
+        memmove(r->off, r->off + r->head, k * sizeof *r->off);
+        memmove(r->len, r->len + r->head, k * sizeof *r->len);
+        r->count = k;
+        r->head = 0;
+    }
+    for (;;) {
+        size_t n = 0;
+        linattn_status st = LINATTN_ERR_INVALID;
+        if (r->tok) /* (NULL would ask for the count only) */
+            st = linattn_tokenizer_encode_part(r->tokz, text, from, to, add_bos, r->tok + r->count,
+                                               r->cap - r->count, &n);
+        if (st == LINATTN_OK) {
+            for (size_t i = r->count; i < r->count + n; i++) {
+                const char *piece;
+                size_t pl = 0;
+                /* an added bos decodes to nothing; bytes past the file's
+                 * end count in its last block */
+                if (!(add_bos && r->ntok == 0 && i == 0) &&
+                    linattn_tokenizer_decode(r->tokz, r->prev, r->tok[i], &piece, &pl) !=
+                        LINATTN_OK)
+                    pl = 0;
+                r->off[i] = r->at < r->text_bytes ? r->at : r->text_bytes - 1;
+                r->len[i] = pl;
+                r->at += pl;
+                r->prev = r->tok[i];
+            }
+            r->count += n;
+            r->ntok += n;
+            return 0;
+        }
+        if (r->tok && r->count + n <= r->cap) /* not a size problem */
+            return cli_fail_status("eval", st);
+        size_t cap = r->count + (n > 4096 ? n : 4096) + 1024;
+        int *tok = realloc(r->tok, cap * sizeof *tok);
+        if (tok)
+            r->tok = tok;
+        size_t *off = tok ? realloc(r->off, cap * sizeof *off) : NULL;
+        if (off)
+            r->off = off;
+        size_t *len = off ? realloc(r->len, cap * sizeof *len) : NULL;
+        if (!len)
+            return cli_fail("eval", "out of memory for %zu tokens", cap);
+        r->len = len;
+        r->cap = cap;
+    }
+}
 
 static int write_json(const char *path, double bpb, size_t bytes, double tps,
                       const block_stat *blocks, size_t nblocks)
@@ -209,8 +289,6 @@ int cmd_eval(int argc, char **argv)
     int rc = 1;
     linattn_config *cfg = malloc(sizeof *cfg);
     unsigned char *text = NULL;
-    int *tokens = NULL;
-    size_t *offsets = NULL, *lens = NULL; /* a non-byte tokenizer's tokens in the file */
     linattn_model *model = NULL;
     eval_run r = {0};
     block_stat *blocks = NULL;
@@ -250,25 +328,27 @@ int cmd_eval(int argc, char **argv)
     }
     const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
     const int bytes_tok = !strcmp(linattn_tokenizer_name(tokz), "bytes");
-    size_t ntok = n;
     int add_bos = !bytes_tok && linattn_tokenizer_adds_bos(tokz);
-    if (!bytes_tok &&
-        (st = linattn_tokenizer_encode(tokz, (const char *)text, n, add_bos, NULL, 0, &ntok)) !=
-            LINATTN_OK) {
-        cli_fail_status("eval", st);
-        goto out;
-    }
-    if (ntok < 2) {
-        cli_fail("eval", "%s: %zu token%s; at least 2 are needed (one to predict)", text_path,
-                 ntok, ntok == 1 ? "" : "s");
-        goto out;
-    }
     /* a bounded model must hold each stream: the whole file, or a window */
     int bounded = (cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) ||
                   cfg->positions == LINATTN_POS_LEARNED;
+    size_t ntok = n;
+    if (bounded && !window && !bytes_tok) { /* the whole file's tokens, counted a part at a time */
+        ntok = 0;
+        for (size_t from = 0, to; from < n; from = to) {
+            size_t k = 0;
+            to = linattn_tokenizer_cut(tokz, (const char *)text, n, from, PART_BYTES);
+            if ((st = linattn_tokenizer_encode_part(tokz, (const char *)text, from, to, add_bos,
+                                                    NULL, 0, &k)) != LINATTN_OK) {
+                cli_fail_status("eval", st);
+                goto out;
+            }
+            ntok += k;
+        }
+    }
     /* tokens fed per stream: a window, or all but the last token */
-    size_t fed = window ? (size_t)window : ntok - 1;
-    if (bounded && fed > (size_t)cfg->max_seq_len) {
+    if (bounded && (window ? (size_t)window : ntok - 1) > (size_t)cfg->max_seq_len &&
+        (window || ntok >= 2)) {
         if (window)
             cli_fail("eval", "--window %ld is longer than the model's max_seq_len (%d)", window,
                      cfg->max_seq_len);
@@ -276,77 +356,51 @@ int cmd_eval(int argc, char **argv)
             cli_fail("eval",
                      "%s: %zu %s do not fit the model's context (max_seq_len %d, %s): "
                      "use --window N with N <= %d",
-                     text_path, bytes_tok ? n : ntok, bytes_tok ? "bytes" : "tokens",
-                     cfg->max_seq_len,
+                     text_path, ntok, bytes_tok ? "bytes" : "tokens", cfg->max_seq_len,
                      cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax attention"
                                                              : "learned positions",
                      cfg->max_seq_len);
         goto out;
     }
-    if (ntok > (size_t)INT_MAX) {
-        cli_fail("eval", "%s: too long", text_path);
-        goto out;
-    }
-    tokens = malloc(ntok * sizeof *tokens);
-    if (!bytes_tok) { /* a byte's offset is its index, its length 1 */
-        offsets = malloc(ntok * sizeof *offsets);
-        lens = malloc(ntok * sizeof *lens);
-    }
-    r.bits = malloc((ntok - 1) * sizeof *r.bits);
     r.logits = malloc((size_t)SLICE * (size_t)cfg->vocab_size * sizeof *r.logits);
     size_t nblocks = (n + (size_t)block - 1) / (size_t)block;
     blocks = calloc(nblocks, sizeof *blocks);
-    if (!tokens || (!bytes_tok && (!offsets || !lens)) || !r.bits || !r.logits || !blocks) {
+    if (!r.logits || !blocks) {
         cli_fail("eval", "out of memory");
         goto out;
     }
-    if (bytes_tok)
-        linattn_tokenize((const char *)text, n, tokens);
-    else if ((st = linattn_tokenizer_encode(tokz, (const char *)text, n, add_bos, tokens, ntok,
-                                            &ntok)) != LINATTN_OK) {
-        cli_fail_status("eval", st);
+    linattn_session_set_threads(r.sess, cfg->threads);
+    r.tokz = tokz;
+    r.window = (size_t)window;
+    r.vocab = cfg->vocab_size;
+    r.prev = -1;
+    r.text_bytes = n;
+    r.block = (size_t)block;
+    r.blocks = blocks;
+    r.tty = isatty(STDERR_FILENO);
+
+    double t0 = now_s();
+    for (size_t from = 0, to; from < n; from = to) {
+        to = linattn_tokenizer_cut(tokz, (const char *)text, n, from, PART_BYTES);
+        if (take_part(&r, (const char *)text, from, to, add_bos) || score(&r, to == n))
+            goto out;
+    }
+    if (r.tty && r.shown > 0)
+        fputs("\r\033[K", stderr);
+    double secs = now_s() - t0;
+    ntok = r.ntok;
+    if (ntok < 2) {
+        cli_fail("eval", "%s: %zu token%s; at least 2 are needed (one to predict)", text_path,
+                 ntok, ntok == 1 ? "" : "s");
         goto out;
     }
-    /* where each token's bytes start in the file, and how many it has (an
-     * added bos none); bytes past the file's end count in its last block */
-    for (size_t i = 0, at = 0; offsets && i < ntok; i++) {
-        const char *piece;
-        size_t pl = 0;
-        if (!(add_bos && i == 0) &&
-            linattn_tokenizer_decode(tokz, i ? tokens[i - 1] : -1, tokens[i], &piece, &pl) !=
-                LINATTN_OK)
-            pl = 0;
-        offsets[i] = at < n ? at : n - 1;
-        lens[i] = pl;
-        at += pl;
-    }
-    size_t scored_bytes = 0;
-    for (size_t i = 1; i < ntok; i++) {
-        size_t bytes = offsets ? lens[i] : 1;
-        blocks[(offsets ? offsets[i] : i) / (size_t)block].bytes += bytes;
-        scored_bytes += bytes;
-    }
-    if (scored_bytes == 0) {
+    if (r.scored_bytes == 0) {
         cli_fail("eval", "%s: the scored tokens decode to no bytes", text_path);
         goto out;
     }
-    linattn_session_set_threads(r.sess, cfg->threads);
-    r.tokens = tokens;
-    r.n = ntok;
-    r.window = (size_t)window;
-    r.vocab = cfg->vocab_size;
-
-    double t0 = now_s();
-    if (score(&r))
-        goto out;
-    double secs = now_s() - t0;
     double tps = secs > 0 ? (double)(ntok - 1) / secs : 0;
-
-    double total = 0;
-    for (size_t i = 0; i + 1 < ntok; i++) { /* bits[i] scores token i + 1 */
-        blocks[(offsets ? offsets[i + 1] : i + 1) / (size_t)block].bits += r.bits[i];
-        total += r.bits[i];
-    }
+    size_t scored_bytes = r.scored_bytes;
+    double total = r.total;
     for (size_t b = 0; b < nblocks; b++)
         blocks[b].offset = b * (size_t)block;
     double bpb = total / (double)scored_bytes;
@@ -373,12 +427,11 @@ int cmd_eval(int argc, char **argv)
 out:
     linattn_session_free(r.sess);
     linattn_model_free(model);
-    free(r.bits);
     free(r.logits);
+    free(r.tok);
+    free(r.off);
+    free(r.len);
     free(blocks);
-    free(tokens);
-    free(offsets);
-    free(lens);
     free(text);
     free(cfg);
     return rc;
