@@ -1232,6 +1232,18 @@ Test(tokenizer, hf_many_added_tokens_are_n)
     free(json);
 }
 
+/* AddressSanitizer keeps freed memory in quarantine: RSS says nothing there */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANS_NOTHING 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_MEANS_NOTHING 1
+#endif
+#endif
+#ifndef RSS_MEANS_NOTHING
+#define RSS_MEANS_NOTHING 0
+#endif
+
 static long peak_rss_kb(void)
 {
     struct rusage ru;
@@ -1270,7 +1282,8 @@ Test(tokenizer, hf_long_word_merged_in_runs)
     for (size_t i = 0; i < WORDS; i++)
         cr_assert_eq(ids[i], 11, "token %zu is %d", i, ids[i]);
     cr_assert_eq(ids[WORDS], 6);
-    cr_assert(grew * 1024 < 12 * (long)len, "the peak grew by %ld kB for %zu bytes", grew, len);
+    cr_assert(RSS_MEANS_NOTHING || grew * 1024 < 12 * (long)len,
+              "the peak grew by %ld kB for %zu bytes", grew, len);
     linattn_tokenizer_free(t);
     free(s);
     free(ids);
