@@ -282,7 +282,7 @@ Test(cli_errors, bad_flags)
     check_error(tu_run("generate", L, "--prompt", "x", "--bogus", NULL), "'--bogus'");
     check_error(tu_run("generate", L, "-zq", NULL), "'-z'");
     check_error(tu_run("generate", L, "--prompt", NULL), "'--prompt' needs a value");
-    check_error(tu_run("generate", L, "--prompt", "x", "--tokens", "-1", NULL), "--tokens");
+    check_error(tu_run("generate", L, "--prompt", "x", "--tokens", "-2", NULL), "--tokens");
     check_error(tu_run("generate", L, "--prompt", "x", "--tokens", "12x", NULL), "--tokens");
     check_error(tu_run("generate", L, "--prompt", "x", "--top-p", "0", NULL), "--top-p");
     check_error(tu_run("generate", L, "--prompt", "x", "--top-p", "1.5", NULL), "--top-p");
@@ -993,4 +993,64 @@ Test(cli_errors, state_of_another_attention_kind)
     tu_run_free(&r);
     check_error(tu_run("generate", tu_data(LINEAR), "--load-state", state, "-n", "1", NULL),
                 "the state of a softmax model (f16 KV cache); this model's attention is linear");
+}
+
+/* -n -1 runs until the context is full; -c is --ctx and warns past the
+ * trained context; --ctx-overflow window goes on past the cache as a
+ * sliding window with the same text until the cache fills; the messages
+ * name the flag. */
+Test(cli, contexts_never_dead_end)
+{
+    tu_run_result full = tu_run("generate", tu_data(SOFTMAX), "-p", "abcdef", "-n", "-1", "--ctx",
+                                "10", "--temperature", "0", NULL);
+    cr_assert_eq(full.status, 0, "%s", full.err);
+    cr_assert_eq(full.out_len, 6 + 5 + 1, "until the cache is full: '%s'", full.out);
+    cr_assert(strstr(full.err, "stopped after 5 tokens") &&
+                  strstr(full.err, "--ctx-overflow window"),
+              "%s", full.err);
+    tu_run_result c = tu_run("generate", tu_data(SOFTMAX), "-p", "abcdef", "-n", "-1", "-c", "10",
+                             "--temperature", "0", NULL);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert_eq(c.out_len, full.out_len);
+    cr_assert_eq(memcmp(c.out, full.out, c.out_len), 0, "-c is --ctx");
+    tu_run_free(&c);
+    c = tu_run("generate", tu_data(SOFTMAX), "-p", "ab", "-n", "2", "--ctx-size", "1000", NULL);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.err, "warning: --ctx 1000 passes the 64 tokens this model was trained for"),
+              "%s", c.err);
+    tu_run_free(&c);
+    tu_run_result w = tu_run("generate", tu_data(SOFTMAX), "-p", "abcdef", "-n", "30", "--ctx", "10",
+                             "--ctx-overflow", "window", "--temperature", "0", NULL);
+    cr_assert_eq(w.status, 0, "%s", w.err);
+    cr_assert_eq(w.out_len, 6 + 30 + 1, "30 tokens past a cache of 10: '%s'", w.out);
+    cr_assert_eq(memcmp(w.out, full.out, full.out_len - 1), 0,
+                 "the same text until the cache fills");
+    cr_assert_null(strstr(w.err, "stopped"), "%s", w.err);
+    tu_run_free(&w);
+    tu_run_free(&full);
+    w = tu_run("generate", tu_data(SOFTMAX), "-p", "ab", "--ctx-overflow", "maybe", NULL);
+    cr_assert_eq(w.status, 1);
+    cr_assert(strstr(w.err, "--ctx-overflow: 'maybe' is neither stop nor window"), "%s", w.err);
+    tu_run_free(&w);
+    w = tu_run("generate", tu_data("tiny-softmax-post-rms-relu-learned.ini"), "-p", "ab",
+               "--ctx-overflow", "window", NULL);
+    cr_assert_eq(w.status, 1, "learned positions cannot slide");
+    cr_assert(strstr(w.err, "learned positions end at"), "%s", w.err);
+    tu_run_free(&w);
+    w = tu_run("generate", tu_data(SOFTMAX), "-p", "ab", "-n", "-2", NULL);
+    cr_assert_eq(w.status, 1, "-n below -1 is refused");
+    tu_run_free(&w);
+}
+
+/* chat --stats counts the lines as prompt tokens and the model's time
+ * only (the decode count is the tokens written). */
+Test(cli, chat_stats_count_the_lines)
+{
+    tu_write_text(tu_path("lines.txt"), "Hello\nagain\n");
+    tu_next_stdin(tu_path("lines.txt"));
+    tu_run_result r = tu_run("chat", tu_data(LINEAR), "-n", "4", "--stats", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "stats: prompt 12 tokens,"), "the two lines' 12 bytes: %s", r.err);
+    cr_assert(strstr(r.err, "decode 8 tokens"), "4 a line: %s", r.err);
+    tu_run_free(&r);
 }

@@ -1434,3 +1434,21 @@ Test(tokenizer, parts_give_the_whole_texts_tokens)
     cr_assert_eq(linattn_tokenizer_cut(t, "abc", 3, 0, 1), 1);
     linattn_tokenizer_free(t);
 }
+
+/* llama2.c models separate stories with BOS (id 1) and never write EOS:
+ * BOS ends the text as in run.c, unless --ignore-eos (which goes on). */
+Test(tokenizer_cli, llama2c_bos_ends_the_text)
+{
+    write_tokbin("tokenizer.bin");
+    const char *ini = write_model("m.ini", 300, "tokenizer = llama2c:tokenizer.bin\n", NULL);
+    tu_run_result r = tu_run("generate", ini, "-p", "a", "-n", "5", "--logit-bias", "1=1000",
+                             "--print-ids", NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "1\n", "BOS ends the text: '%s'", r.out);
+    tu_run_free(&r);
+    r = tu_run("generate", ini, "-p", "a", "-n", "5", "--logit-bias", "1=1000", "--print-ids",
+               "--ignore-eos", NULL);
+    tu_assert_ok(&r);
+    cr_assert_str_eq(r.out, "1 1 1 1 1\n", "--ignore-eos goes on: '%s'", r.out);
+    tu_run_free(&r);
+}

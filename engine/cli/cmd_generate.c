@@ -24,15 +24,25 @@ static const char usage[] =
     "  -m, --model CONFIG   the config (instead of the first argument)\n"
     "  -p, --prompt TEXT    prompt (default: the config's [generate] prompt)\n"
     "  -f, --prompt-file F  read the prompt from F ('-': standard input)\n"
-    "  -n, --tokens N       tokens to generate (default: max_new_tokens)\n"
+    "  -n, --tokens N       tokens to generate (default: max_new_tokens; -1: until the\n"
+    "                       end of text, a --stop text, Ctrl-C or a full context)\n"
     "  --stop TEXT          stop once the text written ends with TEXT (printed);\n"
     "                       repeatable, up to 16\n"
-    "  --ctx N              max_seq_len N instead of the config's (softmax: the KV\n"
-    "                       cache; learned positions: at most the table's rows)\n"
+    "  -c, --ctx-size N     max_seq_len N instead of the config's (softmax: the KV\n"
+    "                       cache; learned positions: at most the table's rows);\n"
+    "                       past the context the model was trained for it warns.\n"
+    "                       --ctx N is the same\n"
+    "  --ctx-overflow MODE  when a softmax model's cache is full: stop (default), or\n"
+    "                       window: go on as a sliding window of the cache's length\n"
+    "                       (every relative distance one the model was trained on\n"
+    "                       with RoPE; not with learned positions; its state files\n"
+    "                       load only with the same flag)\n"
     "  --no-display-prompt  do not echo the prompt\n"
     "  --print-ids          print token ids (space-separated) instead of text\n"
     "  --ignore-eos         go on past the tokenizer's end-of-text token (by default\n"
-    "                       it ends the text, or the answer with -i)\n"
+    "                       it ends the text, or the answer with -i; a llama2.c\n"
+    "                       tokenizer's BOS too, which separates its stories, as\n"
+    "                       run.c stops there)\n"
     "  -i, --interactive    a conversation: after each answer, read a line from stdin,\n"
     "                       feed it and answer it (each answer up to -n tokens, ending\n"
     "                       at a newline unless --stop says otherwise); end of input\n"
@@ -69,7 +79,7 @@ static const char usage[] =
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
        OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE,
-       OPT_IGNORE_EOS, OPT_CHAT_TEMPLATE };
+       OPT_IGNORE_EOS, OPT_CHAT_TEMPLATE, OPT_CTX_OVERFLOW };
 
 #define MAX_STOPS 16
 
@@ -249,6 +259,8 @@ int cmd_generate(int argc, char **argv)
         {"tokens", required_argument, 0, OPT_TOKENS},
         {"stop", required_argument, 0, OPT_STOP},
         {"ctx", required_argument, 0, OPT_CTX},
+        {"ctx-size", required_argument, 0, 'c'},
+        {"ctx-overflow", required_argument, 0, OPT_CTX_OVERFLOW},
         {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
         {"print-ids", no_argument, 0, OPT_PRINT_IDS},
         {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
@@ -273,7 +285,7 @@ int cmd_generate(int argc, char **argv)
     const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
     const char *model_flag = NULL, *stops[MAX_STOPS];
     int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0, ignore_eos = 0;
-    const char *chat_name = "auto";
+    const char *chat_name = "auto", *overflow = "stop";
     long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
     float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
     logit_bias biases[MAX_LOGIT_BIAS];
@@ -282,7 +294,7 @@ int cmd_generate(int argc, char **argv)
     int have_seed = 0, stats = 0, c;
     char opt_buf[3];
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":him:p:f:n:t:s:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":him:p:f:n:t:s:c:", opts, NULL)) != -1) {
         switch (c) {
         case 'i': interactive = 1; break;
         case 'm': model_flag = optarg; break;
@@ -291,7 +303,12 @@ int cmd_generate(int argc, char **argv)
         case 'f': /* fall through */
         case OPT_PROMPT_FILE: prompt_file = optarg; break;
         case 'n': /* fall through */
-        case OPT_TOKENS: if (cli_parse_long("generate", "--tokens", optarg, 0, INT_MAX, &tokens)) return 1; break;
+        case OPT_TOKENS:
+            if (cli_parse_long("generate", "--tokens", optarg, -1, INT_MAX, &tokens))
+                return 1;
+            if (tokens == -1)
+                tokens = INT_MAX; /* until the end of text, a stop, a signal or a full context */
+            break;
         case OPT_STOP:
             if (n_stops == MAX_STOPS)
                 return cli_fail("generate", "--stop: more than %d given", MAX_STOPS);
@@ -299,7 +316,9 @@ int cmd_generate(int argc, char **argv)
                 return cli_fail("generate", "--stop: an empty text would stop at once");
             stops[n_stops++] = optarg;
             break;
-        case OPT_CTX: if (cli_parse_long("generate", "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &ctx)) return 1; break;
+        case 'c': /* fall through */
+        case OPT_CTX: if (cli_parse_long("generate", c == 'c' ? "--ctx-size" : "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &ctx)) return 1; break;
+        case OPT_CTX_OVERFLOW: overflow = optarg; break;
         case OPT_NO_DISPLAY: display_prompt = 0; break;
         case OPT_PRINT_IDS: print_ids = 1; break;
         case OPT_IGNORE_EOS: ignore_eos = 1; break;
@@ -328,7 +347,7 @@ int cmd_generate(int argc, char **argv)
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
-                            bad_option(argv, "himpfnts", opt_buf));
+                            bad_option(argv, "himpfntsc", opt_buf));
         }
     }
     if (!model_flag && optind >= argc)
@@ -345,6 +364,9 @@ int cmd_generate(int argc, char **argv)
     if (strcmp(chat_name, "auto") && cli_chat_by_name(chat_name, &chat) != 0)
         return cli_fail("generate", "--chat-template: '%s' is none of auto, %s", chat_name,
                         cli_chat_names());
+    if (strcmp(overflow, "stop") && strcmp(overflow, "window"))
+        return cli_fail("generate", "--ctx-overflow: '%s' is neither stop nor window", overflow);
+    const int slide = !strcmp(overflow, "window");
     const int default_stop = interactive && n_stops == 0; /* the chat format's end, once known */
     cli_check_threads("generate", threads);
 
@@ -378,9 +400,31 @@ int cmd_generate(int argc, char **argv)
     if (cli_choose_isa("generate", isa, cfg->isa))
         goto out;
     if (ctx > 0) {
+        /* the context the model was trained for: its config's (or file's) */
+        const int trained = cfg->max_seq_len;
         cfg->max_seq_len = (int)ctx;
         if ((st = linattn_config_validate(cfg)) != LINATTN_OK) {
             cli_fail_status("ctx", st);
+            goto out;
+        }
+        if (trained > 0 && ctx > trained &&
+            (cfg->attention != LINATTN_ATTN_LINEAR || cfg->positions != LINATTN_POS_NONE))
+            cli_warn("generate", "--ctx %ld passes the %d tokens this model was trained for "
+                                 "(max_seq_len of %s): past them its text may turn to noise",
+                     ctx, trained, cfg->path[0] ? cfg->path : "its config");
+    }
+    if (slide && cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) {
+        if (cfg->positions == LINATTN_POS_LEARNED) {
+            cli_fail("generate", "--ctx-overflow window: this model's learned positions end at "
+                                 "%d tokens; a window cannot go past them",
+                     cfg->max_seq_len);
+            goto out;
+        }
+        /* the cache's length as a window: the same text until it fills (a
+         * query sees every key), then it slides */
+        cfg->window = cfg->max_seq_len;
+        if ((st = linattn_config_validate(cfg)) != LINATTN_OK) {
+            cli_fail_status("ctx-overflow", st);
             goto out;
         }
     }
@@ -583,6 +627,11 @@ int cmd_generate(int argc, char **argv)
     }
     int warned_no_text = 0;
     const int eos = ignore_eos ? -1 : linattn_tokenizer_eos(tokz);
+    /* llama2.c's models separate stories with BOS and never write EOS:
+     * run.c stops at it */
+    const int bos_ends = ignore_eos || strcmp(linattn_tokenizer_name(tokz), "llama2c")
+                             ? -1
+                             : linattn_tokenizer_bos(tokz);
     /* the token before the next one, for decoding (-1: a text's start;
      * INT_MAX: unknown, not a start) */
     int prev = n_in > 0 ? toks[n_in - 1]
@@ -598,11 +647,17 @@ int cmd_generate(int argc, char **argv)
     int pending = -1, made = 0, stopped = 0, keep_all = save || interactive;
     int need_input = interactive && n_in == 0; /* no prompt: the user speaks first */
     int input_failed = 0; /* the conversation ended on a bad line or a read error */
+    /* --stats counts the model's time: not the user's typing, and a line's
+     * feed as prefill */
+    double waited = 0, line_feed = 0;
+    int line_tokens = 0;
     for (;;) {
         if (need_input) {
             if (isatty(STDIN_FILENO))
                 fputs("> ", stderr);
+            double w0 = now_s();
             long got = read_chat_line(&line);
+            waited += now_s() - w0;
             if (got == LINE_ERROR && (errno == EINTR || cli_signal_pending()))
                 got = LINE_END; /* Ctrl-C at the prompt ends the conversation */
             if (got == LINE_END) {
@@ -665,8 +720,11 @@ int cmd_generate(int argc, char **argv)
                 prev = lt[nl - 1];
             for (size_t k = 0; k < nl && st == LINATTN_OK; k++)
                 st = linattn_sampler_accept(sampler, lt[k]);
+            double f0 = now_s();
             if (st == LINATTN_OK && nl > 0) /* nl <= 2 got + 2: a line fits an int */
                 st = linattn_session_feed(sess, lt, (int)nl, logits);
+            line_feed += now_s() - f0;
+            line_tokens += (int)nl;
             free(lt);
             if (st == LINATTN_ERR_CONTEXT_FULL) {
                 stopped = 1;
@@ -691,7 +749,7 @@ int cmd_generate(int argc, char **argv)
         /* the token's text: its bytes after prev (none for the end of text) */
         const char *piece = "";
         size_t piece_len = 0;
-        int stop_now = tok == eos;
+        int stop_now = tok == eos || (bos_ends >= 0 && tok == bos_ends);
         if (!stop_now && linattn_tokenizer_decode(tokz, prev, tok, &piece, &piece_len) !=
                              LINATTN_OK) {
             piece_len = 0;
@@ -765,10 +823,13 @@ int cmd_generate(int argc, char **argv)
                 made == 1 ? "" : "s", save ? "; saving the stream" : "");
     if (stopped)
         fprintf(stderr, "linattn: generate: stopped after %d token%s: the context is full "
-                        "(max_seq_len %d, %s)\n",
+                        "(max_seq_len %d, %s)%s\n",
                 made, made == 1 ? "" : "s", cfg->max_seq_len,
                 cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
-                                                       : "learned position table");
+                                                       : "learned position table",
+                cfg->attention == LINATTN_ATTN_SOFTMAX
+                    ? "; --ctx-overflow window goes on as a sliding window"
+                    : "");
     if (save) {
         info->sampler_state = linattn_sampler_get_state(sampler);
         info->pending = pending;
@@ -782,13 +843,17 @@ int cmd_generate(int argc, char **argv)
     if (stats) {
         linattn_isa used;
         linattn_get_isa(&used, NULL);
-        int decoded = made > 0 ? made - 1 : 0; /* the first sample needs no decode step */
+        /* made tokens took made - 1 decode steps (the first sample needs
+         * none); the rate is per step, the count the tokens written */
+        int steps = made > 0 ? made - 1 : 0;
+        const double prefill_s = (t1 - t0) + line_feed, decode_s = (t2 - t1) - waited - line_feed;
         fprintf(stderr,
                 "stats: prompt %d tokens, prefill %.1f tokens/s, decode %d tokens %.1f tokens/s "
                 "(%.3f ms/token), isa %s, threads %d, %s %zu bytes\n",
-                prompt_tokens, prompt_tokens / (t1 - t0 > 0 ? t1 - t0 : 1e-9), decoded,
-                decoded / (t2 - t1 > 0 ? t2 - t1 : 1e-9),
-                decoded ? 1e3 * (t2 - t1) / decoded : 0.0, linattn_isa_name(used),
+                prompt_tokens + line_tokens,
+                (prompt_tokens + line_tokens) / (prefill_s > 0 ? prefill_s : 1e-9), made,
+                steps / (decode_s > 0 ? decode_s : 1e-9), steps ? 1e3 * decode_s / steps : 0.0,
+                linattn_isa_name(used),
                 cfg->threads > 0 ? cfg->threads : linattn_max_threads(),
                 cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
                 linattn_session_state_bytes(sess));
