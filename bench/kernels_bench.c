@@ -185,17 +185,7 @@ int suite_kernels(const bench_plan *p)
         bench_pin(1);
         case_size(size, sizeof size, bc);
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        const linattn_case_floats f = linattn_kernel_case_floats(bc);
-        case_data d = {
-            .id = linattn_kernel_id(bc->kernel),
-            .x = case_alloc(f.x, -2, 2),
-            .y = case_alloc(f.y, -2, 2),
-            .w = case_alloc(f.w, 0.01, 2),
-            .b = case_alloc(f.b, 0.01, 2),
-            .S = case_alloc(f.S, -1, 1),
-            .z = case_alloc(f.z, 0, 10),
-            .C = case_alloc(f.C, -1, 1),
-        };
+        case_data d = linattn_kernel_case_data(bc, case_alloc);
         size_t iters[LINATTN_ISA_COUNT];
         int r_case = reps;
         for (int i = 0; i < nt; i++) {

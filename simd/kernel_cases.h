@@ -105,6 +105,27 @@ static inline linattn_case_floats linattn_kernel_case_floats(const linattn_kerne
     return f;
 }
 
+/* d's buffers for case bc, each from alloc(floats, lo, hi) (values drawn
+ * in [lo, hi): weights positive, z a plausible denominator); free each
+ * with free(). */
+static inline linattn_case_data linattn_kernel_case_data(const linattn_kernel_case *bc,
+                                                         float *(*alloc)(size_t n, double lo,
+                                                                         double hi))
+{
+    const linattn_case_floats f = linattn_kernel_case_floats(bc);
+    linattn_case_data d = {
+        .id = linattn_kernel_id(bc->kernel),
+        .x = alloc(f.x, -2, 2),
+        .y = alloc(f.y, -2, 2),
+        .w = alloc(f.w, 0.01, 2),
+        .b = alloc(f.b, 0.01, 2),
+        .S = alloc(f.S, -1, 1),
+        .z = alloc(f.z, 0, 10),
+        .C = alloc(f.C, -1, 1),
+    };
+    return d;
+}
+
 /* Row weights of linear_block_*: decayed-looking. */
 static const float linattn_case_weights[LINATTN_BLOCK_ROWS] = {
     0.6f, 0.62f, 0.64f, 0.67f, 0.69f, 0.71f, 0.74f, 0.76f,

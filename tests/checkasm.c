@@ -1859,17 +1859,7 @@ static int run_bench(const char *only)
         if (only && strcmp(only, bc->kernel))
             continue;
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
-        const linattn_case_floats f = linattn_kernel_case_floats(bc);
-        bench_data d = {
-            .id = linattn_kernel_id(bc->kernel),
-            .x = bench_alloc(f.x, -2, 2),
-            .y = bench_alloc(f.y, -2, 2),
-            .w = bench_alloc(f.w, 0.01, 2),
-            .b = bench_alloc(f.b, 0.01, 2),
-            .S = bench_alloc(f.S, -1, 1),
-            .z = bench_alloc(f.z, 0, 10),
-            .C = bench_alloc(f.C, -1, 1),
-        };
+        bench_data d = linattn_kernel_case_data(bc, bench_alloc);
         char size[48];
         if (!strncmp(bc->kernel, "gemm", 4))
             snprintf(size, sizeof size, "%zux%zux%zu", bc->a, bc->b, bc->c);
