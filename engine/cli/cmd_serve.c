@@ -177,6 +177,59 @@ static cJSON *usage_of(const srv_job *j)
     return u;
 }
 
+/* Length of the valid UTF-8 character at s[0..n), or 0 (a byte that
+ * starts none: a stray continuation, an overlong form, a surrogate, past
+ * U+10FFFF, cut short, or NUL, which a C string cannot hold). */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+    const unsigned c = s[0];
+    if (c == 0)
+        return 0;
+    if (c < 0x80)
+        return 1;
+    size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || /* overlong, surrogate */
+        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))   /* overlong, > U+10FFFF */
+        return 0;
+    return len;
+}
+
+/* text[0..n) as valid UTF-8, NUL-terminated (malloc'd; NULL when out of
+ * memory): JSON is Unicode text, and a byte-level model's tokens are any
+ * bytes, so each byte that starts no valid character becomes U+FFFD, as a
+ * UTF-8 decoder shows it (a client that needs the bytes asks for token
+ * ids or the stream's state). */
+static char *json_text(const char *text, size_t n)
+{
+    char *out = malloc(3 * n + 1);
+    if (!out)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_char(s + i, n - i);
+        if (len) {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 static cJSON *completion_json(const req *r, const srv_job *j, int keep_stream)
 {
     cJSON *o = cJSON_CreateObject();
@@ -186,14 +239,16 @@ static cJSON *completion_json(const req *r, const srv_job *j, int keep_stream)
     cJSON_AddStringToObject(o, "model", r->sv->model_name);
     cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
+    char *text = json_text(j->text, j->text ? j->text_len : 0);
     if (r->chat) {
         cJSON *m = cJSON_AddObjectToObject(c, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddStringToObject(m, "content", j->text ? j->text : "");
+        cJSON_AddStringToObject(m, "content", text ? text : "");
     } else {
-        cJSON_AddStringToObject(c, "text", j->text ? j->text : "");
+        cJSON_AddStringToObject(c, "text", text ? text : "");
         cJSON_AddNullToObject(c, "logprobs");
     }
+    free(text);
     cJSON_AddStringToObject(c, "finish_reason", j->finish ? j->finish : "length");
     cJSON_AddItemToArray(ch, c);
     cJSON_AddItemToObject(o, "usage", usage_of(j));
@@ -212,11 +267,7 @@ static int sse_event(req *r, const char *text, size_t n, const char *finish)
     cJSON_AddStringToObject(o, "model", r->sv->model_name);
     cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
-    char *piece = malloc(n + 1);
-    if (piece) {
-        memcpy(piece, text ? text : "", n);
-        piece[n] = '\0';
-    }
+    char *piece = json_text(text, text ? n : 0);
     if (r->chat) {
         cJSON *d = cJSON_AddObjectToObject(c, "delta");
         if (!text && !finish)
