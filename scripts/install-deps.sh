@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh --tests    also numpy (the tools' tests) and redis-server (serve --store's)
 #   scripts/install-deps.sh --cross    also the aarch64 cross toolchain and qemu
 #   scripts/install-deps.sh --python   also PyTorch, numpy and the KJV text (tools/ only)
-#   scripts/install-deps.sh --check    also clang + libFuzzer and valgrind (.ci/run's fuzz and memcheck steps)
+#   scripts/install-deps.sh --check    also clang + libFuzzer, valgrind and node + npm (.ci/run's fuzz,
+#                                      memcheck and OpenAI-client steps; npm fetches the client only)
 # Idempotent; waits for the apt lock instead of failing. Run as root.
 set -eu
 
@@ -13,7 +14,7 @@ native="meson ninja-build pkg-config gcc libc6-dev libsleef-dev libcriterion-dev
 cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-dev:arm64
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
-check="clang libclang-rt-14-dev valgrind"
+check="clang libclang-rt-14-dev valgrind nodejs"
 tests="python3 python3-numpy redis-server"
 
 want="$native"
@@ -22,8 +23,10 @@ for arg in "$@"; do
     --tests) want="$want $tests" ;;
     --cross) want="$want $cross" ;;
     --python) want="$want $python" ;;
-    --check) want="$want $check" ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --check) want="$want $check"
+        # Debian's npm, unless a node that brings its own npm is there
+        command -v npm >/dev/null 2>&1 || want="$want npm" ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
