@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!tokz && linattn_tokenizer_load("bytes", &tokz) != LINATTN_OK)
         return 0;
     /* the first byte picks the chat format */
-    srv_request rq = {256, tokz, &gen, size ? data[0] % 8 : 0};
+    srv_request rq = {256, tokz, &gen, size ? data[0] % 8 : 0, 1000000000};
     cJSON *o = cJSON_ParseWithLength((const char *)data, size);
     if (!o)
         return 0;
