@@ -914,18 +914,23 @@ void linattn_model_logits(const linattn_model *m, const linattn_kernels *k, floa
     linattn_model_logits_rows(m, k, x, 1, logits, threads);
 }
 
-void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
-                               float *logits, int threads)
+static void logits_of(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                      float *logits, int threads, int gemm)
 {
     if (m->cfg.norm_position == LINATTN_NORM_PRE)
         norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
-    linattn_project(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
+    (gemm ? linattn_project_gemm : linattn_project)(k, logits, x, m->lm_head, NULL, n, m->vocab,
+                                                    m->d, threads);
+}
+
+void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,
+                               float *logits, int threads)
+{
+    logits_of(m, k, x, n, logits, threads, 0);
 }
 
 void linattn_model_logits_gemm(const linattn_model *m, const linattn_kernels *k, float *x, int n,
                                float *logits, int threads)
 {
-    if (m->cfg.norm_position == LINATTN_NORM_PRE)
-        norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
-    linattn_project_gemm(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
+    logits_of(m, k, x, n, logits, threads, 1);
 }

@@ -93,6 +93,7 @@ typedef struct linattn_scratch {
     float *lin_start;
     size_t lin_start_bytes;
     size_t bytes;   /* the fixed parts above (x .. hyb_ws) */
+    int sized_threads; /* the thread-sized parts hold this many threads' */
 } linattn_scratch;
 
 typedef struct linattn_scratch_pool linattn_scratch_pool;

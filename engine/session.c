@@ -230,10 +230,16 @@ static linattn_status scratch_acquire(linattn_session *s, const char *what)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for the call's buffers", what);
     sc->next = NULL;
     s->sc = sc;
-    linattn_status st = size_workspace(s, threads_sized(s));
-    if (st != LINATTN_OK) {
-        scratch_release(s);
-        return st;
+    /* every size grows with the threads alone (the model is the set's), so
+     * a set sized for as many serves without a second look */
+    const int threads = threads_sized(s);
+    if (sc->sized_threads < threads) {
+        linattn_status st = size_workspace(s, threads);
+        if (st != LINATTN_OK) {
+            scratch_release(s);
+            return st;
+        }
+        sc->sized_threads = threads;
     }
     lend_linear(s, sc);
     return LINATTN_OK;
@@ -629,9 +635,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
      * gemm of fewer than 64 rows (one row included), whose dot tiles sum
      * each row alike whatever the rows beside it, and the LM head's blocks
      * likewise, so a stream's bits do not depend on the streams it shares
-     * a step with. Measured against the one-token team (gemv) for one
-     * stream, one thread: 0.8-1.3x the time, about 5% slower in the median
-     * (bench-linear and the llama2.c 15M shape, a loaded machine). */
+     * a step with (what a lone step costs for it: docs/figures.md). */
     int c;
     for (int g = 0; st == LINATTN_OK && g < n; g += c) {
         c = n - g < LINATTN_STEP_GROUP ? n - g : LINATTN_STEP_GROUP;
