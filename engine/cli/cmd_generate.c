@@ -250,97 +250,174 @@ static linattn_status feed_prompt(linattn_session *s, const int *tokens, int n, 
     return st;
 }
 
-int cmd_generate(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"model", required_argument, 0, 'm'},
-        {"prompt", required_argument, 0, OPT_PROMPT},
-        {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
-        {"tokens", required_argument, 0, OPT_TOKENS},
-        {"stop", required_argument, 0, OPT_STOP},
-        {"ctx", required_argument, 0, OPT_CTX},
-        {"ctx-size", required_argument, 0, 'c'},
-        {"ctx-overflow", required_argument, 0, OPT_CTX_OVERFLOW},
-        {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
-        {"print-ids", no_argument, 0, OPT_PRINT_IDS},
-        {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
-        {"chat-template", required_argument, 0, OPT_CHAT_TEMPLATE},
-        {"interactive", no_argument, 0, 'i'},
-        {"temperature", required_argument, 0, OPT_TEMP},
-        {"top-k", required_argument, 0, OPT_TOPK},
-        {"top-p", required_argument, 0, OPT_TOPP},
-        {"seed", required_argument, 0, OPT_SEED},
-        {"threads", required_argument, 0, OPT_THREADS},
-        {"isa", required_argument, 0, OPT_ISA},
-        {"stats", no_argument, 0, OPT_STATS},
-        {"save-state", required_argument, 0, OPT_SAVE},
-        {"load-state", required_argument, 0, OPT_LOAD},
-        {"repeat-penalty", required_argument, 0, OPT_PENALTY},
-        {"repeat-last-n", required_argument, 0, OPT_LAST_N},
-        {"min-p", required_argument, 0, OPT_MIN_P},
-        {"logit-bias", required_argument, 0, OPT_BIAS},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    const char *prompt = NULL, *prompt_file = NULL, *isa = NULL, *save = NULL, *load = NULL;
-    const char *model_flag = NULL, *stops[MAX_STOPS];
-    int n_stops = 0, display_prompt = 1, print_ids = 0, interactive = 0, ignore_eos = 0;
-    const char *chat_name = "auto", *overflow = "stop";
-    long tokens = -1, top_k = -1, threads = -1, last_n = -1, ctx = -1;
-    float temperature = -1.0f, top_p = -1.0f, penalty = -1.0f, min_p = -1.0f;
+static const struct option generate_opts[] = {
+    {"model", required_argument, 0, 'm'},
+    {"prompt", required_argument, 0, OPT_PROMPT},
+    {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
+    {"tokens", required_argument, 0, OPT_TOKENS},
+    {"stop", required_argument, 0, OPT_STOP},
+    {"ctx", required_argument, 0, OPT_CTX},
+    {"ctx-size", required_argument, 0, 'c'},
+    {"ctx-overflow", required_argument, 0, OPT_CTX_OVERFLOW},
+    {"no-display-prompt", no_argument, 0, OPT_NO_DISPLAY},
+    {"print-ids", no_argument, 0, OPT_PRINT_IDS},
+    {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
+    {"chat-template", required_argument, 0, OPT_CHAT_TEMPLATE},
+    {"interactive", no_argument, 0, 'i'},
+    {"temperature", required_argument, 0, OPT_TEMP},
+    {"top-k", required_argument, 0, OPT_TOPK},
+    {"top-p", required_argument, 0, OPT_TOPP},
+    {"seed", required_argument, 0, OPT_SEED},
+    {"threads", required_argument, 0, OPT_THREADS},
+    {"isa", required_argument, 0, OPT_ISA},
+    {"stats", no_argument, 0, OPT_STATS},
+    {"save-state", required_argument, 0, OPT_SAVE},
+    {"load-state", required_argument, 0, OPT_LOAD},
+    {"repeat-penalty", required_argument, 0, OPT_PENALTY},
+    {"repeat-last-n", required_argument, 0, OPT_LAST_N},
+    {"min-p", required_argument, 0, OPT_MIN_P},
+    {"logit-bias", required_argument, 0, OPT_BIAS},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+/* The flags as given: -1 (NULL) where one was not, so the config's value stands. */
+typedef struct gen_opts {
+    const char *cmd; /* argv[0], "generate" or "chat": messages about the conversation name it */
+    const char *model_flag, *config_path, *prompt, *prompt_file, *isa, *save, *load;
+    const char *overflow, *chat_name;
+    const char *stops[MAX_STOPS]; /* with -i and none given, the chat format's end is added */
+    int n_stops;
+    int display_prompt, print_ids, interactive, ignore_eos, stats, have_seed;
+    int slide; /* --ctx-overflow window */
+    cli_chat chat;
+    long tokens, top_k, threads, last_n, ctx;
+    float temperature, top_p, penalty, min_p;
+    uint64_t seed;
     logit_bias biases[MAX_LOGIT_BIAS];
-    int n_biases = 0;
-    uint64_t seed = 0;
-    int have_seed = 0, stats = 0, c;
+    int n_biases;
+} gen_opts;
+
+/* What a run holds: the model and its stream, the text as it is written,
+ * and the figures --stats prints. */
+typedef struct gen_run {
+    linattn_config *cfg;
+    cli_generate *gen;
+    linattn_model *model;
+    linattn_session *sess;
+    linattn_sampler *sampler;
+    const linattn_tokenizer *tokz;
+    resume_info *info;
+    size_t info_bytes;
+    char *prompt_buf;
+    size_t plen;
+    int *toks; /* fed first: a resumed stream's pending token, then the prompt */
+    int n_in;
+    size_t n_prompt;
+    int add_bos;
+    float *logits;
+    char *line; /* a line of the conversation */
+    char *tail; /* the end of the text written, for --stop */
+    size_t tail_len, stop_max;
+    int eos, bos_ends; /* the tokens that end a text; -1: none */
+    /* the token before the next one, for decoding (-1: a text's start;
+     * INT_MAX: unknown, not a start) */
+    int prev;
+    int warned_no_text;
+    cli_utf8 utf8;
+    char piece_out[64 + 4];
+    int pending; /* sampled and printed, not fed (the context was full); -1: none */
+    int made, stopped, keep_all;
+    int signalled;    /* the signal that ended the run, or 0 */
+    int input_failed; /* the conversation ended on a bad line or a read error */
+    /* --stats counts the model's time: not the user's typing, and a line's
+     * feed as prefill */
+    double t0, t1, t2, waited, line_feed;
+    int prompt_tokens, line_tokens;
+} gen_run;
+
+/* What the flags say together, once all are read: -1, or the exit status. */
+static int check_generate_args(int argc, char **argv, gen_opts *o)
+{
+    if (!o->model_flag && optind >= argc)
+        return cli_fail("generate", "no config file given (usage: linattn generate CONFIG ...)");
+    if (optind + (o->model_flag ? 0 : 1) < argc)
+        return cli_fail("generate", "unexpected argument '%s'",
+                        argv[optind + (o->model_flag ? 0 : 1)]);
+    if (o->prompt && o->prompt_file)
+        return cli_fail("generate", "give --prompt or --prompt-file, not both");
+    o->config_path = o->model_flag ? o->model_flag : argv[optind];
+    if (o->interactive && o->prompt_file && !strcmp(o->prompt_file, "-"))
+        return cli_fail("generate", "--interactive reads the conversation from stdin: "
+                                    "--prompt-file - cannot read it too");
+    if (strcmp(o->chat_name, "auto") && cli_chat_by_name(o->chat_name, &o->chat) != 0)
+        return cli_fail("generate", "--chat-template: '%s' is none of auto, %s", o->chat_name,
+                        cli_chat_names());
+    if (strcmp(o->overflow, "stop") && strcmp(o->overflow, "window"))
+        return cli_fail("generate", "--ctx-overflow: '%s' is neither stop nor window",
+                        o->overflow);
+    o->slide = !strcmp(o->overflow, "window");
+    cli_check_threads("generate", o->threads);
+    return -1;
+}
+
+/* Fills o from the flags: -1 to go on, else the exit status (0 after --help). */
+static int parse_generate_args(int argc, char **argv, gen_opts *o)
+{
+    *o = (gen_opts){.cmd = argv[0], .overflow = "stop", .chat_name = "auto",
+                    .display_prompt = 1, .chat = CLI_CHAT_PLAIN, .tokens = -1, .top_k = -1,
+                    .threads = -1, .last_n = -1, .ctx = -1, .temperature = -1.0f,
+                    .top_p = -1.0f, .penalty = -1.0f, .min_p = -1.0f};
     char opt_buf[3];
+    int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":him:p:f:n:t:s:c:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":him:p:f:n:t:s:c:", generate_opts, NULL)) != -1) {
         switch (c) {
-        case 'i': interactive = 1; break;
-        case 'm': model_flag = optarg; break;
+        case 'i': o->interactive = 1; break;
+        case 'm': o->model_flag = optarg; break;
         case 'p': /* fall through */
-        case OPT_PROMPT: prompt = optarg; break;
+        case OPT_PROMPT: o->prompt = optarg; break;
         case 'f': /* fall through */
-        case OPT_PROMPT_FILE: prompt_file = optarg; break;
+        case OPT_PROMPT_FILE: o->prompt_file = optarg; break;
         case 'n': /* fall through */
         case OPT_TOKENS:
-            if (cli_parse_long("generate", "--tokens", optarg, -1, INT_MAX, &tokens))
+            if (cli_parse_long("generate", "--tokens", optarg, -1, INT_MAX, &o->tokens))
                 return 1;
-            if (tokens == -1)
-                tokens = INT_MAX; /* until the end of text, a stop, a signal or a full context */
+            if (o->tokens == -1)
+                o->tokens = INT_MAX; /* until the end of text, a stop, a signal or a full context */
             break;
         case OPT_STOP:
-            if (n_stops == MAX_STOPS)
+            if (o->n_stops == MAX_STOPS)
                 return cli_fail("generate", "--stop: more than %d given", MAX_STOPS);
             if (!optarg[0])
                 return cli_fail("generate", "--stop: an empty text would stop at once");
-            stops[n_stops++] = optarg;
+            o->stops[o->n_stops++] = optarg;
             break;
         case 'c': /* fall through */
-        case OPT_CTX: if (cli_parse_long("generate", c == 'c' ? "--ctx-size" : "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &ctx)) return 1; break;
-        case OPT_CTX_OVERFLOW: overflow = optarg; break;
-        case OPT_NO_DISPLAY: display_prompt = 0; break;
-        case OPT_PRINT_IDS: print_ids = 1; break;
-        case OPT_IGNORE_EOS: ignore_eos = 1; break;
-        case OPT_CHAT_TEMPLATE: chat_name = optarg; break;
-        case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &temperature)) return 1; break;
-        case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &top_k)) return 1; break;
-        case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &top_p)) return 1; break;
+        case OPT_CTX: if (cli_parse_long("generate", c == 'c' ? "--ctx-size" : "--ctx", optarg, 1, LINATTN_MAX_SEQ_LEN, &o->ctx)) return 1; break;
+        case OPT_CTX_OVERFLOW: o->overflow = optarg; break;
+        case OPT_NO_DISPLAY: o->display_prompt = 0; break;
+        case OPT_PRINT_IDS: o->print_ids = 1; break;
+        case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
+        case OPT_CHAT_TEMPLATE: o->chat_name = optarg; break;
+        case OPT_TEMP: if (cli_parse_float("generate", "--temperature", optarg, 0, 100, &o->temperature)) return 1; break;
+        case OPT_TOPK: if (cli_parse_long("generate", "--top-k", optarg, 0, INT_MAX, &o->top_k)) return 1; break;
+        case OPT_TOPP: if (cli_parse_float("generate", "--top-p", optarg, 1e-9, 1, &o->top_p)) return 1; break;
         case 's': /* fall through */
-        case OPT_SEED: if (cli_parse_u64("generate", "--seed", optarg, &seed)) return 1; have_seed = 1; break;
+        case OPT_SEED: if (cli_parse_u64("generate", "--seed", optarg, &o->seed)) return 1; o->have_seed = 1; break;
         case 't': /* fall through */
-        case OPT_THREADS: if (cli_parse_long("generate", "--threads", optarg, 0, 1024, &threads)) return 1; break;
-        case OPT_ISA: isa = optarg; break;
-        case OPT_STATS: stats = 1; break;
-        case OPT_SAVE: save = optarg; break;
-        case OPT_LOAD: load = optarg; break;
-        case OPT_PENALTY: if (cli_parse_float("generate", "--repeat-penalty", optarg, 1e-9, 1e9, &penalty)) return 1; break;
-        case OPT_LAST_N: if (cli_parse_long("generate", "--repeat-last-n", optarg, 0, LINATTN_MAX_REPEAT_LAST_N, &last_n)) return 1; break;
-        case OPT_MIN_P: if (cli_parse_float("generate", "--min-p", optarg, 0, 1, &min_p)) return 1; break;
+        case OPT_THREADS: if (cli_parse_long("generate", "--threads", optarg, 0, 1024, &o->threads)) return 1; break;
+        case OPT_ISA: o->isa = optarg; break;
+        case OPT_STATS: o->stats = 1; break;
+        case OPT_SAVE: o->save = optarg; break;
+        case OPT_LOAD: o->load = optarg; break;
+        case OPT_PENALTY: if (cli_parse_float("generate", "--repeat-penalty", optarg, 1e-9, 1e9, &o->penalty)) return 1; break;
+        case OPT_LAST_N: if (cli_parse_long("generate", "--repeat-last-n", optarg, 0, LINATTN_MAX_REPEAT_LAST_N, &o->last_n)) return 1; break;
+        case OPT_MIN_P: if (cli_parse_float("generate", "--min-p", optarg, 0, 1, &o->min_p)) return 1; break;
         case OPT_BIAS:
-            if (n_biases == MAX_LOGIT_BIAS)
+            if (o->n_biases == MAX_LOGIT_BIAS)
                 return cli_fail("generate", "--logit-bias: more than %d given", MAX_LOGIT_BIAS);
-            if (parse_logit_bias(optarg, &biases[n_biases++]))
+            if (parse_logit_bias(optarg, &o->biases[o->n_biases++]))
                 return 1;
             break;
         case 'h': fputs(usage, stdout); return 0;
@@ -350,478 +427,512 @@ int cmd_generate(int argc, char **argv)
                             bad_option(argv, "himpfntsc", opt_buf));
         }
     }
-    if (!model_flag && optind >= argc)
-        return cli_fail("generate", "no config file given (usage: linattn generate CONFIG ...)");
-    if (optind + (model_flag ? 0 : 1) < argc)
-        return cli_fail("generate", "unexpected argument '%s'", argv[optind + (model_flag ? 0 : 1)]);
-    if (prompt && prompt_file)
-        return cli_fail("generate", "give --prompt or --prompt-file, not both");
-    const char *config_path = model_flag ? model_flag : argv[optind];
-    if (interactive && prompt_file && !strcmp(prompt_file, "-"))
-        return cli_fail("generate", "--interactive reads the conversation from stdin: "
-                                    "--prompt-file - cannot read it too");
-    cli_chat chat = CLI_CHAT_PLAIN;
-    if (strcmp(chat_name, "auto") && cli_chat_by_name(chat_name, &chat) != 0)
-        return cli_fail("generate", "--chat-template: '%s' is none of auto, %s", chat_name,
-                        cli_chat_names());
-    if (strcmp(overflow, "stop") && strcmp(overflow, "window"))
-        return cli_fail("generate", "--ctx-overflow: '%s' is neither stop nor window", overflow);
-    const int slide = !strcmp(overflow, "window");
-    const int default_stop = interactive && n_stops == 0; /* the chat format's end, once known */
-    cli_check_threads("generate", threads);
+    return check_generate_args(argc, argv, o);
+}
 
-    linattn_config *cfg = malloc(sizeof *cfg);
-    if (!cfg)
-        return cli_fail("generate", "out of memory");
-    int rc = 1;
-    char *prompt_buf = NULL;
-    int *toks = NULL;
-    float *logits = NULL;
-    linattn_model *model = NULL;
-    linattn_session *sess = NULL;
-    linattn_sampler *sampler = NULL;
-    resume_info *info = NULL;
-    char *tail = NULL; /* the end of the text written, for --stop */
-    char *line = NULL; /* a line of the conversation */
-    cli_generate *gen = malloc(sizeof *gen);
-    if (!gen) {
-        free(cfg);
-        return cli_fail("generate", "out of memory");
-    }
-    linattn_status st = cli_load_config(config_path, cfg, gen, NULL);
-    if (st != LINATTN_OK) {
-        cli_fail_status("config", st);
-        goto out;
-    }
-    if (!linattn_config_has_model(cfg)) {
-        cli_fail("generate", "%s: no [model] section: nothing to generate with", cfg->path);
-        goto out;
-    }
-    if (cli_choose_isa("generate", isa, cfg->isa))
-        goto out;
-    if (ctx > 0) {
+/* The config, with the flags over it: 0, or 1 after saying why. */
+static int setup_config(const gen_opts *o, gen_run *r)
+{
+    linattn_config *cfg = r->cfg;
+    cli_generate *gen = r->gen;
+    linattn_status st = cli_load_config(o->config_path, cfg, gen, NULL);
+    if (st != LINATTN_OK)
+        return cli_fail_status("config", st);
+    if (!linattn_config_has_model(cfg))
+        return cli_fail("generate", "%s: no [model] section: nothing to generate with",
+                        cfg->path);
+    if (cli_choose_isa("generate", o->isa, cfg->isa))
+        return 1;
+    if (o->ctx > 0) {
         /* the context the model was trained for: its config's (or file's) */
         const int trained = cfg->max_seq_len;
-        cfg->max_seq_len = (int)ctx;
-        if ((st = linattn_config_validate(cfg)) != LINATTN_OK) {
-            cli_fail_status("ctx", st);
-            goto out;
-        }
-        if (trained > 0 && ctx > trained &&
+        cfg->max_seq_len = (int)o->ctx;
+        if ((st = linattn_config_validate(cfg)) != LINATTN_OK)
+            return cli_fail_status("ctx", st);
+        if (trained > 0 && o->ctx > trained &&
             (cfg->attention != LINATTN_ATTN_LINEAR || cfg->positions != LINATTN_POS_NONE))
             cli_warn("generate", "--ctx %ld passes the %d tokens this model was trained for "
                                  "(max_seq_len of %s): past them its text may turn to noise",
-                     ctx, trained, cfg->path[0] ? cfg->path : "its config");
+                     o->ctx, trained, cfg->path[0] ? cfg->path : "its config");
     }
-    if (slide && cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) {
-        if (cfg->positions == LINATTN_POS_LEARNED) {
-            cli_fail("generate", "--ctx-overflow window: this model's learned positions end at "
-                                 "%d tokens; a window cannot go past them",
-                     cfg->max_seq_len);
-            goto out;
-        }
+    if (o->slide && cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) {
+        if (cfg->positions == LINATTN_POS_LEARNED)
+            return cli_fail("generate", "--ctx-overflow window: this model's learned positions "
+                                        "end at %d tokens; a window cannot go past them",
+                            cfg->max_seq_len);
         /* the cache's length as a window: the same text until it fills (a
          * query sees every key), then it slides */
         cfg->window = cfg->max_seq_len;
-        if ((st = linattn_config_validate(cfg)) != LINATTN_OK) {
-            cli_fail_status("ctx-overflow", st);
-            goto out;
-        }
+        if ((st = linattn_config_validate(cfg)) != LINATTN_OK)
+            return cli_fail_status("ctx-overflow", st);
     }
-    if (threads >= 0)
-        cfg->threads = (int)threads;
-    if (tokens >= 0)
-        gen->max_new_tokens = (int)tokens;
-    if (temperature >= 0)
-        gen->temperature = temperature;
-    if (top_k >= 0)
-        gen->top_k = (int)top_k;
-    if (top_p > 0)
-        gen->top_p = top_p;
-    if (have_seed)
-        gen->seed = seed;
-    if (penalty > 0)
-        gen->repeat_penalty = penalty;
-    if (last_n >= 0)
-        gen->repeat_last_n = (int)last_n;
-    if (min_p >= 0)
-        gen->min_p = min_p;
+    if (o->threads >= 0)
+        cfg->threads = (int)o->threads;
+    if (o->tokens >= 0)
+        gen->max_new_tokens = (int)o->tokens;
+    if (o->temperature >= 0)
+        gen->temperature = o->temperature;
+    if (o->top_k >= 0)
+        gen->top_k = (int)o->top_k;
+    if (o->top_p > 0)
+        gen->top_p = o->top_p;
+    if (o->have_seed)
+        gen->seed = o->seed;
+    if (o->penalty > 0)
+        gen->repeat_penalty = o->penalty;
+    if (o->last_n >= 0)
+        gen->repeat_last_n = (int)o->last_n;
+    if (o->min_p >= 0)
+        gen->min_p = o->min_p;
     /* everything checkable about the save path, before the generation it would lose */
-    if (save && (st = safe_file_check(save, "state file")) != LINATTN_OK) {
-        cli_fail_status("save-state", st);
-        goto out;
-    }
+    if (o->save && (st = safe_file_check(o->save, "state file")) != LINATTN_OK)
+        return cli_fail_status("save-state", st);
+    return 0;
+}
 
-    size_t plen = 0;
-    if (prompt_file) {
-        if (!(prompt_buf = read_prompt(prompt_file, &plen)))
-            goto out;
+/* The prompt's text into r->prompt_buf: 0, or 1 after saying why. */
+static int load_prompt_text(const gen_opts *o, gen_run *r)
+{
+    if (o->prompt_file) {
+        if (!(r->prompt_buf = read_prompt(o->prompt_file, &r->plen)))
+            return 1;
     } else {
         /* a conversation starts from what the user types, not the config's prompt */
-        const char *p = prompt ? prompt : load || interactive ? "" : gen->prompt;
-        plen = strlen(p);
-        prompt_buf = malloc(plen + 1);
-        if (prompt_buf)
-            memcpy(prompt_buf, p, plen + 1);
+        const char *p = o->prompt ? o->prompt : o->load || o->interactive ? "" : r->gen->prompt;
+        r->plen = strlen(p);
+        r->prompt_buf = malloc(r->plen + 1);
+        if (r->prompt_buf)
+            memcpy(r->prompt_buf, p, r->plen + 1);
     }
-    if (!prompt_buf) {
-        cli_fail("generate", "out of memory");
-        goto out;
-    }
-    if (plen == 0 && !load && !interactive) {
-        cli_fail("generate", "empty prompt: give --prompt, --prompt-file or [generate] prompt");
-        goto out;
-    }
-    if (plen > INT_MAX - 1) {
-        cli_fail("generate", "prompt of %zu bytes is too long", plen);
-        goto out;
-    }
+    if (!r->prompt_buf)
+        return cli_fail("generate", "out of memory");
+    if (r->plen == 0 && !o->load && !o->interactive)
+        return cli_fail("generate",
+                        "empty prompt: give --prompt, --prompt-file or [generate] prompt");
+    if (r->plen > INT_MAX - 1)
+        return cli_fail("generate", "prompt of %zu bytes is too long", r->plen);
+    return 0;
+}
 
-    if ((st = linattn_model_from_config(cfg, &model)) != LINATTN_OK ||
-        (st = linattn_session_new(model, &sess)) != LINATTN_OK ||
+/* 1 (after saying so) when --logit-bias bans every token, so nothing could be drawn. */
+static int all_banned(const gen_opts *o, int vocab)
+{
+    unsigned char *banned = calloc((size_t)vocab, 1);
+    int n_banned = 0;
+    if (!banned)
+        return cli_fail("generate", "out of memory");
+    for (int i = 0; i < o->n_biases; i++) /* a later flag for a token wins */
+        banned[o->biases[i].token] = o->biases[i].bias == -INFINITY;
+    for (int t = 0; t < vocab; t++)
+        n_banned += banned[t];
+    free(banned);
+    if (n_banned == vocab)
+        return cli_fail("logit-bias", "every token is banned (all %d at -inf): nothing could be "
+                                      "drawn", vocab);
+    return 0;
+}
+
+/* The model, its session, sampler and tokenizer, and the chat format the
+ * tokenizer names: 0, or 1 after saying why. */
+static int open_model(gen_opts *o, gen_run *r)
+{
+    const linattn_config *cfg = r->cfg;
+    const cli_generate *gen = r->gen;
+    linattn_status st;
+    if ((st = linattn_model_from_config(cfg, &r->model)) != LINATTN_OK ||
+        (st = linattn_session_new(r->model, &r->sess)) != LINATTN_OK ||
         (st = linattn_sampler_new(cfg->vocab_size, gen->temperature, gen->top_k, gen->top_p,
-                                  gen->seed, &sampler)) != LINATTN_OK ||
-        (st = linattn_sampler_set_repetition_penalty(sampler, gen->repeat_penalty,
+                                  gen->seed, &r->sampler)) != LINATTN_OK ||
+        (st = linattn_sampler_set_repetition_penalty(r->sampler, gen->repeat_penalty,
                                                      gen->repeat_last_n)) != LINATTN_OK ||
-        (st = linattn_sampler_set_min_p(sampler, gen->min_p)) != LINATTN_OK) {
-        cli_fail_status("generate", st);
-        goto out;
-    }
-    for (int i = 0; i < n_biases; i++)
-        if ((st = linattn_sampler_set_logit_bias(sampler, biases[i].token, biases[i].bias)) !=
-            LINATTN_OK) {
-            cli_fail_status("logit-bias", st);
-            goto out;
-        }
-    if (gen->max_new_tokens > 0 || interactive) { /* refused before the prefill it would waste */
-        unsigned char *banned = calloc((size_t)cfg->vocab_size, 1);
-        int n_banned = 0;
-        if (!banned) {
-            cli_fail("generate", "out of memory");
-            goto out;
-        }
-        for (int i = 0; i < n_biases; i++) /* a later flag for a token wins */
-            banned[biases[i].token] = biases[i].bias == -INFINITY;
-        for (int t = 0; t < cfg->vocab_size; t++)
-            n_banned += banned[t];
-        free(banned);
-        if (n_banned == cfg->vocab_size) {
-            cli_fail("logit-bias", "every token is banned (all %d at -inf): nothing could be "
-                                   "drawn", cfg->vocab_size);
-            goto out;
-        }
-    }
-    linattn_session_set_threads(sess, cfg->threads);
-    const linattn_tokenizer *tokz = linattn_model_tokenizer(model);
-    if (interactive && !strcmp(chat_name, "auto")) /* the model's own, tokenizer_config.json's */
-        cli_chat_from_tokenizer(linattn_tokenizer_path(tokz), &chat);
-    if (default_stop)
-        stops[n_stops++] = cli_chat_end(chat); /* plain: an answer is a line */
+        (st = linattn_sampler_set_min_p(r->sampler, gen->min_p)) != LINATTN_OK)
+        return cli_fail_status("generate", st);
+    for (int i = 0; i < o->n_biases; i++)
+        if ((st = linattn_sampler_set_logit_bias(r->sampler, o->biases[i].token,
+                                                 o->biases[i].bias)) != LINATTN_OK)
+            return cli_fail_status("logit-bias", st);
+    /* refused before the prefill it would waste */
+    if ((gen->max_new_tokens > 0 || o->interactive) && all_banned(o, cfg->vocab_size))
+        return 1;
+    linattn_session_set_threads(r->sess, cfg->threads);
+    r->tokz = linattn_model_tokenizer(r->model);
+    if (o->interactive && !strcmp(o->chat_name, "auto")) /* tokenizer_config.json's */
+        cli_chat_from_tokenizer(linattn_tokenizer_path(r->tokz), &o->chat);
+    if (o->interactive && o->n_stops == 0)
+        o->stops[o->n_stops++] = cli_chat_end(o->chat); /* plain: an answer is a line */
+    return 0;
+}
+
+/* Counts the prompt's tokens and allocates what the input needs: 0, or 1. */
+static int size_input(const gen_opts *o, gen_run *r)
+{
     /* a new stream starts with the tokenizer's bos (a resumed one goes on) */
-    int add_bos = !load && plen > 0 && linattn_tokenizer_adds_bos(tokz);
-    size_t n_prompt = 0;
-    if ((st = linattn_tokenizer_encode(tokz, prompt_buf, plen, add_bos, NULL, 0, &n_prompt)) !=
-        LINATTN_OK) {
-        cli_fail_status("prompt", st);
-        goto out;
-    }
-    if (n_prompt > INT_MAX - 1) {
-        cli_fail("prompt", "%zu tokens are too many", n_prompt);
-        goto out;
-    }
-    toks = malloc((n_prompt + 1) * sizeof *toks);
-    logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
+    r->add_bos = !o->load && r->plen > 0 && linattn_tokenizer_adds_bos(r->tokz);
+    linattn_status st = linattn_tokenizer_encode(r->tokz, r->prompt_buf, r->plen, r->add_bos,
+                                                 NULL, 0, &r->n_prompt);
+    if (st != LINATTN_OK)
+        return cli_fail_status("prompt", st);
+    if (r->n_prompt > INT_MAX - 1)
+        return cli_fail("prompt", "%zu tokens are too many", r->n_prompt);
+    r->toks = malloc((r->n_prompt + 1) * sizeof *r->toks);
+    r->logits = malloc((size_t)r->cfg->vocab_size * sizeof *r->logits);
     /* the window is kept (and saved) even with the penalty off, so a resumed
      * run that turns it on sees the same tokens as one long run would */
-    size_t info_bytes = sizeof *info + (size_t)gen->repeat_last_n * sizeof info->recent[0];
-    info = malloc(info_bytes);
-    if (!toks || !logits || !info) {
-        cli_fail("generate", "out of memory");
-        goto out;
-    }
+    r->info_bytes = sizeof *r->info + (size_t)r->gen->repeat_last_n * sizeof r->info->recent[0];
+    r->info = malloc(r->info_bytes);
+    if (!r->toks || !r->logits || !r->info)
+        return cli_fail("generate", "out of memory");
+    return 0;
+}
 
-    /* The tokens to feed first: a resumed stream's pending token (one that
-     * did not fit before), then the prompt. */
-    int n_in = 0;
-    if (load) {
-        size_t got = 0;
-        if ((st = linattn_session_load(sess, load, info, info_bytes, &got)) != LINATTN_OK) {
-            cli_fail_status("load-state", st);
-            goto out;
-        }
-        if (got < sizeof *info || info->n_recent < 0 ||
-            got != sizeof *info + (size_t)info->n_recent * sizeof info->recent[0]) {
-            cli_fail("load-state", "%s: not saved by 'linattn generate'", load);
-            goto out;
-        }
-        if (!have_seed)
-            linattn_sampler_set_state(sampler, info->sampler_state);
-        /* stored newest first, so a smaller window than the saved one got the
-         * newest; accepted oldest first */
-        int n_recent = info->n_recent < gen->repeat_last_n ? info->n_recent : gen->repeat_last_n;
-        for (int i = n_recent - 1; i >= 0; i--)
-            if ((st = linattn_sampler_accept(sampler, info->recent[i])) != LINATTN_OK) {
-                cli_fail_status("load-state", st);
-                goto out;
-            }
-        if (info->pending >= 0)
-            toks[n_in++] = info->pending; /* accepted before it was saved */
-    }
-    int first_new = n_in;
-    if ((st = linattn_tokenizer_encode(tokz, prompt_buf, plen, add_bos, toks + n_in, n_prompt,
-                                       &n_prompt)) != LINATTN_OK) {
-        cli_fail_status("prompt", st);
-        goto out;
-    }
-    if (check_vocab("prompt", toks + n_in, n_prompt, cfg->vocab_size))
-        goto out;
-    n_in += (int)n_prompt;
+/* --load-state: the stream, the sampler's state and window, and the
+ * pending token as the first to feed: 0, or 1 after saying why. */
+static int resume_stream(const gen_opts *o, gen_run *r)
+{
+    resume_info *info = r->info;
+    size_t got = 0;
+    linattn_status st = linattn_session_load(r->sess, o->load, info, r->info_bytes, &got);
+    if (st != LINATTN_OK)
+        return cli_fail_status("load-state", st);
+    if (got < sizeof *info || info->n_recent < 0 ||
+        got != sizeof *info + (size_t)info->n_recent * sizeof info->recent[0])
+        return cli_fail("load-state", "%s: not saved by 'linattn generate'", o->load);
+    if (!o->have_seed)
+        linattn_sampler_set_state(r->sampler, info->sampler_state);
+    /* stored newest first, so a smaller window than the saved one got the
+     * newest; accepted oldest first */
+    int n_recent =
+        info->n_recent < r->gen->repeat_last_n ? info->n_recent : r->gen->repeat_last_n;
+    for (int i = n_recent - 1; i >= 0; i--)
+        if ((st = linattn_sampler_accept(r->sampler, info->recent[i])) != LINATTN_OK)
+            return cli_fail_status("load-state", st);
+    if (info->pending >= 0)
+        r->toks[r->n_in++] = info->pending; /* accepted before it was saved */
+    return 0;
+}
+
+/* The prompt's tokens after the pending one, into the sampler's window,
+ * and checked to fit the context: 0, or 1 after saying why. */
+static int add_prompt(gen_run *r)
+{
+    const linattn_config *cfg = r->cfg;
+    const int first_new = r->n_in;
+    linattn_status st = linattn_tokenizer_encode(r->tokz, r->prompt_buf, r->plen, r->add_bos,
+                                                 r->toks + r->n_in, r->n_prompt, &r->n_prompt);
+    if (st != LINATTN_OK)
+        return cli_fail_status("prompt", st);
+    if (check_vocab("prompt", r->toks + r->n_in, r->n_prompt, cfg->vocab_size))
+        return 1;
+    r->n_in += (int)r->n_prompt;
     /* the prompt enters the window (only its last repeat_last_n tokens can stay) */
-    int from = n_in - first_new > gen->repeat_last_n ? n_in - gen->repeat_last_n : first_new;
-    for (int i = from; i < n_in; i++)
-        if ((st = linattn_sampler_accept(sampler, toks[i])) != LINATTN_OK) {
-            cli_fail_status("prompt", st);
-            goto out;
-        }
+    const int last_n = r->gen->repeat_last_n;
+    int from = r->n_in - first_new > last_n ? r->n_in - last_n : first_new;
+    for (int i = from; i < r->n_in; i++)
+        if ((st = linattn_sampler_accept(r->sampler, r->toks[i])) != LINATTN_OK)
+            return cli_fail_status("prompt", st);
+    if ((uint64_t)r->n_in > linattn_session_tokens_left(r->sess))
+        return cli_fail("prompt",
+                        "context full: %llu tokens fed, %d more would pass max_seq_len %d (%s)",
+                        (unsigned long long)linattn_session_tokens(r->sess), r->n_in,
+                        cfg->max_seq_len,
+                        cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
+                                                               : "learned position table");
+    return 0;
+}
 
-    if ((uint64_t)n_in > linattn_session_tokens_left(sess)) {
-        cli_fail("prompt", "context full: %llu tokens fed, %d more would pass max_seq_len %d (%s)",
-                 (unsigned long long)linattn_session_tokens(sess), n_in, cfg->max_seq_len,
-                 cfg->attention == LINATTN_ATTN_SOFTMAX ? "softmax KV cache"
-                                                        : "learned position table");
-        goto out;
-    }
+/* Feeds the input (or takes a resumed stream's logits), echoes the prompt,
+ * and readies the text's state: 0, or 1 after saying why. */
+static int start_stream(const gen_opts *o, gen_run *r)
+{
+    linattn_status st;
     /* Ctrl-C from here on ends the generation (or, in a conversation, the
      * answer) and keeps the work: stats, --save-state; SIGTERM likewise,
      * then exits; a second Ctrl-C exits at once */
     cli_signals_install();
-    int signalled = 0; /* the signal that ended the run, or 0 */
-    double t0 = now_s();
-    int prompt_tokens = n_in;
-    if (n_in > 0 && (st = feed_prompt(sess, toks, n_in, logits)) != LINATTN_OK) {
-        cli_fail_status("prompt", st);
-        goto out;
-    }
-    if (n_in == 0) { /* a resumed stream samples from the logits it was saved with */
-        const float *kept = linattn_session_logits(sess);
-        if (!kept && gen->max_new_tokens > 0 && !interactive) {
-            cli_fail("generate", "%s: nothing to continue from (give --prompt)", load);
-            goto out;
-        }
+    r->t0 = now_s();
+    r->prompt_tokens = r->n_in;
+    if (r->n_in > 0 && (st = feed_prompt(r->sess, r->toks, r->n_in, r->logits)) != LINATTN_OK)
+        return cli_fail_status("prompt", st);
+    if (r->n_in == 0) { /* a resumed stream samples from the logits it was saved with */
+        const float *kept = linattn_session_logits(r->sess);
+        if (!kept && r->gen->max_new_tokens > 0 && !o->interactive)
+            return cli_fail("generate", "%s: nothing to continue from (give --prompt)", o->load);
         if (kept)
-            memcpy(logits, kept, (size_t)cfg->vocab_size * sizeof(float));
+            memcpy(r->logits, kept, (size_t)r->cfg->vocab_size * sizeof(float));
     }
-    double t1 = now_s();
-    if (!load && display_prompt && !print_ids)
-        fwrite(prompt_buf, 1, plen, stdout);
+    r->t1 = now_s();
+    if (!o->load && o->display_prompt && !o->print_ids)
+        fwrite(r->prompt_buf, 1, r->plen, stdout);
     if (!cli_stdout_ok()) /* the text would be lost: nothing is generated or saved */
-        goto out;
-    size_t stop_max = 0;
-    for (int i = 0; i < n_stops; i++)
-        stop_max = strlen(stops[i]) > stop_max ? strlen(stops[i]) : stop_max;
-    tail = stop_max ? calloc(stop_max + 1, 1) : NULL;
-    size_t tail_len = 0;
-    if (stop_max && !tail) {
-        cli_fail("generate", "out of memory");
-        goto out;
-    }
-    int warned_no_text = 0;
-    const int eos = ignore_eos ? -1 : linattn_tokenizer_eos(tokz);
+        return 1;
+    for (int i = 0; i < o->n_stops; i++)
+        r->stop_max = strlen(o->stops[i]) > r->stop_max ? strlen(o->stops[i]) : r->stop_max;
+    r->tail = r->stop_max ? calloc(r->stop_max + 1, 1) : NULL;
+    if (r->stop_max && !r->tail)
+        return cli_fail("generate", "out of memory");
+    r->eos = o->ignore_eos ? -1 : linattn_tokenizer_eos(r->tokz);
     /* llama2.c's models separate stories with BOS and never write EOS:
      * run.c stops at it */
-    const int bos_ends = ignore_eos || strcmp(linattn_tokenizer_name(tokz), "llama2c")
-                             ? -1
-                             : linattn_tokenizer_bos(tokz);
-    /* the token before the next one, for decoding (-1: a text's start;
-     * INT_MAX: unknown, not a start) */
-    int prev = n_in > 0 ? toks[n_in - 1]
-               : load && info->n_recent > 0 ? info->recent[0]
-               : load ? INT_MAX : -1;
-    cli_utf8 utf8 = {{0}, 0, 0};
-    char piece_out[64 + 4];
-
+    r->bos_ends = o->ignore_eos || strcmp(linattn_tokenizer_name(r->tokz), "llama2c")
+                      ? -1
+                      : linattn_tokenizer_bos(r->tokz);
+    r->prev = r->n_in > 0                          ? r->toks[r->n_in - 1]
+              : o->load && r->info->n_recent > 0 ? r->info->recent[0]
+              : o->load                          ? INT_MAX
+                                                 : -1;
     /* Every printed token is fed (the last one too when saving or in a
      * conversation), so a saved stream holds all the text and its logits: a
-     * resume samples at once. Interactive: after each turn a line of stdin is
-     * fed, and the next turn answers it. */
-    int pending = -1, made = 0, stopped = 0, keep_all = save || interactive;
-    int need_input = interactive && n_in == 0; /* no prompt: the user speaks first */
-    int input_failed = 0; /* the conversation ended on a bad line or a read error */
-    /* --stats counts the model's time: not the user's typing, and a line's
-     * feed as prefill */
-    double waited = 0, line_feed = 0;
-    int line_tokens = 0;
-    for (;;) {
-        if (need_input) {
-            if (isatty(STDIN_FILENO))
-                fputs("> ", stderr);
-            double w0 = now_s();
-            long got = read_chat_line(&line);
-            waited += now_s() - w0;
-            if (got == LINE_ERROR && (errno == EINTR || cli_signal_pending()))
-                got = LINE_END; /* Ctrl-C at the prompt ends the conversation */
-            if (got == LINE_END) {
-                signalled = cli_signal_pending();
-                break;
-            }
-            if (got == LINE_NOMEM) {
-                cli_fail(argv[0], "out of memory");
-                goto out;
-            }
-            if (got < 0) { /* the conversation so far is kept, as at its end */
-                if (got == LINE_TOO_LONG)
-                    cli_fail(argv[0], "standard input: a line longer than %zu bytes (the limit "
-                                      "of one line); the conversation ends here",
-                             MAX_CHAT_LINE_BYTES);
-                else
-                    cli_fail(argv[0], "reading standard input: %s", strerror(errno));
-                input_failed = 1;
-                break;
-            }
-            if (line[got - 1] != '\n') { /* the last line without its newline */
-                line[got++] = '\n';
-                line[got] = '\0';
-            }
-            int line_bos = linattn_session_tokens(sess) == 0 && linattn_tokenizer_adds_bos(tokz);
-            size_t nl = 0;
-            int *lt = NULL;
-            char *turn = line; /* plain: the line as it is */
-            size_t turn_len = (size_t)got;
-            if (chat != CLI_CHAT_PLAIN) { /* the line as a user turn, the answer opened */
-                line[got - 1] = '\0';
-                cli_chat_msg um = {"user", line};
-                if (cli_chat_render(chat, &um, 1, linattn_session_tokens(sess) == 0, &turn,
-                                    &turn_len) != 0) {
-                    cli_fail("generate", "out of memory");
-                    goto out;
-                }
-            }
-            if ((st = linattn_tokenizer_encode(tokz, turn, turn_len, line_bos, NULL, 0, &nl)) !=
-                    LINATTN_OK ||
-                !(lt = malloc((nl + 1) * sizeof *lt)) ||
-                (st = linattn_tokenizer_encode(tokz, turn, turn_len, line_bos, lt, nl, &nl)) !=
-                    LINATTN_OK) {
-                free(lt);
-                if (turn != line)
-                    free(turn);
-                if (st != LINATTN_OK)
-                    cli_fail_status("generate", st);
-                else
-                    cli_fail("generate", "out of memory");
-                goto out;
-            }
-            if (turn != line)
-                free(turn);
-            if (check_vocab("line", lt, nl, cfg->vocab_size)) {
-                free(lt);
-                goto out;
-            }
-            if (nl > 0)
-                prev = lt[nl - 1];
-            for (size_t k = 0; k < nl && st == LINATTN_OK; k++)
-                st = linattn_sampler_accept(sampler, lt[k]);
-            double f0 = now_s();
-            if (st == LINATTN_OK && nl > 0) /* nl <= 2 got + 2: a line fits an int */
-                st = linattn_session_feed(sess, lt, (int)nl, logits);
-            line_feed += now_s() - f0;
-            line_tokens += (int)nl;
-            free(lt);
-            if (st == LINATTN_ERR_CONTEXT_FULL) {
-                stopped = 1;
-                break;
-            }
-            if (st != LINATTN_OK) {
-                cli_fail_status("generate", st);
-                goto out;
-            }
-            tail_len = 0;
-        }
-        need_input = interactive;
-    for (int i = 0; i < gen->max_new_tokens; i++) {
-        int tok;
-        if ((signalled = cli_signal_pending()) != 0)
-            break; /* every token so far is fed: the stream stands whole */
-        if ((st = linattn_sample(sampler, logits, &tok)) != LINATTN_OK ||
-            (st = linattn_sampler_accept(sampler, tok)) != LINATTN_OK) {
-            cli_fail_status("generate", st);
-            goto out;
-        }
-        /* the token's text: its bytes after prev (none for the end of text) */
-        const char *piece = "";
-        size_t piece_len = 0;
-        int stop_now = tok == eos || (bos_ends >= 0 && tok == bos_ends);
-        if (!stop_now && linattn_tokenizer_decode(tokz, prev, tok, &piece, &piece_len) !=
-                             LINATTN_OK) {
-            piece_len = 0;
-            if (!print_ids && !warned_no_text) {
-                if (!strcmp(linattn_tokenizer_name(tokz), "bytes"))
-                    cli_warn("generate", "token %d is not a byte and this model has no tokenizer "
-                                         "for it: such tokens print nothing (--print-ids shows "
-                                         "ids)", tok);
-                else
-                    cli_warn("generate", "token %d is past the %d tokens of the tokenizer (%s): "
-                                         "such tokens print nothing (--print-ids shows ids)",
-                             tok, linattn_tokenizer_vocab(tokz), linattn_tokenizer_name(tokz));
-                warned_no_text = 1;
-            }
-        }
-        prev = tok;
-        if (print_ids)
-            printf("%s%d", made ? " " : "", tok);
+     * resume samples at once. */
+    r->keep_all = o->save || o->interactive;
+    return 0;
+}
+
+/* The user's next line, with its newline: its length; 0 when the
+ * conversation ends here (end of input, Ctrl-C at the prompt, or a bad
+ * line: then input_failed); -1 after a failure. */
+static long read_turn(const gen_opts *o, gen_run *r)
+{
+    if (isatty(STDIN_FILENO))
+        fputs("> ", stderr);
+    double w0 = now_s();
+    long got = read_chat_line(&r->line);
+    r->waited += now_s() - w0;
+    if (got == LINE_ERROR && (errno == EINTR || cli_signal_pending()))
+        got = LINE_END; /* Ctrl-C at the prompt ends the conversation */
+    if (got == LINE_END) {
+        r->signalled = cli_signal_pending();
+        return 0;
+    }
+    if (got == LINE_NOMEM) {
+        cli_fail(o->cmd, "out of memory");
+        return -1;
+    }
+    if (got < 0) { /* the conversation so far is kept, as at its end */
+        if (got == LINE_TOO_LONG)
+            cli_fail(o->cmd, "standard input: a line longer than %zu bytes (the limit "
+                             "of one line); the conversation ends here",
+                     MAX_CHAT_LINE_BYTES);
         else
-            for (size_t at = 0; at < piece_len; at += 64) {
-                size_t c = piece_len - at < 64 ? piece_len - at : 64;
-                fwrite(piece_out, 1, cli_utf8_take(&utf8, piece + at, c, piece_out), stdout);
-            }
-        if (!cli_stdout_ok())
-            goto out;
-        made++;
-        for (size_t b = 0; tail && b < piece_len && !stop_now; b++) {
-            if (tail_len == stop_max)
-                memmove(tail, tail + 1, --tail_len);
-            tail[tail_len++] = piece[b];
-            for (int k = 0; k < n_stops && !stop_now; k++) {
-                size_t sl = strlen(stops[k]);
-                stop_now = tail_len >= sl && !memcmp(tail + tail_len - sl, stops[k], sl);
-            }
+            cli_fail(o->cmd, "reading standard input: %s", strerror(errno));
+        r->input_failed = 1;
+        return 0;
+    }
+    if (r->line[got - 1] != '\n') { /* the last line without its newline */
+        r->line[got++] = '\n';
+        r->line[got] = '\0';
+    }
+    return got;
+}
+
+/* The line of got bytes as the user's turn (in the chat format), encoded
+ * into *lt (*nl tokens, malloc'd): 0, or 1 after saying why. */
+static int encode_turn(const gen_opts *o, gen_run *r, size_t got, int **lt, size_t *nl)
+{
+    int line_bos = linattn_session_tokens(r->sess) == 0 && linattn_tokenizer_adds_bos(r->tokz);
+    char *turn = r->line; /* plain: the line as it is */
+    size_t turn_len = got;
+    linattn_status st = LINATTN_OK;
+    *lt = NULL;
+    *nl = 0;
+    if (o->chat != CLI_CHAT_PLAIN) { /* the line as a user turn, the answer opened */
+        r->line[got - 1] = '\0';
+        cli_chat_msg um = {"user", r->line};
+        if (cli_chat_render(o->chat, &um, 1, linattn_session_tokens(r->sess) == 0, &turn,
+                            &turn_len) != 0)
+            return cli_fail("generate", "out of memory");
+    }
+    if ((st = linattn_tokenizer_encode(r->tokz, turn, turn_len, line_bos, NULL, 0, nl)) !=
+            LINATTN_OK ||
+        !(*lt = malloc((*nl + 1) * sizeof **lt)) ||
+        (st = linattn_tokenizer_encode(r->tokz, turn, turn_len, line_bos, *lt, *nl, nl)) !=
+            LINATTN_OK) {
+        free(*lt);
+        *lt = NULL;
+        if (turn != r->line)
+            free(turn);
+        if (st != LINATTN_OK)
+            return cli_fail_status("generate", st);
+        return cli_fail("generate", "out of memory");
+    }
+    if (turn != r->line)
+        free(turn);
+    if (check_vocab("line", *lt, *nl, r->cfg->vocab_size)) {
+        free(*lt);
+        *lt = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* Feeds the user's line of got bytes: 0 when the answer may start; 1 when
+ * the context is full (stopped); -1 after a failure. */
+static int feed_turn(const gen_opts *o, gen_run *r, size_t got)
+{
+    int *lt;
+    size_t nl;
+    if (encode_turn(o, r, got, &lt, &nl))
+        return -1;
+    if (nl > 0)
+        r->prev = lt[nl - 1];
+    linattn_status st = LINATTN_OK;
+    for (size_t k = 0; k < nl && st == LINATTN_OK; k++)
+        st = linattn_sampler_accept(r->sampler, lt[k]);
+    double f0 = now_s();
+    if (st == LINATTN_OK && nl > 0) /* nl <= 2 got + 2: a line fits an int */
+        st = linattn_session_feed(r->sess, lt, (int)nl, r->logits);
+    r->line_feed += now_s() - f0;
+    r->line_tokens += (int)nl;
+    free(lt);
+    if (st == LINATTN_ERR_CONTEXT_FULL) {
+        r->stopped = 1;
+        return 1;
+    }
+    if (st != LINATTN_OK) {
+        cli_fail_status("generate", st);
+        return -1;
+    }
+    r->tail_len = 0;
+    return 0;
+}
+
+/* Writes token tok (its text after prev, or its id; an end token has no
+ * text), its text left in *piece, *len: 0, or 1 when the output is lost. */
+static int write_token(const gen_opts *o, gen_run *r, int tok, int is_end, const char **piece,
+                       size_t *len)
+{
+    *piece = "";
+    *len = 0;
+    if (!is_end && linattn_tokenizer_decode(r->tokz, r->prev, tok, piece, len) != LINATTN_OK) {
+        *len = 0;
+        if (!o->print_ids && !r->warned_no_text) {
+            if (!strcmp(linattn_tokenizer_name(r->tokz), "bytes"))
+                cli_warn("generate", "token %d is not a byte and this model has no tokenizer "
+                                     "for it: such tokens print nothing (--print-ids shows "
+                                     "ids)", tok);
+            else
+                cli_warn("generate", "token %d is past the %d tokens of the tokenizer (%s): "
+                                     "such tokens print nothing (--print-ids shows ids)",
+                         tok, linattn_tokenizer_vocab(r->tokz), linattn_tokenizer_name(r->tokz));
+            r->warned_no_text = 1;
         }
-        if ((i + 1 == gen->max_new_tokens || stop_now) && !keep_all)
+    }
+    r->prev = tok;
+    if (o->print_ids)
+        printf("%s%d", r->made ? " " : "", tok);
+    else
+        for (size_t at = 0; at < *len; at += 64) {
+            size_t c = *len - at < 64 ? *len - at : 64;
+            fwrite(r->piece_out, 1, cli_utf8_take(&r->utf8, *piece + at, c, r->piece_out),
+                   stdout);
+        }
+    if (!cli_stdout_ok())
+        return 1;
+    r->made++;
+    return 0;
+}
+
+/* Adds a token's text to the tail of the text: 1 once the text ends with a --stop text. */
+static int tail_hits_stop(const gen_opts *o, gen_run *r, const char *piece, size_t len)
+{
+    int hit = 0;
+    for (size_t b = 0; r->tail && b < len && !hit; b++) {
+        if (r->tail_len == r->stop_max)
+            memmove(r->tail, r->tail + 1, --r->tail_len);
+        r->tail[r->tail_len++] = piece[b];
+        for (int k = 0; k < o->n_stops && !hit; k++) {
+            size_t sl = strlen(o->stops[k]);
+            hit = r->tail_len >= sl && !memcmp(r->tail + r->tail_len - sl, o->stops[k], sl);
+        }
+    }
+    return hit;
+}
+
+/* The token loop, for a text and for each answer of a conversation alike:
+ * up to max_new_tokens tokens sampled, written and fed, ending at the end
+ * of text, a stop text, a full context (pending, stopped) or a signal
+ * (signalled): 0, or 1 after a failure. */
+static int generate_answer(const gen_opts *o, gen_run *r)
+{
+    const int max_new = r->gen->max_new_tokens;
+    linattn_status st;
+    for (int i = 0; i < max_new; i++) {
+        int tok;
+        if ((r->signalled = cli_signal_pending()) != 0)
+            break; /* every token so far is fed: the stream stands whole */
+        if ((st = linattn_sample(r->sampler, r->logits, &tok)) != LINATTN_OK ||
+            (st = linattn_sampler_accept(r->sampler, tok)) != LINATTN_OK)
+            return cli_fail_status("generate", st);
+        int stop_now = tok == r->eos || (r->bos_ends >= 0 && tok == r->bos_ends);
+        const char *piece;
+        size_t piece_len;
+        if (write_token(o, r, tok, stop_now, &piece, &piece_len))
+            return 1;
+        if (!stop_now)
+            stop_now = tail_hits_stop(o, r, piece, piece_len);
+        if ((i + 1 == max_new || stop_now) && !r->keep_all)
             break;
-        st = linattn_session_feed(sess, &tok, 1, logits);
+        st = linattn_session_feed(r->sess, &tok, 1, r->logits);
         if (st == LINATTN_ERR_CONTEXT_FULL) {
-            pending = tok;
-            stopped = 1;
+            r->pending = tok;
+            r->stopped = 1;
             break;
         }
-        if (st != LINATTN_OK) {
-            cli_fail_status("generate", st);
-            goto out;
-        }
+        if (st != LINATTN_OK)
+            return cli_fail_status("generate", st);
         if (stop_now)
             break;
     }
-        fwrite(piece_out, 1, cli_utf8_flush(&utf8, piece_out), stdout);
-        if (signalled == SIGINT && interactive) { /* the answer ends; the conversation goes on */
-            cli_signal_handled();
-            signalled = 0;
+    return 0;
+}
+
+/* The text, or the conversation: after each answer a line of stdin is
+ * fed and the next answer answers it (with no prompt, the user speaks
+ * first), until the input ends, the context fills or a signal ends it:
+ * 0, or 1 after a failure. */
+static int run_turns(const gen_opts *o, gen_run *r)
+{
+    int need_input = o->interactive && r->n_in == 0;
+    for (;;) {
+        if (need_input) {
+            long got = read_turn(o, r);
+            if (got < 0)
+                return 1;
+            if (got == 0)
+                break;
+            int fed = feed_turn(o, r, (size_t)got);
+            if (fed < 0)
+                return 1;
+            if (fed > 0)
+                break;
         }
-        if (!interactive || stopped || signalled)
+        need_input = o->interactive;
+        if (generate_answer(o, r))
+            return 1;
+        fwrite(r->piece_out, 1, cli_utf8_flush(&r->utf8, r->piece_out), stdout);
+        if (r->signalled == SIGINT && o->interactive) { /* the answer ends; the conversation goes on */
+            cli_signal_handled();
+            r->signalled = 0;
+        }
+        if (!o->interactive || r->stopped || r->signalled)
             break;
-        if (!tail_len || tail[tail_len - 1] != '\n')
+        if (!r->tail_len || r->tail[r->tail_len - 1] != '\n')
             putchar('\n');
         if (!cli_stdout_ok())
-            goto out;
+            return 1;
     }
-    double t2 = now_s();
-    if (!interactive)
-        putchar('\n');
-    if (!cli_stdout_ok())
-        goto out;
-    if (signalled)
+    return 0;
+}
+
+/* Why the text ended early, on stderr: a signal, or a full context. */
+static void report_end(const gen_opts *o, const gen_run *r)
+{
+    const linattn_config *cfg = r->cfg;
+    const int made = r->made;
+    if (r->signalled)
         fprintf(stderr, "linattn: generate: %s after %d token%s%s\n",
-                signalled == SIGTERM ? "terminated (SIGTERM)" : "interrupted (Ctrl-C)", made,
-                made == 1 ? "" : "s", save ? "; saving the stream" : "");
-    if (stopped)
+                r->signalled == SIGTERM ? "terminated (SIGTERM)" : "interrupted (Ctrl-C)", made,
+                made == 1 ? "" : "s", o->save ? "; saving the stream" : "");
+    if (r->stopped)
         fprintf(stderr, "linattn: generate: stopped after %d token%s: the context is full "
                         "(max_seq_len %d, %s)%s\n",
                 made, made == 1 ? "" : "s", cfg->max_seq_len,
@@ -830,48 +941,92 @@ int cmd_generate(int argc, char **argv)
                 cfg->attention == LINATTN_ATTN_SOFTMAX
                     ? "; --ctx-overflow window goes on as a sliding window"
                     : "");
-    if (save) {
-        info->sampler_state = linattn_sampler_get_state(sampler);
-        info->pending = pending;
-        info->n_recent = linattn_sampler_recent(sampler, info->recent, gen->repeat_last_n);
-        size_t bytes = sizeof *info + (size_t)info->n_recent * sizeof info->recent[0];
-        if ((st = linattn_session_save(sess, save, info, bytes)) != LINATTN_OK) {
-            cli_fail_status("save-state", st);
-            goto out;
-        }
-    }
-    if (stats) {
-        linattn_isa used;
-        linattn_get_isa(&used, NULL);
-        /* made tokens took made - 1 decode steps (the first sample needs
-         * none); the rate is per step, the count the tokens written */
-        int steps = made > 0 ? made - 1 : 0;
-        const double prefill_s = (t1 - t0) + line_feed, decode_s = (t2 - t1) - waited - line_feed;
-        fprintf(stderr,
-                "stats: prompt %d tokens, prefill %.1f tokens/s, decode %d tokens %.1f tokens/s "
-                "(%.3f ms/token), isa %s, threads %d, %s %zu bytes\n",
-                prompt_tokens + line_tokens,
-                (prompt_tokens + line_tokens) / (prefill_s > 0 ? prefill_s : 1e-9), made,
-                steps / (decode_s > 0 ? decode_s : 1e-9), steps ? 1e3 * decode_s / steps : 0.0,
-                linattn_isa_name(used),
-                cfg->threads > 0 ? cfg->threads : linattn_max_threads(),
-                cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
-                linattn_session_state_bytes(sess));
-    }
-    /* as a shell reports a signal, after the work is kept */
-    rc = input_failed ? 1 : signalled ? 128 + signalled : 0;
-out:
+}
+
+/* --save-state: the stream with the sampler's state, window and the
+ * pending token: 0, or 1 after saying why. */
+static int save_stream(const gen_opts *o, gen_run *r)
+{
+    resume_info *info = r->info;
+    info->sampler_state = linattn_sampler_get_state(r->sampler);
+    info->pending = r->pending;
+    info->n_recent = linattn_sampler_recent(r->sampler, info->recent, r->gen->repeat_last_n);
+    size_t bytes = sizeof *info + (size_t)info->n_recent * sizeof info->recent[0];
+    linattn_status st = linattn_session_save(r->sess, o->save, info, bytes);
+    if (st != LINATTN_OK)
+        return cli_fail_status("save-state", st);
+    return 0;
+}
+
+/* --stats: speed and memory, on stderr. */
+static void print_stats(const gen_run *r)
+{
+    const linattn_config *cfg = r->cfg;
+    linattn_isa used;
+    linattn_get_isa(&used, NULL);
+    /* made tokens took made - 1 decode steps (the first sample needs
+     * none); the rate is per step, the count the tokens written */
+    const int made = r->made, steps = made > 0 ? made - 1 : 0;
+    const int prompt = r->prompt_tokens + r->line_tokens;
+    const double prefill_s = (r->t1 - r->t0) + r->line_feed,
+                 decode_s = (r->t2 - r->t1) - r->waited - r->line_feed;
+    fprintf(stderr,
+            "stats: prompt %d tokens, prefill %.1f tokens/s, decode %d tokens %.1f tokens/s "
+            "(%.3f ms/token), isa %s, threads %d, %s %zu bytes\n",
+            prompt, prompt / (prefill_s > 0 ? prefill_s : 1e-9), made,
+            steps / (decode_s > 0 ? decode_s : 1e-9), steps ? 1e3 * decode_s / steps : 0.0,
+            linattn_isa_name(used), cfg->threads > 0 ? cfg->threads : linattn_max_threads(),
+            cfg->attention == LINATTN_ATTN_LINEAR || cfg->window > 0 ? "state" : "kv-cache",
+            linattn_session_state_bytes(r->sess));
+}
+
+static void free_run(gen_run *r)
+{
     cli_signals_restore();
-    free(line);
-    free(gen);
-    free(tail);
-    free(info);
-    linattn_sampler_free(sampler);
-    linattn_session_free(sess);
-    linattn_model_free(model);
-    free(logits);
-    free(toks);
-    free(prompt_buf);
-    free(cfg);
+    free(r->line);
+    free(r->gen);
+    free(r->tail);
+    free(r->info);
+    linattn_sampler_free(r->sampler);
+    linattn_session_free(r->sess);
+    linattn_model_free(r->model);
+    free(r->logits);
+    free(r->toks);
+    free(r->prompt_buf);
+    free(r->cfg);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    gen_opts o;
+    int rc = parse_generate_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    gen_run r = {.pending = -1};
+    if (!(r.cfg = malloc(sizeof *r.cfg)))
+        return cli_fail("generate", "out of memory");
+    if (!(r.gen = malloc(sizeof *r.gen))) {
+        free(r.cfg);
+        return cli_fail("generate", "out of memory");
+    }
+    rc = 1;
+    if (setup_config(&o, &r) || load_prompt_text(&o, &r) || open_model(&o, &r) ||
+        size_input(&o, &r) || (o.load && resume_stream(&o, &r)) || add_prompt(&r) ||
+        start_stream(&o, &r) || run_turns(&o, &r))
+        goto out;
+    r.t2 = now_s();
+    if (!o.interactive)
+        putchar('\n');
+    if (!cli_stdout_ok())
+        goto out;
+    report_end(&o, &r);
+    if (o.save && save_stream(&o, &r))
+        goto out;
+    if (o.stats)
+        print_stats(&r);
+    /* as a shell reports a signal, after the work is kept */
+    rc = r.input_failed ? 1 : r.signalled ? 128 + r.signalled : 0;
+out:
+    free_run(&r);
     return rc;
 }
