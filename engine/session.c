@@ -635,7 +635,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
      * gemm of fewer than 64 rows (one row included), whose dot tiles sum
      * each row alike whatever the rows beside it, and the LM head's blocks
      * likewise, so a stream's bits do not depend on the streams it shares
-     * a step with (what a lone step costs for it: docs/figures.md). */
+     * a step with (what a lone step costs for it: docs/benchmarks.md). */
     int c;
     for (int g = 0; st == LINATTN_OK && g < n; g += c) {
         c = n - g < LINATTN_STEP_GROUP ? n - g : LINATTN_STEP_GROUP;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # install-deps.sh: installs the Debian 12 packages linattn needs, only those missing.
 #   scripts/install-deps.sh            build + test dependencies (native)
-#   scripts/install-deps.sh --tests    also numpy (the tools' tests) and redis-server (serve --store's)
+#   scripts/install-deps.sh --tests    also numpy (the tools' tests), redis-server (serve --store's), curl and jq (README's serve example)
 #   scripts/install-deps.sh --cross    also the aarch64 cross toolchain and qemu
 #   scripts/install-deps.sh --python   also PyTorch, numpy and the KJV text (tools/ only)
 #   scripts/install-deps.sh --check    also clang + libFuzzer, valgrind and node + npm (.ci/run's fuzz,
@@ -15,7 +15,7 @@ cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-d
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
 check="clang libclang-rt-14-dev valgrind nodejs"
-tests="python3 python3-numpy redis-server"
+tests="python3 python3-numpy redis-server curl jq"
 
 want="$native"
 for arg in "$@"; do
