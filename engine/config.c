@@ -16,9 +16,8 @@
 #include <ini.h>
 
 #include "file.h"
-#include "hf.h"
 #include "internal.h"
-#include "llama2c.h"
+#include "source.h"
 
 /* Debian's inih (r55) calls the handler without a line number and splits
  * lines longer than its 200-byte buffer. So inih reads through our own
@@ -195,15 +194,16 @@ int linattn_config_has_model(const linattn_config *c)
 }
 
 /* What validate needs to say where a value came from; lines NULL: hand-built. */
-struct origin {
+struct linattn_source_keys {
     const char *path;
     const int *key_line; /* [N_KEYS], 0 for keys not in the file */
+    const linattn_config *c; /* the config the keys are of */
 };
 
-static linattn_status bad_value(const struct origin *o, enum key_id k, const char *fmt, ...)
+static linattn_status bad_value(const struct linattn_source_keys *o, enum key_id k, const char *fmt, ...)
     LINATTN_PRINTF(3, 4);
 
-static linattn_status bad_value(const struct origin *o, enum key_id k, const char *fmt, ...)
+static linattn_status bad_value(const struct linattn_source_keys *o, enum key_id k, const char *fmt, ...)
 {
     char why[400];
     va_list ap;
@@ -233,7 +233,7 @@ static int parse_u64(const char *s, uint64_t *out)
     return 1;
 }
 
-static int check_int(const struct origin *o, enum key_id k, int v, int lo, int hi,
+static int check_int(const struct linattn_source_keys *o, enum key_id k, int v, int lo, int hi,
                      linattn_status *st)
 {
     if (v >= lo && v <= hi)
@@ -242,7 +242,7 @@ static int check_int(const struct origin *o, enum key_id k, int v, int lo, int h
     return 0;
 }
 
-static int check_nonneg(const struct origin *o, enum key_id k, float v, linattn_status *st)
+static int check_nonneg(const struct linattn_source_keys *o, enum key_id k, float v, linattn_status *st)
 {
     if (isfinite(v) && v >= 0)
         return 1;
@@ -250,7 +250,7 @@ static int check_nonneg(const struct origin *o, enum key_id k, float v, linattn_
     return 0;
 }
 
-static int check_string(const struct origin *o, enum key_id k, const char *s, size_t size,
+static int check_string(const struct linattn_source_keys *o, enum key_id k, const char *s, size_t size,
                         linattn_status *st)
 {
     if (terminated(s, size))
@@ -261,7 +261,7 @@ static int check_string(const struct origin *o, enum key_id k, const char *s, si
 
 /* A decay field: a known kind, a list of 1..LINATTN_MAX_DECAYS values in
  * (0, 1], and (heads > 0) one value per head. */
-static int check_decay(const struct origin *o, enum key_id k, const linattn_decay *d, int heads,
+static int check_decay(const struct linattn_source_keys *o, enum key_id k, const linattn_decay *d, int heads,
                        linattn_status *st)
 {
     if ((unsigned)d->kind > LINATTN_DECAY_LIST) {
@@ -286,7 +286,7 @@ static int check_decay(const struct origin *o, enum key_id k, const linattn_deca
     return 1;
 }
 
-static linattn_status validate(const linattn_config *c, const struct origin *o)
+static linattn_status validate(const linattn_config *c, const struct linattn_source_keys *o)
 {
     linattn_status st = LINATTN_OK;
 
@@ -296,19 +296,16 @@ static linattn_status validate(const linattn_config *c, const struct origin *o)
         if (!c->weights[0])
             return bad_value(o, K_WEIGHTS, "no weights given (a .safetensors path, random:SEED, "
                                            "llama2c:PATH or hf:DIR)");
-        uint64_t seed;
-        if (strncmp(c->weights, "random:", 7) == 0 && !parse_u64(c->weights + 7, &seed))
-            return bad_value(o, K_WEIGHTS, "expected random:SEED with an unsigned integer SEED, "
-                                           "got '%s'", c->weights);
-        int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-        if (l2c && !c->weights[LINATTN_LLAMA2C_PREFIX_LEN])
-            return bad_value(o, K_WEIGHTS, "expected llama2c:PATH, got no PATH");
-        int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
-        if (hf && !c->weights[LINATTN_HF_PREFIX_LEN])
-            return bad_value(o, K_WEIGHTS, "expected hf:DIR, got no DIR");
-        /* a llama2c: checkpoint or hf: folder not yet read (a config built
+        const char *arg, *why;
+        const linattn_source *src = linattn_source_of(c->weights, &arg);
+        if (src->check_arg && (why = src->check_arg(arg)))
+            return bad_value(o, K_WEIGHTS, "%s, got '%s'", why, c->weights);
+        if (src->prefix && src->arg_is_path && !arg[0])
+            return bad_value(o, K_WEIGHTS, "expected %s%s, got no %s", src->prefix, src->arg,
+                             src->arg);
+        /* a source whose files give the shape, not yet read (a config built
          * by hand): 0 stands for the file's value, checked once it is read */
-        if ((l2c || hf) && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers ||
+        if (src->complete && (!c->vocab_size || !c->d_model || !c->n_heads || !c->n_layers ||
                             !c->d_ff || !c->max_seq_len))
             return check_int(o, K_VOCAB_SIZE, c->vocab_size, 0, LINATTN_MAX_VOCAB, &st) &&
                            check_int(o, K_D_MODEL, c->d_model, 0, LINATTN_MAX_D_MODEL, &st) &&
@@ -430,7 +427,7 @@ linattn_status linattn_config_validate(const linattn_config *c)
                            (unsigned)c->struct_size, sizeof *c);
     if (!terminated(c->path, sizeof c->path))
         return linattn_err(LINATTN_ERR_INVALID, "config: path not NUL-terminated");
-    struct origin o = {c->path, NULL};
+    struct linattn_source_keys o = {c->path, NULL, c};
     return validate(c, &o);
 }
 
@@ -460,180 +457,95 @@ linattn_status linattn_decay_values(const linattn_decay *d, int heads, float *ou
 }
 
 /* ------------------------------------------------------------------------ */
-/* llama2.c checkpoints                                                      */
+/* What a weights source is told of the config (source.h)                    */
 /* ------------------------------------------------------------------------ */
 
-/* Fills c from the header of its llama2c: checkpoint. From a file (o has
- * key lines): a shape key the file gives must agree with it; the others are
- * set from it, and the architecture keys left out become llama's. By hand
- * (no key lines): a shape field 0 is set from the file, any other must
- * agree, tie_embeddings is the file's; the architecture is left as it is.
- * max_seq_len may differ from the file's seq_len (a KV-cache size: rope has
- * no table). */
-static linattn_status complete_llama2c(linattn_config *c, const struct origin *o)
+static int key_named(const char *name)
 {
-    const char *path = c->weights + LINATTN_LLAMA2C_PREFIX_LEN;
-    linattn_llama2c_info in;
-    linattn_status st = linattn_llama2c_read_info(path, &in);
-    if (st != LINATTN_OK) {
-        char why[600];
-        snprintf(why, sizeof why, "%s", linattn_last_error());
-        return report(st, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0, "model", "weights",
-                      "%s", why);
-    }
-    const int file = o->key_line != NULL;
-    struct { enum key_id k; int *field; int value; } shape[] = {
-        {K_VOCAB_SIZE, &c->vocab_size, in.vocab_size}, {K_D_MODEL, &c->d_model, in.dim},
-        {K_N_HEADS, &c->n_heads, in.n_heads},          {K_N_LAYERS, &c->n_layers, in.n_layers},
-        {K_D_FF, &c->d_ff, in.hidden_dim},             {K_TIE_EMBEDDINGS, &c->tie_embeddings, in.shared},
-    };
-    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
-        int given = file ? o->key_line[shape[i].k] != 0
-                         : *shape[i].field != 0 && shape[i].k != K_TIE_EMBEDDINGS;
-        if (!given)
-            *shape[i].field = shape[i].value;
-        else if (*shape[i].field != shape[i].value)
-            return bad_value(o, shape[i].k, "%d here, but the llama2.c checkpoint %s has %d",
-                             *shape[i].field, path, shape[i].value);
-    }
-    /* n_kv_heads: 0 and n_heads mean the same */
-    int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
-    if ((file ? o->key_line[K_N_KV_HEADS] != 0 : c->n_kv_heads != 0) && kv != in.n_kv_heads)
-        return bad_value(o, K_N_KV_HEADS, "%d here, but the llama2.c checkpoint %s has %d",
-                         c->n_kv_heads, path, in.n_kv_heads);
-    c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
-    if (file ? !o->key_line[K_MAX_SEQ_LEN] : !c->max_seq_len)
-        c->max_seq_len = in.seq_len;
-    if (file) {
-        if (!o->key_line[K_NORM])
-            c->norm = LINATTN_NORM_RMSNORM;
-        if (!o->key_line[K_FFN])
-            c->ffn = LINATTN_FFN_SWIGLU;
-        if (!o->key_line[K_POSITIONS])
-            c->positions = LINATTN_POS_ROPE;
-        if (!o->key_line[K_BIAS])
-            c->bias = 0;
-    }
-    return LINATTN_OK;
+    for (int k = 0; k < N_KEYS; k++)
+        if (strcmp(keys[k].name, name) == 0)
+            return k;
+    return -1;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Hugging Face folders                                                      */
-/* ------------------------------------------------------------------------ */
-
-/* Fills c from the config.json of its hf: folder, as complete_llama2c does
- * from a checkpoint, with these differences: norm_eps and rope_theta are
- * the file's too (a key that repeats one must agree), and the architecture
- * is llama's always: a key that says otherwise is an error (from a file);
- * by hand the fields are set. With no tokenizer given, the folder's
- * tokenizer.json is the tokenizer when it is there. */
-static linattn_status complete_hf(linattn_config *c, const struct origin *o)
+int linattn_source_from_file(const linattn_source_keys *o)
 {
-    const char *dir = c->weights + LINATTN_HF_PREFIX_LEN;
-    linattn_hf_info in;
-    linattn_status st = linattn_hf_read_info(dir, &in);
-    if (st != LINATTN_OK) {
-        char why[600];
-        snprintf(why, sizeof why, "%s", linattn_last_error());
-        return report(st, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0, "model", "weights",
-                      "%s", why);
+    return o->key_line != NULL;
+}
+
+int linattn_source_given(const linattn_source_keys *o, const char *key)
+{
+    int k = key_named(key);
+    if (k < 0)
+        return 0;
+    if (o->key_line)
+        return o->key_line[k] != 0;
+    const char *field = (const char *)o->c + keys[k].offset;
+    switch (keys[k].type) {
+    case T_INT:
+    case T_BOOL:
+    case T_ENUM: {
+        int v;
+        memcpy(&v, field, sizeof v);
+        return v != 0;
     }
-    const int file = o->key_line != NULL;
-#define GIVEN(k, unset) (file ? o->key_line[k] != 0 : !(unset))
-    struct { enum key_id k; int *field; int value; const char *json; } shape[] = {
-        {K_VOCAB_SIZE, &c->vocab_size, in.vocab_size, "vocab_size"},
-        {K_D_MODEL, &c->d_model, in.d_model, "hidden_size"},
-        {K_N_HEADS, &c->n_heads, in.n_heads, "num_attention_heads"},
-        {K_N_LAYERS, &c->n_layers, in.n_layers, "num_hidden_layers"},
-        {K_D_FF, &c->d_ff, in.d_ff, "intermediate_size"},
-    };
-    for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
-        if (!GIVEN(shape[i].k, *shape[i].field == 0))
-            *shape[i].field = shape[i].value;
-        else if (*shape[i].field != shape[i].value)
-            return bad_value(o, shape[i].k, "%d here, but %s/config.json has %s = %d",
-                             *shape[i].field, dir, shape[i].json, shape[i].value);
+    case T_FLOAT: {
+        float v;
+        memcpy(&v, field, sizeof v);
+        return v != 0.0f;
     }
-    if (file && o->key_line[K_TIE_EMBEDDINGS] && c->tie_embeddings != in.tie)
-        return bad_value(o, K_TIE_EMBEDDINGS,
-                         "%s here, but %s/config.json has tie_word_embeddings = %s",
-                         c->tie_embeddings ? "true" : "false", dir, in.tie ? "true" : "false");
-    c->tie_embeddings = in.tie;
-    int kv = c->n_kv_heads ? c->n_kv_heads : c->n_heads; /* 0 and n_heads mean the same */
-    if (GIVEN(K_N_KV_HEADS, c->n_kv_heads == 0) && kv != in.n_kv_heads)
-        return bad_value(o, K_N_KV_HEADS,
-                         "%d here, but %s/config.json has num_key_value_heads = %d",
-                         c->n_kv_heads, dir, in.n_kv_heads);
-    c->n_kv_heads = in.n_kv_heads == in.n_heads ? 0 : in.n_kv_heads;
-    /* a sliding window (mistral) is the model's own, unless a key asks for
-     * another on purpose (a hybrid conversion, say) */
-    if (in.window > 0 && !GIVEN(K_WINDOW, c->window == 0)) {
-        /* said here, else validate would blame a key 'window' nobody wrote */
-        if (c->attention == LINATTN_ATTN_LINEAR)
-            return report(LINATTN_ERR_INVALID, o->path, o->key_line ? o->key_line[K_WEIGHTS] : 0,
-                          "model", "weights",
-                          "%s/config.json has \"sliding_window\": %d, which needs attention = "
-                          "softmax or hybrid (attention is linear here)", dir, in.window);
-        c->window = in.window;
+    case T_STRING:
+    case T_PATH:
+    case T_WEIGHTS:
+    case T_TOKENIZER:
+        return field[0] != '\0';
+    default:
+        return 0;
     }
-    if (!GIVEN(K_MAX_SEQ_LEN, c->max_seq_len == 0)) {
-        if (in.max_seq_len > LINATTN_MAX_SEQ_LEN)
-            return bad_value(o, K_MAX_SEQ_LEN,
-                             "not given, and %s/config.json's max_position_embeddings %d is over "
-                             "%d: give max_seq_len (the longest stream a softmax model keeps)",
-                             dir, in.max_seq_len, LINATTN_MAX_SEQ_LEN);
-        c->max_seq_len = in.max_seq_len;
-    }
-    struct { enum key_id k; float *field; float value; const char *json; } floats[] = {
-        {K_NORM_EPS, &c->norm_eps, in.norm_eps, "rms_norm_eps"},
-        {K_ROPE_THETA, &c->rope_theta, in.rope_theta, "rope_theta"},
-    };
-    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
-        if (file && o->key_line[floats[i].k] && *floats[i].field != floats[i].value)
-            return bad_value(o, floats[i].k, "%g here, but %s/config.json has %s = %g",
-                             (double)*floats[i].field, dir, floats[i].json,
-                             (double)floats[i].value);
-        *floats[i].field = floats[i].value;
-    }
-    /* a Llama model's architecture */
-    struct { enum key_id k; int *field; int value; const char *const *names; } arch[] = {
-        {K_NORM, (int *)&c->norm, LINATTN_NORM_RMSNORM, norm_names},
-        {K_NORM_POSITION, (int *)&c->norm_position, LINATTN_NORM_PRE, norm_position_names},
-        {K_FFN, (int *)&c->ffn, LINATTN_FFN_SWIGLU, ffn_names},
-        {K_POSITIONS, (int *)&c->positions, LINATTN_POS_ROPE, positions_names},
-        {K_ROPE_PAIRING, (int *)&c->rope_pairing, LINATTN_ROPE_HALF, rope_pairing_names},
-        {K_BIAS, &c->bias, 0, NULL},
-    };
-    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
-        int v = *arch[i].field;
-        if (file && o->key_line[arch[i].k] && v != arch[i].value)
-            return bad_value(o, arch[i].k, "%s here, but a Llama model (%s/config.json) has %s",
-                             arch[i].names ? arch[i].names[v] : v ? "true" : "false", dir,
-                             arch[i].names ? arch[i].names[arch[i].value] : "false");
-        *arch[i].field = arch[i].value;
-    }
-    if (!GIVEN(K_TOKENIZER, c->tokenizer[0] == 0)) {
-        char *tok = mem_alloc(strlen(dir) + sizeof "/tokenizer.json");
-        if (!tok)
-            return linattn_err(LINATTN_ERR_NOMEM, "config: out of memory");
-        sprintf(tok, "%s/tokenizer.json", dir);
-        struct stat sb;
-        if (stat(tok, &sb) == 0 && S_ISREG(sb.st_mode))
-            snprintf(c->tokenizer, sizeof c->tokenizer, "%s", c->weights); /* "hf:DIR" */
-        mem_free(tok);
-    }
-#undef GIVEN
-    return LINATTN_OK;
+}
+
+linattn_status linattn_source_error(const linattn_source_keys *o, linattn_status st,
+                                    const char *key, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    int k = key_named(key);
+    return report(st, o->path, k >= 0 && o->key_line ? o->key_line[k] : 0,
+                  k >= 0 ? section_names[keys[k].section] : "model", key, "%s", why);
+}
+
+const char *linattn_source_value_name(const char *key, int value)
+{
+    int k = key_named(key);
+    if (k < 0)
+        return "?";
+    if (keys[k].type == T_BOOL)
+        return value ? "true" : "false";
+    if (keys[k].type != T_ENUM || value < 0)
+        return "?";
+    for (int i = 0; keys[k].choices[i]; i++)
+        if (i == value)
+            return keys[k].choices[i];
+    return "?";
+}
+
+/* The weights source fills in what its files say (source.h). */
+static linattn_status complete(linattn_config *c, const linattn_source_keys *o)
+{
+    const char *arg;
+    const linattn_source *src = linattn_source_of(c->weights, &arg);
+    return src->complete ? src->complete(c, arg, o) : LINATTN_OK;
 }
 
 linattn_status linattn_config_complete(linattn_config *c)
 {
-    int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-    int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
-    if (!l2c && !hf)
+    if (!linattn_source_of(c->weights, NULL)->complete)
         return LINATTN_OK;
-    struct origin o = {c->path, NULL};
-    linattn_status st = l2c ? complete_llama2c(c, &o) : complete_hf(c, &o);
+    struct linattn_source_keys o = {c->path, NULL, c};
+    linattn_status st = complete(c, &o);
     return st != LINATTN_OK ? st : validate(c, &o);
 }
 
@@ -1037,22 +949,19 @@ static int set_value(struct parse *p, const struct slot *key, const char *value)
                            key->size - 1);
         strcpy(field, value);
         return 1;
-    case T_WEIGHTS:
-        if (strncmp(value, "random:", 7) == 0) {
-            if (!parse_u64(value + 7, &u))
-                return bad_key(p, k, LINATTN_ERR_INVALID,
-                               "expected random:SEED with an unsigned integer SEED, got '%.60s'",
-                               value);
-            strcpy(field, value);
-            return 1;
-        }
-        if (strncmp(value, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0)
-            return set_prefixed_path(p, k, LINATTN_LLAMA2C_PREFIX,
-                                     value + LINATTN_LLAMA2C_PREFIX_LEN, field, key->size);
-        if (strncmp(value, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0)
-            return set_prefixed_path(p, k, LINATTN_HF_PREFIX, value + LINATTN_HF_PREFIX_LEN,
-                                     field, key->size);
-        return set_path(p, k, value, field, key->size);
+    case T_WEIGHTS: {
+        const char *arg;
+        const linattn_source *src = linattn_source_of(value, &arg);
+        if (src->check_arg && (why = src->check_arg(arg)))
+            return bad_key(p, k, LINATTN_ERR_INVALID, "%s, got '%.60s'", why, value);
+        if (src->arg_is_path)
+            return set_prefixed_path(p, k, src->prefix ? src->prefix : "", arg, field, key->size);
+        if (strlen(value) >= key->size)
+            return bad_key(p, k, LINATTN_ERR_INVALID, "value too long (at most %zu bytes)",
+                           key->size - 1);
+        strcpy(field, value);
+        return 1;
+    }
     case T_PATH:
         return set_path(p, k, value, field, key->size);
     case T_TOKENIZER:
@@ -1190,22 +1099,18 @@ static linattn_status load(struct parse *p)
         return report(LINATTN_ERR_FORMAT, p->path, r, NULL, NULL, "syntax error");
 
     linattn_config *c = p->c;
-    int l2c = strncmp(c->weights, LINATTN_LLAMA2C_PREFIX, LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-    int hf = strncmp(c->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
+    /* a source that reads the shape from its files needs only weights */
+    const int shaped = linattn_source_of(c->weights, NULL)->complete != NULL;
     if (p->section_line[SEC_MODEL])
         for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
             enum key_id k = required_model_keys[i];
-            if (!p->key_line[k] && !((l2c || hf) && k != K_WEIGHTS))
+            if (!p->key_line[k] && !(shaped && k != K_WEIGHTS))
                 return report(LINATTN_ERR_FORMAT, p->path, p->section_line[SEC_MODEL], "model",
                               keys[k].name, "required key missing");
         }
-    struct origin o = {p->path, p->key_line};
-    if (l2c || hf) {
-        linattn_status st = l2c ? complete_llama2c(c, &o) : complete_hf(c, &o);
-        if (st != LINATTN_OK)
-            return st;
-    }
-    return validate(c, &o);
+    struct linattn_source_keys o = {p->path, p->key_line, c};
+    st = complete(c, &o);
+    return st != LINATTN_OK ? st : validate(c, &o);
 }
 
 linattn_status linattn_config_load_keys(const char *path, linattn_config *c,

@@ -7,9 +7,8 @@
 
 #include "attention.h"
 #include "f16.h"
-#include "hf.h"
-#include "llama2c.h"
 #include "model.h"
+#include "source.h"
 
 /* ---- loading ------------------------------------------------------------ */
 
@@ -350,18 +349,6 @@ static linattn_status load_tensors(linattn_model *m, source *src)
     return src->file ? linattn_weights_check_unchanged(src->file) : LINATTN_OK;
 }
 
-static int parse_random_seed(const char *w, uint64_t *seed)
-{
-    if (strncmp(w, "random:", 7) != 0)
-        return 0;
-    char *end;
-    const char *digits = w + 7;
-    if (!*digits || *digits == '-')
-        return -1;
-    *seed = strtoull(digits, &end, 10);
-    return *end ? -1 : 1;
-}
-
 static linattn_status build(const linattn_config *config, const void *bytes, size_t size,
                             linattn_model **out, recorder *rec);
 
@@ -431,7 +418,7 @@ linattn_status linattn_model_random_safetensors(const linattn_config *config,
 {
     if (!config || !bytes || !size)
         return linattn_err(LINATTN_ERR_INVALID, "model_random_safetensors: NULL argument");
-    if (strncmp(config->weights, "random:", 7) != 0)
+    if (linattn_source_of(config->weights, NULL) != &linattn_source_random)
         return linattn_err(LINATTN_ERR_INVALID,
                            "model_random_safetensors: weights '%.200s' are not random:SEED",
                            config->weights);
@@ -487,16 +474,17 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     if (!m)
         return linattn_err(LINATTN_ERR_NOMEM, "model: out of memory");
     m->cfg = *config;
-    /* a llama2c: or hf: config built by hand: its shape from the files */
-    const int l2c = !bytes && strncmp(config->weights, LINATTN_LLAMA2C_PREFIX,
-                                      LINATTN_LLAMA2C_PREFIX_LEN) == 0;
-    const int hf = !bytes &&
-                   strncmp(config->weights, LINATTN_HF_PREFIX, LINATTN_HF_PREFIX_LEN) == 0;
-    if ((l2c || hf) && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
+    /* bytes: safetensors in memory; else the source the weights name, whose
+     * files give the shape of a config built by hand */
+    const char *arg;
+    const linattn_source *wsrc = bytes ? NULL : linattn_source_of(config->weights, &arg);
+    if (wsrc && wsrc->complete && (st = linattn_config_complete(&m->cfg)) != LINATTN_OK) {
         linattn_model_free(m);
         return st;
     }
     config = &m->cfg;
+    if (wsrc)
+        wsrc = linattn_source_of(config->weights, &arg);
     m->d = config->d_model;
     m->h = config->n_heads;
     m->dh = m->d / m->h;
@@ -548,13 +536,12 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
     source src = {0};
     src.keep_stored = config->weights_dtype == LINATTN_WEIGHTS_STORED;
     uint64_t seed;
-    int rnd = bytes ? 0 : parse_random_seed(config->weights, &seed);
-    if (rnd < 0) {
+    if (wsrc == &linattn_source_random && !linattn_source_random_seed(arg, &seed)) {
         linattn_model_free(m);
         return linattn_err(LINATTN_ERR_INVALID, "%s: weights '%s': expected random:SEED",
                            config->path[0] ? config->path : "config", config->weights);
     }
-    if (rnd) {
+    if (wsrc == &linattn_source_random) {
         src.rng = seed;
         src.rec = rec;
         src.arena = m->owned = mem_alloc(n_floats * sizeof(float));
@@ -565,11 +552,9 @@ static linattn_status build(const linattn_config *config, const void *bytes, siz
         }
     } else {
         st = bytes ? linattn_weights_open_mem(bytes, size, config->weights, &m->file)
-             : l2c ? linattn_weights_open_llama2c(config->weights + LINATTN_LLAMA2C_PREFIX_LEN,
-                                                  &m->file)
-             : hf  ? linattn_weights_open_hf(config->weights + LINATTN_HF_PREFIX_LEN, &m->file)
-                   : linattn_weights_open(config->weights, &m->file);
-        if (st != LINATTN_OK && !bytes && !l2c && !hf && st == LINATTN_ERR_IO)
+                   : wsrc->open(arg, &m->file);
+        /* a plain path is the one a reader may not have resolved as we did */
+        if (st == LINATTN_ERR_IO && wsrc == &linattn_source_safetensors)
             st = weights_error(config, st);
         if (st != LINATTN_OK) {
             linattn_model_free(m);

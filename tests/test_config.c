@@ -256,6 +256,14 @@ Test(config, long_values)
     cr_assert_eq(load_text(text), LINATTN_OK, "%s", linattn_last_error());
     cr_assert_eq(strlen(att.q), strlen(tu_dir()) + 1 + strlen(rel));
     cr_assert(strstr(att.q, rel));
+
+    /* random:SEED with a seed of 5,000 digits (leading zeros: a valid
+     * number) does not fit the weights field: refused, not copied past it. */
+    static char zeros[5001];
+    memset(zeros, '0', sizeof zeros - 1);
+    snprintf(text, sizeof text, "[model]\nweights = random:%s1\nd_model = 8\nn_heads = 2\n"
+             "n_layers = 1\nd_ff = 16\n", zeros);
+    EXPECT_ERROR(text, LINATTN_ERR_INVALID, "cfg.ini:2: [model] key 'weights'", "too long");
 }
 
 Test(config, relative_to_cwd)
