@@ -66,6 +66,14 @@ float *linattn_hybrid_row_ws(const linattn_session *w, int i)
     return w->sc->hyb_ws + (size_t)i * row_floats(w->m);
 }
 
+static int all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 /* One head's window: o[dh] = softmax(q . K^T scale) V over the n ring rows
  * (k/v rows ld elements apart, fp32 or halfs); returns the log-sum-exp of
  * the scores. Every row of the ring is visible (it only holds the window). */
@@ -92,7 +100,30 @@ static float window_head(const linattn_kernels *kt, const float *q, const void *
     else
         kt->gemm_nn(o, (size_t)dh, sc, (size_t)n, V, ld, 1, (size_t)dh, (size_t)n);
     kt->scale(o, 1.0f / sum, (size_t)dh);
+    if (!kv16 && !all_finite(o, (size_t)dh)) {
+        /* the unnormalised sum of up to W values near FLT_MAX overflows
+         * (or a value is not finite): again with the weights normalised
+         * first, a convex combination, |o| <= max |v| (a NaN or inf in v
+         * still reaches o). Halfs never come near FLT_MAX. */
+        kt->scale(sc, 1.0f / sum, (size_t)n);
+        memset(o, 0, (size_t)dh * sizeof(float));
+        kt->gemm_nn(o, (size_t)dh, sc, (size_t)n, V, ld, 1, (size_t)dh, (size_t)n);
+    }
     return mx + logf(sum);
+}
+
+/* Row r (one head) of a chunk's window again, by weights e^(s - lse) that
+ * sum to 1, when the operator's unnormalised sum overflowed: the keys K,
+ * values V [n][ld] fp32 that the row sees, lse its log-sum-exp. */
+static void window_row_convex(const linattn_kernels *kt, const float *q, const float *K,
+                              const float *V, size_t ld, int n, int dh, float scale, float lse,
+                              float *o)
+{
+    memset(o, 0, (size_t)dh * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        float s = kt->dot(q, K + (size_t)j * ld, (size_t)dh) * scale;
+        kt->axpy(o, expf(s - lse), V + (size_t)j * ld, (size_t)dh);
+    }
 }
 
 /* A cache row as fp32 into dst (copied, or widened from halfs). */
@@ -267,6 +298,23 @@ static linattn_status hybrid_chunk(linattn_session *s, const linattn_kernels *kt
                                                       s->kv16);
     if (st != LINATTN_OK)
         return st;
+    if (!s->kv16) { /* rows whose unnormalised window sum overflowed, as window_head */
+        const float *Kw = (const float *)(const void *)gk + (size_t)skip * kvd;
+        const float *Vw = (const float *)(const void *)gv + (size_t)skip * kvd;
+        const float scale = 1.0f / sqrtf((float)dh);
+        for (int r = 0; r < n; r++)
+            for (int h = 0; h < H; h++) {
+                float *o = out + (size_t)r * d + (size_t)h * dh;
+                const float l = lse[(size_t)h * n + (size_t)r];
+                if (all_finite(o, (size_t)dh) || !isfinite(l))
+                    continue;
+                const int last = r + prev - skip, first = last - W + 1 > 0 ? last - W + 1 : 0;
+                const size_t g = (size_t)(h / group) * dh;
+                window_row_convex(kt, q + (size_t)r * d + (size_t)h * dh,
+                                  Kw + (size_t)first * kvd + g, Vw + (size_t)first * kvd + g, kvd,
+                                  last - first + 1, dh, scale, l, o);
+            }
+    }
 
     /* 2. the tail: rows [r0, n), row r's key at gathered row r - W + prev */
     const int r0 = t0 >= (uint64_t)W ? 0 : (W - (int)t0 < n ? W - (int)t0 : n), nr = n - r0;

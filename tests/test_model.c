@@ -1832,3 +1832,156 @@ Test(session, range_exponents_round_trip)
     linattn_session_free(r);
     linattn_model_free(m);
 }
+
+/* ---- non-finite and huge values through whole models -------------------- */
+
+TestSuite(nonfinite, .init = tu_make_dir, .fini = tu_remove_dir);
+
+/* A golden model's config (tests/data/NAME.ini) and its safetensors bytes,
+ * read to be edited and loaded with linattn_model_from_config_mem. */
+typedef struct mem_weights {
+    linattn_config c;
+    char *bytes;
+    size_t n;
+} mem_weights;
+
+static mem_weights mem_weights_read(const char *name)
+{
+    mem_weights w;
+    char ini[256];
+    snprintf(ini, sizeof ini, "%s.ini", name);
+    cr_assert_eq(linattn_config_load(tu_data(ini), &w.c), LINATTN_OK, "%s", linattn_last_error());
+    w.bytes = tu_read_file(w.c.weights, &w.n);
+    return w;
+}
+
+static linattn_model *mem_weights_model(const mem_weights *w, const linattn_config *c)
+{
+    linattn_model *m = NULL;
+    cr_assert_eq(linattn_model_from_config_mem(c, w->bytes, w->n, &m), LINATTN_OK, "%s",
+                 linattn_last_error());
+    return m;
+}
+
+/* Tensor `name` of safetensors bytes: its data, F16 (1) or F32 (0) in
+ * *f16, its element count in *count. */
+static unsigned char *st_tensor(const mem_weights *w, const char *name, int *f16, size_t *count)
+{
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++)
+        hl |= (uint64_t)(unsigned char)w->bytes[i] << (8 * i);
+    cr_assert(hl <= w->n - 8);
+    char *head = strndup(w->bytes + 8, (size_t)hl), key[160];
+    cr_assert(head);
+    snprintf(key, sizeof key, "\"%s\"", name);
+    char *e = strstr(head, key);
+    cr_assert(e, "%s is not in the header", name);
+    char *end = strchr(e, '}'), *dt = strstr(e, "\"dtype\""), *off = strstr(e, "\"data_offsets\"");
+    cr_assert(end && dt && off && dt < end && off < end);
+    char *v = strchr(dt + 7, '"');
+    cr_assert(v && (!strncmp(v, "\"F32\"", 5) || !strncmp(v, "\"F16\"", 5)), "%s: dtype", name);
+    *f16 = v[2] == '1';
+    size_t a, b;
+    cr_assert_eq(sscanf(strchr(off, '['), "[%zu , %zu]", &a, &b), 2);
+    cr_assert(a <= b && b <= w->n - 8 - hl);
+    *count = (b - a) / (*f16 ? 2 : 4);
+    free(head);
+    return (unsigned char *)w->bytes + 8 + hl + a;
+}
+
+/* The logits of every position of tokens[n] fed on one path (threads 1 or
+ * 2): 0 token by token (the step path), else chunked prefills, one feed of
+ * all (cut = n) or two cut at `cut`; every call must succeed. */
+static void feed_path(const linattn_model *m, const int *tokens, int n, int cut, int threads,
+                      float *logits)
+{
+    const size_t V = (size_t)linattn_model_config(m)->vocab_size;
+    linattn_session *s = NULL;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session_set_threads(s, threads);
+    if (cut == 0) {
+        for (int i = 0; i < n; i++)
+            cr_assert_eq(linattn_session_feed(s, &tokens[i], 1, logits + (size_t)i * V),
+                         LINATTN_OK, "token %d: %s", i, linattn_last_error());
+    } else {
+        cr_assert_eq(linattn_session_feed_all(s, tokens, cut, logits), LINATTN_OK, "%s",
+                     linattn_last_error());
+        if (cut < n)
+            cr_assert_eq(linattn_session_feed_all(s, tokens + cut, n - cut,
+                                                  logits + (size_t)cut * V),
+                         LINATTN_OK, "%s", linattn_last_error());
+    }
+    linattn_session_free(s);
+}
+
+/* |out| <= max |v| through whole models: every layer's v projection times
+ * 2^123 and its o projection times 2^-123 (both exact in binary) gives
+ * |v| ~ 1e37 and, in exact arithmetic, the model's own logits. The stream
+ * repeats one token, so the first layer's values are one vector at every
+ * position and a window of 48 of them sums, unnormalised, past FLT_MAX;
+ * the tail's and the linear model's sums pass it too. The logits must stay
+ * finite and within 1e-5 of the unscaled model's, on every ISA, 1 and 2
+ * threads, steps and chunked prefills (cut inside and past the window). */
+Test(nonfinite, huge_values_keep_hybrid_and_linear_outputs_within_max_v)
+{
+    static const char *const models[] = {"tiny-linear-rope-gqa-retnet", "tiny-hybrid-rope-gqa",
+                                         "tiny-hybrid-fmap-rope-gqa"};
+    enum { N = 120, W = 48 };
+    const int cuts[] = {0, N, 30, 70};
+    int tokens[N];
+    for (int i = 0; i < N; i++)
+        tokens[i] = 'e';
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    const int ni = tu_cpu_isas(isas);
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        mem_weights plain = mem_weights_read(models[mi]), huge = mem_weights_read(models[mi]);
+        for (int l = 0; l < huge.c.n_layers; l++)
+            for (int w = 0; w < 2; w++) {
+                char name[64];
+                snprintf(name, sizeof name, "layers.%d.attn.%s.weight", l, w ? "o" : "v");
+                int f16;
+                size_t count;
+                unsigned char *t = st_tensor(&huge, name, &f16, &count);
+                cr_assert_eq(f16, 0);
+                for (size_t i = 0; i < count; i++) {
+                    float x;
+                    memcpy(&x, t + i * 4, 4);
+                    x = ldexpf(x, w ? -123 : 123);
+                    memcpy(t + i * 4, &x, 4);
+                }
+            }
+        linattn_config c = plain.c;
+        if (c.attention == LINATTN_ATTN_HYBRID)
+            c.window = W;
+        linattn_model *mp = mem_weights_model(&plain, &c), *mh = mem_weights_model(&huge, &c);
+        const size_t V = (size_t)c.vocab_size;
+        float *want = malloc(N * V * sizeof(float)), *got = malloc(N * V * sizeof(float));
+        cr_assert(want && got);
+        for (int ii = 0; ii < ni; ii++) {
+            cr_assert_eq(linattn_set_isa(isas[ii]), LINATTN_OK);
+            for (int threads = 1; threads <= 2; threads++)
+                for (size_t p = 0; p < sizeof cuts / sizeof *cuts; p++) {
+                    feed_path(mp, tokens, N, cuts[p], threads, want);
+                    feed_path(mh, tokens, N, cuts[p], threads, got);
+                    for (int i = 0; i < N; i++) {
+                        for (size_t t = 0; t < V; t++)
+                            cr_assert(isfinite(got[i * V + t]),
+                                      "%s %s threads %d cut %d: position %d logit %zu is %g",
+                                      models[mi], linattn_isa_name(isas[ii]), threads, cuts[p],
+                                      i, t, (double)got[i * V + t]);
+                        double e = rel_diff(got + i * V, want + i * V, (int)V);
+                        cr_assert_leq(e, 1e-5, "%s %s threads %d cut %d: position %d: relative "
+                                      "error %g", models[mi], linattn_isa_name(isas[ii]),
+                                      threads, cuts[p], i, e);
+                    }
+                }
+        }
+        linattn_set_isa(LINATTN_ISA_AUTO);
+        free(want);
+        free(got);
+        linattn_model_free(mp);
+        linattn_model_free(mh);
+        free(plain.bytes);
+        free(huge.bytes);
+    }
+}
