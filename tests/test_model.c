@@ -1914,6 +1914,82 @@ static void feed_path(const linattn_model *m, const int *tokens, int n, int cut,
     linattn_session_free(s);
 }
 
+/* The contract, alike for softmax, linear and hybrid models: a token whose
+ * embedding row is NaN (so q, k and v of every head are NaN at its
+ * position P in the first layer) leaves every earlier position's logits as
+ * they were, bit for bit, and makes every logit of P and of every later
+ * position NaN; the calls succeed (the host sees the NaN: linattn
+ * generate and eval refuse non-finite logits, naming the token). A hybrid
+ * sees P in its softmax window, then in its decayed tail forever: no
+ * window weight of zero, no tail normalisation may drop it. On every ISA,
+ * 1 and 2 threads, the step path and chunked prefills cut before, at,
+ * inside the window of and past P (the NaN then in the ring or the tail's
+ * state). The hybrid with F16 weights runs with an F16 KV cache. */
+Test(nonfinite, a_nan_token_reaches_every_later_row_and_no_earlier)
+{
+    static const char *const models[] = {"tiny-softmax-llama-gqa", "tiny-linear-rope-gqa-retnet",
+                                         "tiny-hybrid-rope-gqa", "tiny-hybrid-fmap-rope-gqa",
+                                         "tiny-hybrid-fmap-f16"};
+    enum { N = 60, P = 17 };
+    const int cuts[] = {0, N, P, P + 2, P + 12};
+    int tokens[N];
+    make_tokens(tokens, N, 13);
+    const int bad = tokens[P];
+    for (int i = 0; i < N; i++)
+        if (i != P && tokens[i] == bad)
+            tokens[i] = bad ^ 1; /* the NaN row at P only */
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    const int ni = tu_cpu_isas(isas);
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        mem_weights clean = mem_weights_read(models[mi]), nan = mem_weights_read(models[mi]);
+        int f16;
+        size_t count;
+        unsigned char *emb = st_tensor(&nan, "tok_emb.weight", &f16, &count);
+        const size_t d = (size_t)nan.c.d_model, V = (size_t)nan.c.vocab_size;
+        cr_assert_eq(count, V * d);
+        for (size_t c = 0; c < d; c++) {
+            if (f16) {
+                emb[((size_t)bad * d + c) * 2] = 0x00, emb[((size_t)bad * d + c) * 2 + 1] = 0x7e;
+            } else {
+                float q = NAN;
+                memcpy(emb + ((size_t)bad * d + c) * 4, &q, 4);
+            }
+        }
+        linattn_config c = clean.c;
+        if (f16 && c.attention == LINATTN_ATTN_HYBRID)
+            c.kv_cache = LINATTN_KV_F16;
+        linattn_model *mc = mem_weights_model(&clean, &c), *mn = mem_weights_model(&nan, &c);
+        float *want = malloc(N * V * sizeof(float)), *got = malloc(N * V * sizeof(float));
+        cr_assert(want && got);
+        for (int ii = 0; ii < ni; ii++) {
+            cr_assert_eq(linattn_set_isa(isas[ii]), LINATTN_OK);
+            for (int threads = 1; threads <= 2; threads++)
+                for (size_t p = 0; p < sizeof cuts / sizeof *cuts; p++) {
+                    feed_path(mc, tokens, N, cuts[p], threads, want);
+                    feed_path(mn, tokens, N, cuts[p], threads, got);
+                    const char *isa = linattn_isa_name(isas[ii]);
+                    for (int i = 0; i < P; i++)
+                        cr_assert_eq(memcmp(want + i * V, got + i * V, V * sizeof(float)), 0,
+                                     "%s %s threads %d cut %d: position %d (before the NaN "
+                                     "at %d) changed", models[mi], isa, threads, cuts[p], i, P);
+                    for (int i = P; i < N; i++)
+                        for (size_t t = 0; t < V; t++)
+                            cr_assert(isnan(got[i * V + t]),
+                                      "%s %s threads %d cut %d: position %d logit %zu is %g, "
+                                      "not NaN (the NaN at %d hidden)", models[mi], isa, threads,
+                                      cuts[p], i, t, (double)got[i * V + t], P);
+                }
+        }
+        linattn_set_isa(LINATTN_ISA_AUTO);
+        free(want);
+        free(got);
+        linattn_model_free(mc);
+        linattn_model_free(mn);
+        free(clean.bytes);
+        free(nan.bytes);
+    }
+}
+
 /* |out| <= max |v| through whole models: every layer's v projection times
  * 2^123 and its o projection times 2^-123 (both exact in binary) gives
  * |v| ~ 1e37 and, in exact arithmetic, the model's own logits. The stream
