@@ -2061,3 +2061,42 @@ Test(nonfinite, huge_values_keep_hybrid_and_linear_outputs_within_max_v)
         free(huge.bytes);
     }
 }
+
+/* A hybrid stream's saved state (its ring of the last W keys and values,
+ * then per query head the tail's S [F][d_head], z [F], waiting rows and
+ * range exponents) with a NaN or an inf anywhere, with a valid CRC, is
+ * refused whole, naming the layer, head and place: one NaN there would
+ * reach every later output. 21 tokens, W = 7: a full ring, 14 keys in the
+ * tail, all waiting (blocks of 16). */
+Test(nonfinite, hybrid_state_files_with_non_finite_values_are_refused)
+{
+    const size_t head = 56, kvd = 16, W = 7, F = 16, dh = 8, rows = 14, f = sizeof(float);
+    const size_t ring = 2 * W * kvd * f, per_head = (F * dh + F + rows * F + rows * dh) * f + 8;
+    const size_t layer = ring + 8 * per_head;
+    linattn_model *m = random_windowed(LINATTN_ATTN_HYBRID, (int)W, (int)F, 1, LINATTN_KV_F32);
+    int tokens[21];
+    make_tokens(tokens, 21, 5);
+    linattn_session *s = new_session(m);
+    cr_assert_eq(linattn_session_feed(s, tokens, 21, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_save_size(s, 0), head + 2 * layer + 256 * f + 4,
+                 "the layout this test pokes");
+    linattn_session_free(s);
+    poison_state(m, head + layer + (W * kvd + 3 * kvd + 7) * f, 0,
+                 "layer 1: the KV cache's values row 3 column 7 is not finite");
+    poison_state(m, head + ring + 5 * per_head + (2 * dh + 3) * f, 0,
+                 "layer 0 head 5: the linear sum S [2][3]");
+    poison_state(m, head + layer + ring + 7 * per_head + (F * dh + 4) * f, 0,
+                 "layer 1 head 7: the linear sum z [4]");
+    poison_state(m, head + ring + (F * dh + F + 13 * F + 15) * f, 0,
+                 "layer 0 head 0: a waiting phi(k) row [13][15]");
+    poison_state(m, head + layer + ring + 2 * per_head + (F * dh + F + rows * F + 1) * f, 0,
+                 "layer 1 head 2: a waiting v row [0][1]");
+    poison_state(m, head + 2 * layer + 17 * f, 0, "logit 17 is not finite");
+    linattn_model_free(m);
+
+    /* an F16 ring: +inf in layer 0's keys */
+    linattn_model *m16 = random_windowed(LINATTN_ATTN_HYBRID, 9, 8, 0, LINATTN_KV_F16);
+    poison_state(m16, head + (5 * kvd + 2) * 2, 1,
+                 "layer 0: the KV cache's keys row 5 column 2 is not finite");
+    linattn_model_free(m16);
+}
