@@ -468,3 +468,83 @@ Test(weights, golden_files)
 {
     tu_each_data_file(".safetensors", check_golden_file);
 }
+
+/* The worst tensor table: a header of the largest size allowed (100 MiB,
+ * MAX_HEADER_BYTES in weights.c), filled with tensors of one float each
+ * (765,000) whose names share a 66-byte prefix, in descending order of
+ * name and of data offset, so that every sort compares whole names and
+ * meets its input reversed; first with every name distinct (opened), then
+ * with the middle name repeated at the end (refused, naming it). The header
+ * is parsed once by the strict JSON reader (its duplicate-key check sorts
+ * each object's keys), then the names and the offsets are sorted once
+ * each: O(n log n). Measured here (Emerald Rapids VM, release): 3.7 s of
+ * CPU to open and 1.9 s to refuse, most of it cJSON's allocations; the
+ * bound, 60 s for the two, is 10x that; comparing pairs of names would be
+ * 3e11 compares of 70 bytes or more, hours. Skipped under ASan (a timing of
+ * seconds: the native run checks it). */
+#define TABLE_PREFIX "model.layers.attention.linear.feature_map.projection.weight.block."
+static size_t worst_table(char *buf, size_t cap, int dup, int *n_out, char *mid, size_t mid_size)
+{
+    const size_t head = (size_t)100 << 20;
+    const int n = 765000; /* fits 100 MiB with room for the duplicate */
+    size_t at = 8;
+    at += (size_t)snprintf(buf + at, cap - at, "{");
+    for (int i = 0; i < n; i++) {
+        int k = n - 1 - i; /* descending names and offsets */
+        at += (size_t)snprintf(buf + at, cap - at,
+                               "%s\"" TABLE_PREFIX "%07d\":{\"dtype\":\"F32\",\"shape\":[1],"
+                               "\"data_offsets\":[%d,%d]}", i ? "," : "", k, 4 * k, 4 * k + 4);
+        cr_assert_lt(at, head, "the table outgrew the header at tensor %d", i);
+    }
+    snprintf(mid, mid_size, TABLE_PREFIX "%07d", n / 2);
+    if (dup) /* the middle name again, over the bytes past the others */
+        at += (size_t)snprintf(buf + at, cap - at,
+                               ",\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+                               mid, 4 * n, 4 * n + 4);
+    at += (size_t)snprintf(buf + at, cap - at, "}");
+    cr_assert_leq(at, 8 + head, "%zu header bytes", at - 8);
+    memset(buf + at, ' ', 8 + head - at); /* padded to exactly the limit */
+    for (int i = 0; i < 8; i++)
+        buf[i] = (char)((uint64_t)head >> (8 * i));
+    at = 8 + head;
+    memset(buf + at, 0, 4 * (size_t)(n + 1)); /* the data: n + 1 floats */
+    *n_out = n + dup;
+    return at + 4 * (size_t)(n + 1);
+}
+
+Test(weights, worst_tensor_table_is_n_log_n)
+{
+    if (TU_SANITIZED)
+        cr_skip_test("a timing: the native run checks it");
+    size_t cap = ((size_t)100 << 20) + 8 + 4 * 1000000 + 4096;
+    char *buf = malloc(cap), mid[128];
+    cr_assert(buf);
+    int n;
+    size_t size = worst_table(buf, cap, 0, &n, mid, sizeof mid);
+    double t0 = tu_cpu_seconds();
+    linattn_weights *w = NULL;
+    cr_assert_eq(linattn_weights_open_mem(buf, size, "worst.safetensors", &w), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double t_open = tu_cpu_seconds() - t0;
+    cr_assert_eq(linattn_weights_count(w), n);
+    cr_assert(linattn_weights_has(w, mid));
+    cr_assert(linattn_weights_has(w, TABLE_PREFIX "0000000"));
+    cr_assert(!linattn_weights_has(w, TABLE_PREFIX "9999999"));
+    linattn_weights_close(w);
+
+    size = worst_table(buf, cap, 1, &n, mid, sizeof mid);
+    t0 = tu_cpu_seconds();
+    w = (linattn_weights *)1;
+    linattn_status st = linattn_weights_open_mem(buf, size, "worst.safetensors", &w);
+    double t_dup = tu_cpu_seconds() - t0;
+    cr_assert_eq(st, LINATTN_ERR_FORMAT, "%s", linattn_last_error());
+    cr_assert_null(w);
+    char want[160];
+    snprintf(want, sizeof want, "key \"%s\" appears twice", mid);
+    cr_assert(strstr(linattn_last_error(), "worst.safetensors") &&
+                  strstr(linattn_last_error(), want), "%s", linattn_last_error());
+    fprintf(stderr, "worst tensor table (%d tensors, 100 MiB header): %.2f s CPU to open, "
+            "%.2f s to refuse the duplicate\n", n, t_open, t_dup);
+    cr_assert_lt(t_open + t_dup, 60.0, "%.1f s + %.1f s", t_open, t_dup);
+    free(buf);
+}

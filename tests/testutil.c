@@ -295,6 +295,13 @@ void tu_assert_ok(const tu_run_result *r)
     cr_assert_eq(r->status, 0, "exit %d, stderr: %s", r->status, r->err);
 }
 
+double tu_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int tu_count_lines(const char *s, size_t n)
 {
     int lines = 0;

@@ -93,6 +93,24 @@ void tu_assert_ok(const tu_run_result *r);
 /* The number of '\n' in the n bytes at s. */
 int tu_count_lines(const char *s, size_t n);
 
+/* ---- worst-case timings ----------------------------------------------------- */
+
+/* CPU seconds this process has used (other work on the machine does not
+ * count; threads add up). */
+double tu_cpu_seconds(void);
+/* TU_SANITIZED is 1 in an AddressSanitizer build: the worst-case timings
+ * that take seconds natively skip there (CI runs the suite under ASan). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_SANITIZED 1
+#endif
+#endif
+#ifndef TU_SANITIZED
+#define TU_SANITIZED 0
+#endif
+
 /* The ISAs this CPU and build run (scalar first) into isas; returns how
  * many. Leaves the choice at auto. */
 int tu_cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT]);
