@@ -1,9 +1,12 @@
 /* tokenizer.c: the tokenizer object (bytes, llama2.c, Hugging Face), its lookups and BPE, and the byte-level functions. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "tokenizer.h"
@@ -32,6 +35,7 @@ linattn_status tok_alloc(tok_kind kind, const char *source, int vocab, size_t pi
                          linattn_tokenizer **out)
 {
     *out = NULL;
+    tok_keys_init();
     linattn_tokenizer *t = mem_calloc(1, sizeof *t);
     if (!t)
         return linattn_err(LINATTN_ERR_NOMEM, "tokenizer: out of memory");
@@ -73,12 +77,57 @@ void linattn_tokenizer_free(linattn_tokenizer *t)
     mem_free(t);
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
+uint64_t tok_keys[2] = {0x9E3779B97F4A7C15ull, 0x1234567ull};
+static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
+
+static uint64_t splitmix64(uint64_t *x)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+#define P61 (((uint64_t)1 << 61) - 1)
+
+static void draw_keys(void)
+{
+    uint64_t seed[2] = {0, 0};
+    if (getentropy(seed, sizeof seed) != 0) { /* no entropy source: the clock and addresses */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed[0] = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        seed[1] = (uint64_t)(uintptr_t)&ts ^ (uint64_t)getpid() << 32;
+    }
+    uint64_t x = seed[0] ^ splitmix64(&seed[1]);
+    tok_keys[0] = splitmix64(&x) | 1;
+    tok_keys[1] = splitmix64(&x) % (P61 - 1) + 1; /* in 1..p-1 */
+}
+
+void tok_keys_init(void)
+{
+    pthread_once(&keys_once, draw_keys);
+}
+
+/* The piece hash: the bytes (each plus 1) as the coefficients of a
+ * polynomial evaluated at the random point tok_keys[1] modulo the prime
+ * 2^61 - 1, so two distinct pieces of at most L bytes agree with
+ * probability at most L / 2^61 whatever their bytes; then multiply-shift
+ * to a slot. (FNV-1a, before, let a file hold 65,536 pieces of one slot:
+ * 21 s to load instead of 1.) */
+__extension__ typedef unsigned __int128 tok_u128;
+
+static size_t piece_slot(const linattn_tokenizer *t, const char *s, size_t n)
+{
+    const uint64_t r = tok_keys[1];
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        tok_u128 p = (tok_u128)h * r;
+        h = ((uint64_t)p & P61) + (uint64_t)(p >> 61) + (unsigned char)s[i] + 1;
+        h = h >= P61 ? h - P61 : h; /* h < 2^62 + 257: one subtraction may leave h >= P61, */
+        h = h >= P61 ? h - P61 : h; /* a second never does */
+    }
+    return tok_pair_slot(h, t->hash_mask);
 }
 
 linattn_status tok_build_hash(linattn_tokenizer *t)
@@ -101,7 +150,7 @@ linattn_status tok_build_hash(linattn_tokenizer *t)
             unsigned bg = (unsigned)(unsigned char)s[k - 1] << 8 | (unsigned char)s[k];
             t->bigram[bg >> 6] |= 1ull << (bg & 63);
         }
-        size_t i = fnv1a(s, n) & t->hash_mask;
+        size_t i = piece_slot(t, s, n);
         for (;; i = (i + 1) & t->hash_mask) {
             int32_t o = t->hash[i];
             if (o < 0) {
@@ -119,7 +168,7 @@ int tok_lookup(const linattn_tokenizer *t, const char *s, size_t n)
 {
     if (n > t->max_piece)
         return -1;
-    for (size_t i = fnv1a(s, n) & t->hash_mask;; i = (i + 1) & t->hash_mask) {
+    for (size_t i = piece_slot(t, s, n);; i = (i + 1) & t->hash_mask) {
         int32_t o = t->hash[i];
         if (o < 0)
             return -1;
@@ -154,6 +203,7 @@ linattn_status tok_push(tok_vec *v, int id)
 
 tok_trie *tok_trie_new(size_t bytes)
 {
+    tok_keys_init();
     tok_trie *tr = mem_calloc(1, sizeof *tr);
     if (!tr)
         return NULL;

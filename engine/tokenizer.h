@@ -141,11 +141,18 @@ static inline uint64_t tok_pair_of(int a, int b)
 {
     return (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
 }
+/* The random key of every table's slots, drawn once per process
+ * (tok_keys_init): [0] an odd multiplier, [1] the point the piece
+ * polynomial is taken at. A fixed hash lets a file pick keys that share a
+ * slot and makes every insert walk one long cluster (quadratic). */
+extern uint64_t tok_keys[2];
+void tok_keys_init(void);
+/* Multiply-shift (Dietzfelbinger): the top bits of key times a random odd
+ * number; two distinct keys share a slot with probability at most
+ * 2 / (mask + 1), however they were chosen. mask + 1 is a power of 2, > 1. */
 static inline size_t tok_pair_slot(uint64_t key, size_t mask)
 {
-    key ^= key >> 29;
-    key *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(key >> 17) & mask;
+    return (size_t)((key * tok_keys[0]) >> __builtin_clzll((unsigned long long)mask)) & mask;
 }
 int tok_pair_find(const linattn_tokenizer *t, int a, int b, uint32_t *rank, int *id);
 

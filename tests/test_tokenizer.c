@@ -1162,6 +1162,101 @@ Test(tokenizer, llama2c_merge_chain_is_n_log_n)
     free(s);
 }
 
+/* FNV-1a's low k bits after a byte depend only on its low k bits before:
+ * a 3-byte block that takes state s to the same low 24 bits as another
+ * (found by the birthday paradox among 8192 random blocks) makes a pair,
+ * and 16 such pairs in a row give 65,536 pieces of 48 bytes that all shared
+ * one slot of the piece table (a table of up to 2^24 slots) under the
+ * fixed hash of before: each insert probed the whole cluster, 2e9 probes,
+ * 21.3 s of CPU to load. The table now hashes with a random key (a
+ * polynomial modulo 2^61 - 1, then multiply-shift), so no file can aim at
+ * a slot: measured here 1.05 s of CPU (release, Emerald Rapids VM),
+ * asserted under 12 s (10x and more; the colliding load took 21 s, and
+ * doubling the pieces would take four times that). */
+static uint32_t fnv_low24(uint32_t s, const unsigned char *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        s = (uint32_t)(((uint64_t)(s ^ b[i]) * 0x100000001b3ull) & 0xffffff);
+    return s;
+}
+
+static int by_low24(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+Test(tokenizer, llama2c_colliding_pieces_are_n)
+{
+    enum { STAGES = 16, BLOCK = 3, TRIES = 8192, N = 1 << STAGES, LEN = STAGES * BLOCK };
+    unsigned char pair[STAGES][2][BLOCK];
+    uint64_t *cand = malloc(TRIES * sizeof *cand);
+    cr_assert(cand);
+    tu_rng_seed(23);
+    uint32_t state = (uint32_t)(0xcbf29ce484222325ull & 0xffffff);
+    for (int j = 0; j < STAGES; j++) {
+        int found = 0;
+        while (!found) {
+            for (int i = 0; i < TRIES; i++) { /* (low 24 bits after) << 24 | block */
+                uint32_t blk = tu_rng() & 0xffffff;
+                unsigned char b[BLOCK] = {(unsigned char)blk, (unsigned char)(blk >> 8),
+                                          (unsigned char)(blk >> 16)};
+                cand[i] = (uint64_t)fnv_low24(state, b, BLOCK) << 24 | blk;
+            }
+            qsort(cand, TRIES, sizeof *cand, by_low24);
+            for (int i = 1; i < TRIES && !found; i++)
+                if (cand[i] >> 24 == cand[i - 1] >> 24 && cand[i] != cand[i - 1]) {
+                    for (int k = 0; k < 2; k++)
+                        for (int q = 0; q < BLOCK; q++)
+                            pair[j][k][q] = (unsigned char)(cand[i - k] >> (8 * q));
+                    state = (uint32_t)(cand[i] >> 24);
+                    found = 1;
+                }
+        }
+    }
+    free(cand);
+    size_t cap = 4 + (size_t)(3 + 256 + N) * (8 + LEN), at = 4;
+    unsigned char *buf = malloc(cap);
+    cr_assert(buf);
+    put32(buf, LEN);
+    at = put_token(buf, at, 0, "<unk>", 5);
+    at = put_token(buf, at, 0, "<s>", 3);
+    at = put_token(buf, at, 0, "</s>", 4);
+    for (int b = 0; b < 256; b++) {
+        char p[8];
+        snprintf(p, sizeof p, "<0x%02X>", b);
+        at = put_token(buf, at, 0, p, 6);
+    }
+    char piece[LEN];
+    for (int i = 0; i < N; i++) { /* token 259 + i: block j is pair j's (bit j of i) */
+        for (int j = 0; j < STAGES; j++)
+            memcpy(piece + BLOCK * j, pair[j][(i >> j) & 1], BLOCK);
+        cr_assert_eq(fnv_low24((uint32_t)(0xcbf29ce484222325ull & 0xffffff),
+                               (const unsigned char *)piece, LEN), state);
+        at = put_token(buf, at, (float)-i, piece, LEN);
+    }
+    tu_write_file(tu_path("collide.bin"), buf, at);
+    free(buf);
+    char spec[4200];
+    snprintf(spec, sizeof spec, "llama2c:%s", tu_path("collide.bin"));
+    double t0 = tu_cpu_seconds();
+    linattn_tokenizer *t = load_ok(spec);
+    double dt = tu_cpu_seconds() - t0;
+    cr_assert_eq(linattn_tokenizer_vocab(t), 259 + N);
+    for (int i = 0; i < N; i += 4097) { /* the table holds each piece, its own */
+        for (int j = 0; j < STAGES; j++)
+            memcpy(piece + BLOCK * j, pair[j][(i >> j) & 1], BLOCK);
+        const char *out = NULL;
+        size_t n = 0;
+        cr_assert_eq(linattn_tokenizer_decode(t, 259, 259 + i, &out, &n), LINATTN_OK,
+                     "%s", linattn_last_error());
+        cr_assert(n == LEN && memcmp(out, piece, LEN) == 0, "token %d: %zu bytes", 259 + i, n);
+    }
+    fprintf(stderr, "%d pieces sharing FNV-1a's low 24 bits: %.2f s CPU to load\n", N, dt);
+    cr_assert_lt(dt, 12.0, "%d colliding pieces took %.1f s to load", N, dt);
+    linattn_tokenizer_free(t);
+}
+
 /* A plain BPE tokenizer.json (no pre-tokenizer, no merges) of the
  * characters "<|r0123456789>abcdxy", 60,000 added tokens "<|rN|>", and a few
  * whose contents overlap ("ab", "abc", "bcd", 'x' x 5000). Trying every
