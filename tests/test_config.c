@@ -831,3 +831,62 @@ Test(config, window_and_hybrid_keys)
     EXPECT_ERROR(with_model("attention = linear\n[runtime]\nkv_cache = f16\n"),
                  LINATTN_ERR_INVALID, "key 'kv_cache'", "no KV cache");
 }
+
+/* The worst config: a file of exactly the largest size read (1 MiB,
+ * MAX_CONFIG_BYTES in config.c) holding a value of 256 KiB (eps = 0.1 and
+ * its zeros: a long line, parsed whole), then about 390,000 comment lines,
+ * then the last line: in one file a key set again (refused, naming both
+ * lines), in the other a blank line (loaded). Each line is read once, each
+ * key looked up among the fixed keys; measured here (release, Emerald Rapids
+ * VM, loaded) 0.08 s of CPU for the two loads, asserted under 2 s (25x: so
+ * short a time varies); a pairwise check of the lines would be 8e10
+ * steps. Under ASan too. */
+static size_t worst_config(char *buf, int dup)
+{
+    const size_t size = (size_t)1 << 20, value = (size_t)256 << 10;
+    size_t at = (size_t)snprintf(buf, size, "%seps = 0.1", model_head);
+    memset(buf + at, '0', value);
+    at += value;
+    buf[at++] = '\n';
+    const char *last = dup ? "d_ff = 64\n" : "\n";
+    size_t tail = strlen(last);
+    size_t fill = size - tail - at; /* ";\n" lines, after a blank one when odd */
+    if (fill % 2)
+        buf[at + --fill] = '\n';
+    for (size_t i = 0; i < fill; i += 2)
+        memcpy(buf + at + i, ";\n", 2);
+    at = size - tail;
+    memcpy(buf + at, last, tail);
+    at += tail;
+    cr_assert_eq(at, size);
+    return tu_count_lines(buf, at);
+}
+
+Test(config, worst_file_is_linear)
+{
+    char *buf = malloc((size_t)1 << 20);
+    cr_assert(buf);
+    double cpu = 0;
+    for (int dup = 0; dup < 2; dup++) {
+        int lines = (int)worst_config(buf, dup);
+        const char *path = tu_path("worst.ini");
+        tu_write_file(path, buf, (size_t)1 << 20);
+        double t0 = tu_cpu_seconds();
+        linattn_status st = cli_config_load(path, &cfg, &gen, &att);
+        cpu += tu_cpu_seconds() - t0;
+        if (!dup) {
+            cr_assert_eq(st, LINATTN_OK, "%s", linattn_last_error());
+            cr_assert_float_eq(cfg.eps, 0.1f, 0.0f);
+            cr_assert_eq(cfg.d_ff, 64);
+            continue;
+        }
+        cr_assert_eq(st, LINATTN_ERR_FORMAT, "%s", linattn_last_error());
+        char want[128];
+        snprintf(want, sizeof want, "worst.ini:%d: [model] key 'd_ff': duplicate key (first set at "
+                 "line 6)", lines);
+        cr_assert(strstr(linattn_last_error(), want), "%s (want %s)", linattn_last_error(), want);
+    }
+    fprintf(stderr, "worst config (1 MiB): %.3f s CPU for the two loads\n", cpu);
+    cr_assert_lt(cpu, 2.0, "two loads of 1 MiB took %.2f s", cpu);
+    free(buf);
+}

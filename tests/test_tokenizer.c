@@ -1162,6 +1162,63 @@ Test(tokenizer, llama2c_merge_chain_is_n_log_n)
     free(s);
 }
 
+/* The same merge chain at the largest prompt read (--prompt-file: 64 MiB of
+ * 'a'), a benchmark (meson test --benchmark worst_cases sets
+ * LINATTN_WORST_CASES; plain test runs skip it): measured here 25 s of CPU
+ * to encode (release, Emerald Rapids VM), linear in the text (the 2 MB test
+ * above takes 1.6 s with the load); asserted under 200 s, 8x, where the
+ * pair copies of before (22.8 s a megabyte) would take about 1,500 s. */
+Test(tokenizer, worst_llama2c_merge_chain_64_mib)
+{
+    if (!getenv("LINATTN_WORST_CASES"))
+        cr_skip_test("a benchmark: meson test --benchmark worst_cases");
+    enum { CHAIN = 2000, LONG_B = 1000000 };
+    const size_t text = (size_t)64 << 20;
+    size_t cap = 4 + (4 + 256 + CHAIN) * 8 + (size_t)CHAIN * CHAIN / 2 + LONG_B + 4096, at = 4;
+    unsigned char *buf = malloc(cap);
+    char *s = malloc(text);
+    cr_assert(buf && s);
+    put32(buf, LONG_B);
+    at = put_token(buf, at, 0, "<unk>", 5);
+    at = put_token(buf, at, 0, "<s>", 3);
+    at = put_token(buf, at, 0, "</s>", 4);
+    for (int b = 0; b < 256; b++) {
+        char p[8];
+        snprintf(p, sizeof p, "<0x%02X>", b);
+        at = put_token(buf, at, 0, p, 6);
+    }
+    at = put_token(buf, at, 0, " ", 1); /* id 259 */
+    memset(s, 'a', CHAIN);
+    for (int n = 1; n < CHAIN; n++)     /* 'a' x n: id 259 + n */
+        at = put_token(buf, at, (float)n, s, (size_t)n);
+    memset(s, 'b', LONG_B);
+    at = put_token(buf, at, 0, s, LONG_B);
+    memset(s, 'a', text);
+    tu_write_file(tu_path("chain.bin"), buf, at);
+    free(buf);
+    char spec[4200];
+    snprintf(spec, sizeof spec, "llama2c:%s", tu_path("chain.bin"));
+    linattn_tokenizer *t = load_ok(spec);
+    size_t want = 2 + text / 1999 + 1, n = 0;
+    int *ids = malloc((want + 16) * sizeof *ids);
+    cr_assert(ids);
+    double t0 = tu_cpu_seconds();
+    cr_assert_eq(linattn_tokenizer_encode(t, s, text, 1, ids, want + 16, &n), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double dt = tu_cpu_seconds() - t0;
+    /* bos, ' ', then 'a' x 1999 as long as they last, then the rest */
+    cr_assert_eq(n, want, "%zu tokens, want %zu", n, want);
+    cr_assert(ids[0] == 1 && ids[1] == 259);
+    for (size_t i = 2; i < n - 1; i++)
+        cr_assert_eq(ids[i], 259 + 1999, "token %zu is %d", i, ids[i]);
+    cr_assert_eq(ids[n - 1], 259 + (int)(text % 1999));
+    fprintf(stderr, "64 MiB through a merge chain: %.1f s CPU\n", dt);
+    cr_assert_lt(dt, 200.0, "64 MiB through a merge chain took %.1f s", dt);
+    linattn_tokenizer_free(t);
+    free(ids);
+    free(s);
+}
+
 /* FNV-1a's low k bits after a byte depend only on its low k bits before:
  * a 3-byte block that takes state s to the same low 24 bits as another
  * (found by the birthday paradox among 8192 random blocks) makes a pair,
