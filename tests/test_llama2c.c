@@ -8,6 +8,8 @@
 
 #include "linattn.h"
 #include "../engine/cli/npy.h"
+#include "../engine/llama2c.h"
+#include "../engine/tokenizer.h"
 #include "../engine/weights.h"
 #include "testutil.h"
 
@@ -472,4 +474,94 @@ Test(llama2c, command_line)
     cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
     cr_expect(strstr(r.err, "key 'weights'") && strstr(r.err, "v1.bin"), "%s", r.err);
     tu_run_free(&r);
+}
+
+/* The llama2.c readers at their limits. The checkpoint header is a fixed
+ * 28 or 256 bytes: its every size at the largest allowed is read in O(1)
+ * and the file size it needs computed without overflow. tokenizer.bin is
+ * read in two passes: TOK_MAX_VOCAB + 1 empty tokens (134 MB) are counted
+ * and refused before anything is allocated; the longest pieces (1 MiB,
+ * MAX_TOKEN_LENGTH) load, each byte hashed and put in two tries once.
+ * Measured here (release, Emerald Rapids VM): 0.06 s to refuse the count,
+ * 0.91 s for 2 pieces of 1 MiB (random bytes: the tries' worst, about 140
+ * bytes of memory a byte); asserted under 20 s (20x; pass 1 is linear, a
+ * quadratic count would be 1e14 steps). The timed part skips under ASan. */
+Test(llama2c, worst_headers_and_tokenizer_bin)
+{
+    unsigned char h[256] = {0x32, 0x34, 0x6b, 0x61, 1, 0, 0, 0}; /* "ak42", version 1 */
+    const int32_t v[7] = {LINATTN_MAX_D_MODEL, LINATTN_MAX_D_FF, LINATTN_MAX_LAYERS,
+                          LINATTN_MAX_D_MODEL / 2, LINATTN_MAX_D_MODEL / 2, LINATTN_MAX_VOCAB,
+                          LINATTN_MAX_SEQ_LEN};
+    for (int i = 0; i < 7; i++)
+        for (int b = 0; b < 4; b++)
+            h[8 + 4 * i + b] = (unsigned char)((uint32_t)v[i] >> (8 * b));
+    h[36] = 0; /* an unshared classifier */
+    uint64_t dm = LINATTN_MAX_D_MODEL, nl = LINATTN_MAX_LAYERS, nv = LINATTN_MAX_VOCAB;
+    uint64_t ff = LINATTN_MAX_D_FF;
+    uint64_t want = 256 + 4 * (2 * nv * dm + 2 * nl * dm + dm + nl * dm * 4 * dm + nl * dm * 3 * ff);
+    linattn_llama2c_info info;
+    cr_assert_eq(linattn_llama2c_parse(h, sizeof h, want, "max.bin", &info), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(info.file_bytes, want);
+    cr_assert_eq(linattn_llama2c_parse(h, sizeof h, want - 4, "max.bin", &info),
+                 LINATTN_ERR_FORMAT);
+    if (TU_SANITIZED)
+        cr_skip_test("a timing: the native run checks it");
+
+    size_t n = (size_t)TOK_MAX_VOCAB + 1, size = 4 + 8 * n;
+    unsigned char *buf = calloc(size, 1);
+    cr_assert(buf);
+    buf[0] = 1; /* max_token_length 1; every token a score 0 and a length 0 */
+    linattn_tokenizer *t = (linattn_tokenizer *)1;
+    double t0 = tu_cpu_seconds();
+    cr_assert_eq(tok_load_llama2c("many.bin", buf, size, &t), LINATTN_ERR_FORMAT);
+    double t_count = tu_cpu_seconds() - t0;
+    cr_assert(strstr(linattn_last_error(), "many.bin: more than 16777216 tokens"), "%s",
+              linattn_last_error());
+    cr_assert_null(t);
+    free(buf);
+
+    enum { LONG = 1 << 20, N_LONG = 2 };
+    size = 4 + (3 + 256 + 1 + N_LONG) * (size_t)8 + 3 + 256 * 6 + 1 + (size_t)N_LONG * LONG;
+    buf = malloc(size);
+    cr_assert(buf);
+    size_t at = 4;
+    for (int b = 0; b < 4; b++)
+        buf[b] = (unsigned char)((uint32_t)LONG >> (8 * b));
+    char p[8];
+    for (int i = 0; i < 3 + 256 + 1 + N_LONG; i++) {
+        size_t len = i < 3 ? 1 : i < 259 ? 6 : i == 259 ? 1 : LONG;
+        memset(buf + at, 0, 4); /* score 0 */
+        for (int b = 0; b < 4; b++)
+            buf[at + 4 + b] = (unsigned char)(len >> (8 * b));
+        at += 8;
+        if (i < 3) {
+            buf[at] = (unsigned char)("USE"[i]);
+        } else if (i < 259) {
+            snprintf(p, sizeof p, "<0x%02X>", i - 3);
+            memcpy(buf + at, p, 6);
+        } else if (i == 259) {
+            buf[at] = ' ';
+        } else {
+            tu_rng_seed((uint32_t)i);
+            for (size_t k = 0; k < LONG; k++)
+                buf[at + k] = (unsigned char)tu_rng();
+        }
+        at += len;
+    }
+    cr_assert_eq(at, size);
+    t0 = tu_cpu_seconds();
+    cr_assert_eq(tok_load_llama2c("long.bin", buf, size, &t), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double t_long = tu_cpu_seconds() - t0;
+    cr_assert_eq(linattn_tokenizer_vocab(t), 3 + 256 + 1 + N_LONG);
+    const char *out = NULL;
+    size_t len = 0;
+    cr_assert_eq(linattn_tokenizer_decode(t, 259, 261, &out, &len), LINATTN_OK);
+    cr_assert(len == LONG && memcmp(out, buf + size - LONG, LONG) == 0);
+    linattn_tokenizer_free(t);
+    free(buf);
+    fprintf(stderr, "tokenizer.bin: %.2f s to refuse %zu tokens, %.2f s for %d pieces of 1 MiB\n",
+            t_count, n, t_long, N_LONG);
+    cr_assert_lt(t_count + t_long, 20.0, "%.1f s + %.1f s", t_count, t_long);
 }

@@ -188,3 +188,60 @@ Test(npy, file_errors)
     cr_expect(linattn_last_error()[0] != '\0');
     cr_expect_eq(tu_count_files(), 1, "only empty.npy: a failed write leaves nothing");
 }
+
+/* The worst .npy header: a version 2 header (its length a u32) of 256 MiB,
+ * nearly all of it blanks and the leading zeros of a dimension, read in one
+ * pass: first a file that parses (shape (2, 3)), then one whose 'shape'
+ * comes again after the blanks (refused, naming it). The format allows a
+ * header of 4 GiB in a file of at most 16 GiB; 256 MiB keeps the test's
+ * memory small and the time linear says the rest. Measured here (release,
+ * Emerald Rapids VM) 0.75 s of CPU for the two; asserted under 10 s (13x;
+ * a rescan from the start at each token would be 1e16 steps). */
+static size_t worst_npy(unsigned char *buf, size_t hlen, int dup)
+{
+    static const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0};
+    memcpy(buf, magic, 8);
+    for (int i = 0; i < 4; i++)
+        buf[8 + i] = (unsigned char)(hlen >> (8 * i));
+    char *h = (char *)buf + 12;
+    size_t third = hlen / 3;
+    memset(h, ' ', hlen);
+    h[0] = '{';
+    size_t at = third; /* blanks, then the keys and a dimension of many zeros */
+    at += (size_t)sprintf(h + at, "'descr': '<f4', 'fortran_order': False, 'shape': (");
+    memset(h + at, '0', third);
+    at += third;
+    at += (size_t)sprintf(h + at, "2, 3), ");
+    h[at] = ' ';
+    const char *end = dup ? "'shape': (2, 3)}" : "}";
+    memcpy(h + hlen - 1 - strlen(end), end, strlen(end));
+    h[hlen - 1] = '\n';
+    memset(buf + 12 + hlen, 0, 24); /* six floats */
+    return 12 + hlen + 24;
+}
+
+Test(npy, worst_header_is_linear)
+{
+    const size_t hlen = (size_t)256 << 20;
+    unsigned char *buf = malloc(hlen + 64);
+    cr_assert(buf);
+    linattn_npy a;
+    double t0 = tu_cpu_seconds();
+    size_t size = worst_npy(buf, hlen, 0);
+    double t1 = tu_cpu_seconds();
+    cr_assert_eq(linattn_npy_parse(buf, size, "worst.npy", &a), LINATTN_OK, "%s",
+                 linattn_last_error());
+    double cpu = tu_cpu_seconds() - t1;
+    cr_assert(a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 && a.count == 6);
+    linattn_npy_free(&a);
+    size = worst_npy(buf, hlen, 1);
+    t1 = tu_cpu_seconds();
+    cr_assert_eq(linattn_npy_parse(buf, size, "worst.npy", &a), LINATTN_ERR_FORMAT);
+    cpu += tu_cpu_seconds() - t1;
+    cr_assert(strstr(linattn_last_error(), "worst.npy: npy header: key 'shape' appears twice"),
+              "%s", linattn_last_error());
+    fprintf(stderr, "worst npy header (256 MiB): %.2f s CPU for the two parses (%.2f s to "
+            "build one)\n", cpu, t1 - t0);
+    cr_assert_lt(cpu, 10.0, "two headers of 256 MiB took %.1f s", cpu);
+    free(buf);
+}
