@@ -198,6 +198,7 @@ struct linattn_source_keys {
     const char *path;
     const int *key_line; /* [N_KEYS], 0 for keys not in the file */
     const linattn_config *c; /* the config the keys are of */
+    int alone;               /* a model given alone (config_from_model): path is its file */
 };
 
 static linattn_status bad_value(const struct linattn_source_keys *o, enum key_id k, const char *fmt, ...)
@@ -427,7 +428,7 @@ linattn_status linattn_config_validate(const linattn_config *c)
                            (unsigned)c->struct_size, sizeof *c);
     if (!terminated(c->path, sizeof c->path))
         return linattn_err(LINATTN_ERR_INVALID, "config: path not NUL-terminated");
-    struct linattn_source_keys o = {c->path, NULL, c};
+    struct linattn_source_keys o = {c->path, NULL, c, 0};
     return validate(c, &o);
 }
 
@@ -512,6 +513,8 @@ linattn_status linattn_source_error(const linattn_source_keys *o, linattn_status
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    if (o->alone)
+        return linattn_err(st, "%s", why); /* the readers' messages name the file */
     int k = key_named(key);
     return report(st, o->path, k >= 0 && o->key_line ? o->key_line[k] : 0,
                   k >= 0 ? section_names[keys[k].section] : "model", key, "%s", why);
@@ -540,11 +543,64 @@ static linattn_status complete(linattn_config *c, const linattn_source_keys *o)
     return src->complete ? src->complete(c, arg, o) : LINATTN_OK;
 }
 
+linattn_status linattn_config_from_model(const char *path, linattn_config *c)
+{
+    if (!path || !c)
+        return linattn_err(LINATTN_ERR_INVALID, "config_from_model: NULL argument");
+    if (strlen(path) >= sizeof c->path)
+        return linattn_err(LINATTN_ERR_INVALID, "%.200s...: path too long (at most %zu bytes)",
+                           path, sizeof c->path - 1);
+    unsigned char head[4];
+    size_t got;
+    uint64_t bytes;
+    if (linattn_source_head(path, head, sizeof head, &got, &bytes) && got == 4 &&
+        memcmp(head, "GGUF", 4) == 0)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: a GGUF file, which this version of linattn does not read yet "
+                           "(it reads llama2.c checkpoints, Hugging Face folders and "
+                           "safetensors with a config)", path);
+    char arg[sizeof c->weights];
+    const linattn_source *src = linattn_source_detect(path, arg, sizeof arg);
+    if (!src)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "%s: not a model file or folder linattn reads (a llama2.c "
+                           "checkpoint, a Hugging Face folder with config.json, or a file in "
+                           "one)", path);
+    if (!src->complete)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: a %s file holds no model shape: give the Hugging Face folder "
+                           "with its config.json, or a config with weights = %s",
+                           path, src->name, path);
+    linattn_config *t = mem_alloc(sizeof *t);
+    if (!t)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    linattn_config_defaults(t);
+    strcpy(t->path, path);
+    if ((size_t)snprintf(t->weights, sizeof t->weights, "%s%s", src->prefix, arg) >=
+        sizeof t->weights) {
+        mem_free(t);
+        return linattn_err(LINATTN_ERR_INVALID, "%s: path too long", path);
+    }
+    /* as a config file that gives weights alone: every other key is the
+     * source's, from its files (shape, architecture, attention, tokenizer) */
+    int lines[N_KEYS] = {0};
+    struct linattn_source_keys o = {path, lines, t, 1};
+    linattn_status st = complete(t, &o);
+    if (st == LINATTN_OK) {
+        o.key_line = NULL; /* validate without line numbers: the model's file has none */
+        st = validate(t, &o);
+    }
+    if (st == LINATTN_OK)
+        *c = *t;
+    mem_free(t);
+    return st;
+}
+
 linattn_status linattn_config_complete(linattn_config *c)
 {
     if (!linattn_source_of(c->weights, NULL)->complete)
         return LINATTN_OK;
-    struct linattn_source_keys o = {c->path, NULL, c};
+    struct linattn_source_keys o = {c->path, NULL, c, 0};
     linattn_status st = complete(c, &o);
     return st != LINATTN_OK ? st : validate(c, &o);
 }
@@ -1108,7 +1164,7 @@ static linattn_status load(struct parse *p)
                 return report(LINATTN_ERR_FORMAT, p->path, p->section_line[SEC_MODEL], "model",
                               keys[k].name, "required key missing");
         }
-    struct linattn_source_keys o = {p->path, p->key_line, c};
+    struct linattn_source_keys o = {p->path, p->key_line, c, 0};
     st = complete(c, &o);
     return st != LINATTN_OK ? st : validate(c, &o);
 }

@@ -152,3 +152,21 @@ linattn_status linattn_llama2c_read_info(const char *path, linattn_llama2c_info 
     close(fd);
     return linattn_llama2c_parse(head, got, (uint64_t)size, path, info);
 }
+
+int linattn_llama2c_looks_like(const unsigned char *bytes, size_t avail)
+{
+    if (avail >= 4 && get_u32(bytes) == MAGIC)
+        return 1;
+    if (avail < 28)
+        return 0;
+    int32_t v[7];
+    for (int i = 0; i < 7; i++)
+        v[i] = get_i32(bytes + 4 * i);
+    int32_t vocab = v[5] < 0 ? -v[5] : v[5]; /* negative: an unshared classifier */
+    /* dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len:
+     * every one in range, so that text or another format is not taken */
+    return v[0] > 0 && v[0] <= LINATTN_MAX_D_MODEL && v[1] > 0 && v[1] <= LINATTN_MAX_D_FF &&
+           v[2] > 0 && v[2] <= LINATTN_MAX_LAYERS && v[3] > 0 && v[3] <= v[0] && v[4] > 0 &&
+           v[4] <= v[3] && v[5] != INT32_MIN && vocab > 0 && vocab <= LINATTN_MAX_VOCAB &&
+           v[6] > 0 && v[6] <= LINATTN_MAX_SEQ_LEN;
+}

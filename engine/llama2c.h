@@ -32,6 +32,10 @@ linattn_status linattn_llama2c_parse(const unsigned char *bytes, size_t avail,
                                      linattn_llama2c_info *info);
 /* The same, reading the header of the file at path (a regular file). */
 linattn_status linattn_llama2c_read_info(const char *path, linattn_llama2c_info *info);
+/* 1 when bytes[avail] begin like a llama2.c checkpoint: version 1's magic,
+ * or a legacy header whose seven sizes are all in range (a damaged file
+ * that does is still a checkpoint, for linattn_llama2c_parse to judge). */
+int linattn_llama2c_looks_like(const unsigned char *bytes, size_t avail);
 
 /* weights.c: maps the checkpoint and names its tensors as a linattn model's
  * (tok_emb.weight, layers.N.norm1/attn.q/k/v/o/norm2/ffn.gate/up/down,

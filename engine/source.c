@@ -1,18 +1,30 @@
 /* source.c: the table of weights sources, and which one a weights value names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
 
 #include "source.h"
 
-/* Prefixed sources first; the plain path (no prefix) takes what is left. */
+/* Prefixed sources first; the plain path (no prefix) takes what is left.
+ * detect() is asked in this order too, the plain safetensors file last (a
+ * Hugging Face folder's model.safetensors is the folder's). */
 static const linattn_source *const sources[] = {
     &linattn_source_random,
     &linattn_source_llama2c,
     &linattn_source_hf,
+    &linattn_source_safetensors,
 };
+#define N_SOURCES (sizeof sources / sizeof sources[0])
 
 const linattn_source *linattn_source_of(const char *weights, const char **arg)
 {
-    for (size_t i = 0; weights && i < sizeof sources / sizeof sources[0]; i++) {
+    for (size_t i = 0; weights && i < N_SOURCES; i++) {
+        if (!sources[i]->prefix)
+            continue;
         size_t n = strlen(sources[i]->prefix);
         if (strncmp(weights, sources[i]->prefix, n) == 0) {
             if (arg)
@@ -23,4 +35,50 @@ const linattn_source *linattn_source_of(const char *weights, const char **arg)
     if (arg)
         *arg = weights;
     return &linattn_source_safetensors;
+}
+
+const linattn_source *linattn_source_detect(const char *path, char *arg, size_t size)
+{
+    for (size_t i = 0; i < N_SOURCES; i++)
+        if (sources[i]->detect && sources[i]->detect(path, arg, size))
+            return sources[i];
+    return NULL;
+}
+
+int linattn_source_head(const char *path, unsigned char *buf, size_t n, size_t *got,
+                        uint64_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    size_t have = 0;
+    while (have < n) {
+        ssize_t r = read(fd, buf + have, n - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+    }
+    close(fd);
+    *got = have;
+    *size = (uint64_t)sb.st_size;
+    return 1;
+}
+
+int linattn_source_beside(const char *dir, const char *name, const char *prefix, char *out,
+                          size_t size)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
+    return !out || (size_t)snprintf(out, size, "%s%s", prefix, path) < size;
 }

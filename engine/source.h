@@ -5,6 +5,7 @@
 #ifndef LINATTN_ENGINE_SOURCE_H
 #define LINATTN_ENGINE_SOURCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -44,6 +45,12 @@ typedef struct linattn_source {
     /* NULL (random: the loader draws the weights), or opens the tensors
      * under this project's names */
     linattn_status (*open)(const char *arg, linattn_weights **out);
+    /* NULL (named only by its prefix), or 1 when the file or folder at path
+     * is this source's by its contents (a model given alone: `-m PATH`),
+     * with what follows the prefix in arg[size] (a Hugging Face file's
+     * folder, say); 0 when it is not. A damaged file of the source's kind
+     * is still claimed, so that complete() says what is wrong with it. */
+    int (*detect)(const char *path, char *arg, size_t size);
 } linattn_source;
 
 extern const linattn_source linattn_source_safetensors; /* source_safetensors.c */
@@ -55,6 +62,19 @@ extern const linattn_source linattn_source_hf;          /* source_hf.c */
  * its prefix. Never NULL: a value without a known prefix is a path to a
  * safetensors file. */
 const linattn_source *linattn_source_of(const char *weights, const char **arg);
+
+/* The source whose detect() claims path, in the table's order, with its
+ * argument in arg[size]; NULL when none does. */
+const linattn_source *linattn_source_detect(const char *path, char *arg, size_t size);
+
+/* For detect(): the first bytes of a regular file (buf[n], *got of them)
+ * and its size; 0 when path is not a regular file that can be read. */
+int linattn_source_head(const char *path, unsigned char *buf, size_t n, size_t *got,
+                        uint64_t *size);
+/* For detect() and complete(): 1 when dir/name is a regular file (and
+ * then, when out is not NULL, "prefix" "dir/name" in out[size]). */
+int linattn_source_beside(const char *dir, const char *name, const char *prefix, char *out,
+                          size_t size);
 
 /* random:SEED's seed: 1 with it in *seed, 0 when arg is not a whole
  * unsigned decimal that fits 64 bits. */

@@ -26,6 +26,10 @@ static linattn_status complete(linattn_config *c, const char *dir, const linattn
     }
     const int file = linattn_source_from_file(o);
 #define GIVEN(k) linattn_source_given(o, k)
+    /* a Llama model is trained with softmax attention; the config may ask
+     * for another kind on purpose (a linearized conversion) */
+    if (file && !GIVEN("attention"))
+        c->attention = LINATTN_ATTN_SOFTMAX;
     struct { const char *k; int *field; int value; const char *json; } shape[] = {
         {"vocab_size", &c->vocab_size, in.vocab_size, "vocab_size"},
         {"d_model", &c->d_model, in.d_model, "hidden_size"},
@@ -116,6 +120,32 @@ static linattn_status complete(linattn_config *c, const char *dir, const linattn
 #undef GIVEN
     return LINATTN_OK;
 }
+/* A folder with a config.json, or a file in one (its model.safetensors,
+ * the shard index, config.json itself): the folder. */
+static int detect(const char *path, char *arg, size_t size)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    if (S_ISDIR(sb.st_mode))
+        return linattn_source_beside(path, "config.json", "", NULL, 0) &&
+               (size_t)snprintf(arg, size, "%s", path) < size;
+    if (!S_ISREG(sb.st_mode))
+        return 0;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    size_t n = strlen(base);
+    int ours = strcmp(base, "config.json") == 0 ||
+               strcmp(base, "model.safetensors.index.json") == 0 ||
+               (n > 12 && strcmp(base + n - 12, ".safetensors") == 0);
+    char dir[4096] = ".";
+    if (slash && (size_t)snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) >= sizeof dir)
+        return 0;
+    if (slash == path)
+        strcpy(dir, "/");
+    return ours && linattn_source_beside(dir, "config.json", "", NULL, 0) &&
+           (size_t)snprintf(arg, size, "%s", dir) < size;
+}
+
 const linattn_source linattn_source_hf = {
     .name = "hf",
     .prefix = LINATTN_HF_PREFIX,
@@ -123,4 +153,5 @@ const linattn_source linattn_source_hf = {
     .arg_is_path = 1,
     .complete = complete,
     .open = linattn_weights_open_hf,
+    .detect = detect,
 };

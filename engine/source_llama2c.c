@@ -49,6 +49,10 @@ static linattn_status complete(linattn_config *c, const char *path, const linatt
     if (!linattn_source_given(o, "max_seq_len"))
         c->max_seq_len = in.seq_len;
     if (file) {
+        /* a llama2.c model is trained with softmax attention; the config
+         * may ask for another kind on purpose (a linearized conversion) */
+        if (!linattn_source_given(o, "attention"))
+            c->attention = LINATTN_ATTN_SOFTMAX;
         if (!linattn_source_given(o, "norm"))
             c->norm = LINATTN_NORM_RMSNORM;
         if (!linattn_source_given(o, "ffn"))
@@ -58,7 +62,28 @@ static linattn_status complete(linattn_config *c, const char *path, const linatt
         if (!linattn_source_given(o, "bias"))
             c->bias = 0;
     }
+    /* llama2.c keeps its tokenizer.bin beside the checkpoint (run.c's
+     * default -z): that one unless the config names another */
+    if (!linattn_source_given(o, "tokenizer")) {
+        char dir[4096] = ".";
+        const char *slash = strrchr(path, '/');
+        if (slash)
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+        linattn_source_beside(dir, "tokenizer.bin", "llama2c:", c->tokenizer,
+                              sizeof c->tokenizer);
+    }
     return LINATTN_OK;
+}
+
+static int detect(const char *path, char *arg, size_t size)
+{
+    unsigned char head[28];
+    size_t got;
+    uint64_t bytes;
+    if (!linattn_source_head(path, head, sizeof head, &got, &bytes) ||
+        !linattn_llama2c_looks_like(head, got))
+        return 0;
+    return (size_t)snprintf(arg, size, "%s", path) < size;
 }
 
 const linattn_source linattn_source_llama2c = {
@@ -68,4 +93,5 @@ const linattn_source linattn_source_llama2c = {
     .arg_is_path = 1,
     .complete = complete,
     .open = linattn_weights_open_llama2c,
+    .detect = detect,
 };

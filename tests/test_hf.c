@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -623,6 +625,51 @@ Test(hf, the_program_on_a_folder)
     cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "%s", r.err);
     cr_expect(strstr(r.err, "rope_scaling"), "%s", r.err);
     tu_run_free(&r);
+    free_model(&m);
+}
+
+/* The folder given alone (-m DIR, or one of its files): its config.json's
+ * shape, softmax attention (the checkpoint's own), the folder's
+ * tokenizer.json: the same ids as the config that says so. */
+Test(hf, the_folder_given_alone)
+{
+    model m;
+    make_model(&m, 0);
+    write_hf(&m, 1, NULL);
+    write_tokenizer_json();
+    char dir[512], ini[512];
+    snprintf(dir, sizeof dir, "%s", tu_path(""));
+    dir[strlen(dir) - 1] = '\0'; /* no trailing slash */
+    snprintf(ini, sizeof ini, "%s", write_ini("hf.ini", hf_ini_softmax));
+    const char *given[] = {"", "/model.safetensors", "/config.json"};
+    for (int k = 0; k < 3; k++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s%s", dir, given[k]);
+        linattn_config c;
+        cr_assert_eq(linattn_config_from_model(path, &c), LINATTN_OK, "%s: %s", path,
+                     linattn_last_error());
+        char want[700];
+        snprintf(want, sizeof want, "hf:%s", dir);
+        cr_expect_str_eq(c.weights, want, "%s", path);
+        cr_expect_str_eq(c.tokenizer, want, "the folder's tokenizer.json");
+        cr_expect_eq(c.attention, LINATTN_ATTN_SOFTMAX);
+        tu_run_result a = tu_run("generate", "-m", path, "-p", "ab", "-n", "6", "--temperature",
+                                 "0", "--print-ids", "--ignore-eos", NULL);
+        tu_run_result b = tu_run("generate", ini, "-p", "ab", "-n", "6", "--temperature", "0",
+                                 "--print-ids", "--ignore-eos", NULL);
+        tu_assert_ok(&a);
+        tu_assert_ok(&b);
+        cr_expect(a.out_len > 6 && a.out_len == b.out_len && !memcmp(a.out, b.out, a.out_len),
+                  "-m %s and its config differ:\n%s\n%s", path, a.out, b.out);
+        tu_run_free(&a);
+        tu_run_free(&b);
+    }
+    /* a folder without config.json is no model */
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/empty", dir);
+    cr_assert_eq(mkdir(empty, 0700), 0);
+    linattn_config c;
+    cr_expect_eq(linattn_config_from_model(empty, &c), LINATTN_ERR_INVALID);
     free_model(&m);
 }
 

@@ -565,3 +565,79 @@ Test(llama2c, worst_headers_and_tokenizer_bin)
             t_count, n, t_long, N_LONG);
     cr_assert_lt(t_count + t_long, 20.0, "%.1f s + %.1f s", t_count, t_long);
 }
+
+/* A checkpoint given alone (-m FILE, or as the config argument): recognised
+ * by its header, its shape read from it, softmax attention (what llama2.c
+ * trains), the tokenizer.bin beside it when there is one; the same text as
+ * the config that says all that. Damaged or foreign files: one line saying
+ * what the file is not. */
+Test(llama2c, model_given_alone)
+{
+    char bin[512], cfg[512]; /* tu_path's ring is reused below */
+    snprintf(bin, sizeof bin, "%s", write_checkpoint(softmax_model, 1, "alone.bin"));
+    snprintf(cfg, sizeof cfg, "%s", tu_path("alone.ini"));
+    linattn_config c;
+    cr_assert_eq(linattn_config_from_model(bin, &c), LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(c.attention, LINATTN_ATTN_SOFTMAX);
+    cr_expect_eq(c.d_model, D);
+    cr_expect_eq(c.vocab_size, V);
+    cr_expect_eq(c.max_seq_len, SEQ);
+    cr_expect_str_eq(c.tokenizer, "", "no tokenizer.bin beside it: bytes");
+    char want[4200];
+    snprintf(want, sizeof want, "llama2c:%s", bin);
+    cr_expect_str_eq(c.weights, want);
+
+    tu_write_text(cfg, "[model]\nweights = llama2c:alone.bin\nattention = softmax\n");
+    tu_run_result a = tu_run("generate", "-m", bin, "-p", "In the", "-n", "12",
+                             "--temperature", "0", "--print-ids", NULL);
+    tu_run_result b = tu_run("generate", cfg, "-p", "In the", "-n", "12", "--temperature", "0",
+                             "--print-ids", NULL);
+    tu_assert_ok(&a);
+    tu_assert_ok(&b);
+    cr_expect(a.out_len > 12 && a.out_len == b.out_len && !memcmp(a.out, b.out, a.out_len),
+              "-m FILE and its config differ:\n%s\n%s", a.out, b.out);
+    tu_run_free(&a);
+    tu_run_free(&b);
+    tu_run_result i = tu_run("info", bin, NULL);
+    tu_assert_ok(&i);
+    cr_expect(strstr(i.out, "softmax"), "%s", i.out);
+    tu_run_free(&i);
+
+    /* a tokenizer.bin beside the checkpoint is its tokenizer */
+    const char *tok = tu_path("tokenizer.bin");
+    tu_write_text(tok, "not read here");
+    cr_assert_eq(linattn_config_from_model(bin, &c), LINATTN_OK, "%s", linattn_last_error());
+    snprintf(want, sizeof want, "llama2c:%s", tok);
+    cr_expect_str_eq(c.tokenizer, want);
+    remove(tok);
+
+    /* a damaged checkpoint is still one: its reader says what is wrong */
+    static const unsigned char v1_magic[] = {0x32, 0x34, 0x6b, 0x61, 1, 0, 0, 0};
+    tu_write_file(tu_path("short.bin"), v1_magic, sizeof v1_magic);
+    tu_run_result d = tu_run("generate", "-m", tu_path("short.bin"), "-p", "x", NULL);
+    cr_expect_neq(d.status, 0);
+    cr_expect_eq(tu_count_lines(d.err, d.err_len), 1, "one line: %s", d.err);
+    cr_expect(strstr(d.err, "short.bin") && strstr(d.err, "llama2.c"), "%s", d.err);
+    tu_run_free(&d);
+
+    /* neither a model nor a config, a GGUF file, a safetensors file alone */
+    static const unsigned char junk[] = {0x7f, 'E', 'L', 'F', 0, 1, 2, 3};
+    tu_write_file(tu_path("junk.bin"), junk, sizeof junk);
+    static const unsigned char gguf[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
+    tu_write_file(tu_path("m.gguf"), gguf, sizeof gguf);
+    static const unsigned char st[] = {2, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+    tu_write_file(tu_path("w.safetensors"), st, sizeof st);
+    const char *files[] = {"junk.bin", "m.gguf", "w.safetensors"};
+    const char *says[] = {"not a model file or folder linattn reads", "a GGUF file",
+                          "holds no model shape"};
+    for (int k = 0; k < 3; k++) {
+        tu_run_result r = tu_run("generate", "-m", tu_path(files[k]), "-p", "x", NULL);
+        cr_expect_neq(r.status, 0, "%s", files[k]);
+        cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+        cr_expect(strstr(r.err, says[k]) && strstr(r.err, files[k]), "%s: %s", files[k], r.err);
+        tu_run_free(&r);
+    }
+    cr_expect_eq(linattn_config_from_model(tu_path("junk.bin"), &c), LINATTN_ERR_INVALID);
+    cr_expect_eq(linattn_config_from_model(tu_path("m.gguf"), &c), LINATTN_ERR_UNSUPPORTED);
+    cr_expect_eq(linattn_config_from_model(cfg, &c), LINATTN_ERR_INVALID, "an INI is no model");
+}

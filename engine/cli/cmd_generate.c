@@ -16,12 +16,13 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: linattn generate CONFIG [options]\n"
-    "       linattn generate -m CONFIG [options]\n"
+    "usage: linattn generate CONFIG|MODEL [options]\n"
+    "       linattn generate -m CONFIG|MODEL [options]\n"
     "\n"
     "Feeds a prompt to the model CONFIG describes and streams the text it writes.\n"
+    "MODEL: a llama2.c checkpoint or Hugging Face folder alone (see docs/cli.md).\n"
     "\n"
-    "  -m, --model CONFIG   the config (instead of the first argument)\n"
+    "  -m, --model PATH     the config or model (instead of the first argument)\n"
     "  -p, --prompt TEXT    prompt (default: the config's [generate] prompt)\n"
     "  -f, --prompt-file F  read the prompt from F ('-': standard input)\n"
     "  -n, --tokens N       tokens to generate (default: max_new_tokens; -1: until the\n"

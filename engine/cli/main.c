@@ -190,7 +190,24 @@ linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_genera
             use = installed;
     }
 #endif
-    linattn_status st = cli_config_load(use, cfg, gen, att);
+    /* a model file or folder given alone (-m stories15M.bin, -m DIR): its
+     * own shape, attention and tokenizer, the defaults for the rest */
+    linattn_status st = linattn_config_from_model(use, cfg);
+    if (st == LINATTN_OK) {
+        cli_config_defaults(gen, att);
+        free(a0);
+        return st;
+    }
+    if (st != LINATTN_ERR_INVALID) { /* a model, damaged or of a kind not read */
+        free(a0);
+        return st;
+    }
+    char not_model[1024];
+    snprintf(not_model, sizeof not_model, "%s", linattn_last_error());
+    st = cli_config_load(use, cfg, gen, att);
+    /* a binary file that is not a model either: say what it is not */
+    if (st == LINATTN_ERR_FORMAT && strstr(linattn_last_error(), "not a text file"))
+        st = cli_err(LINATTN_ERR_FORMAT, "%s, nor a config (INI)", not_model);
     free(a0);
     return st;
 }
