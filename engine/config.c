@@ -628,6 +628,7 @@ struct parse {
     int skipping;             /* in a program section no host claimed: keys are not read */
     const char *long_value;   /* the real value behind LONG_VALUE_MARK, else NULL */
     linattn_status status;    /* the first error */
+    const linattn_config *base; /* linattn_config_load_over: the model's config, else NULL */
 };
 
 static void syntax_error(struct parse *p, const char *fmt, ...) LINATTN_PRINTF(2, 3);
@@ -1155,9 +1156,13 @@ static linattn_status load(struct parse *p)
         return report(LINATTN_ERR_FORMAT, p->path, r, NULL, NULL, "syntax error");
 
     linattn_config *c = p->c;
+    if (p->base && p->key_line[K_WEIGHTS])
+        return report(LINATTN_ERR_INVALID, p->path, p->key_line[K_WEIGHTS], "model", "weights",
+                      "the model is given apart from this config (%s): leave weights out",
+                      p->base->path[0] ? p->base->path : p->base->weights);
     /* a source that reads the shape from its files needs only weights */
     const int shaped = linattn_source_of(c->weights, NULL)->complete != NULL;
-    if (p->section_line[SEC_MODEL])
+    if (p->section_line[SEC_MODEL] && !p->base)
         for (size_t i = 0; i < sizeof required_model_keys / sizeof required_model_keys[0]; i++) {
             enum key_id k = required_model_keys[i];
             if (!p->key_line[k] && !(shaped && k != K_WEIGHTS))
@@ -1169,8 +1174,8 @@ static linattn_status load(struct parse *p)
     return st != LINATTN_OK ? st : validate(c, &o);
 }
 
-linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
-                                        linattn_config_key *host, int n_host)
+static linattn_status load_keys(const char *path, const linattn_config *base, linattn_config *c,
+                                linattn_config_key *host, int n_host)
 {
     if (!path || !c || n_host < 0 || (n_host > 0 && !host))
         return linattn_err(LINATTN_ERR_INVALID, "config: NULL argument");
@@ -1178,7 +1183,7 @@ linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
         return linattn_err(LINATTN_ERR_INVALID, "config path too long (at most %zu bytes)",
                            sizeof c->path - 1);
 
-    struct parse p = {.path = path, .host = host, .n_host = n_host};
+    struct parse p = {.path = path, .host = host, .n_host = n_host, .base = base};
     for (int k = 0; k < n_host; k++) {
         linattn_config_key *h = &host[k];
         int bad = !h->section || !h->name || !h->field || (unsigned)h->type > LINATTN_KEY_INTS ||
@@ -1207,7 +1212,10 @@ linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
     p.c = mem_alloc(sizeof *p.c);
     if (!p.c)
         return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
-    linattn_config_defaults(p.c);
+    if (base)
+        *p.c = *base; /* every key the file leaves out is the model's */
+    else
+        linattn_config_defaults(p.c);
     strcpy(p.c->path, path);
     const char *slash = strrchr(path, '/');
     p.dir_len = slash ? (size_t)(slash - path) + 1 : 0;
@@ -1218,6 +1226,25 @@ linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
     mem_free(p.text);
     mem_free(p.c);
     return st;
+}
+
+linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
+                                        linattn_config_key *host, int n_host)
+{
+    return load_keys(path, NULL, c, host, n_host);
+}
+
+linattn_status linattn_config_load_over(const char *path, const linattn_config *base,
+                                        linattn_config *c, linattn_config_key *host, int n_host)
+{
+    if (!base)
+        return linattn_err(LINATTN_ERR_INVALID, "config: NULL base");
+    linattn_status st = linattn_config_validate(base);
+    if (st != LINATTN_OK)
+        return st;
+    if (!base->weights[0])
+        return linattn_err(LINATTN_ERR_INVALID, "config: the base config has no weights");
+    return load_keys(path, base, c, host, n_host);
 }
 
 linattn_status linattn_config_load(const char *path, linattn_config *c)

@@ -491,6 +491,14 @@ LINATTN_API linattn_status linattn_config_load(const char *path, linattn_config 
  * c is unchanged; host fields may have been set. */
 LINATTN_API linattn_status linattn_config_load_keys(const char *path, linattn_config *c,
                                                     linattn_config_key *keys, int n);
+/* The same, over base (a model's config: linattn_config_from_model): every
+ * key the file gives replaces base's, then the model's files are read as
+ * for a config naming them (a shape key must agree with them; attention,
+ * window, tokenizer and [runtime] keys may change on purpose). The file
+ * must not give weights. `linattn generate -m MODEL --config FILE`. */
+LINATTN_API linattn_status linattn_config_load_over(const char *path, const linattn_config *base,
+                                                    linattn_config *c, linattn_config_key *keys,
+                                                    int n);
 /* Makes "PATH:LINE: [section] key 'name': why" the last error and returns
  * status (line 0, section or key NULL: left out): a host's messages about
  * its keys read like the library's. */

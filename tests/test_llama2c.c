@@ -603,6 +603,44 @@ Test(llama2c, model_given_alone)
     cr_expect(strstr(i.out, "softmax"), "%s", i.out);
     tu_run_free(&i);
 
+    /* --config FILE over the model: its runtime and [generate] keys, and
+     * model keys on purpose; a shape key must agree; no weights */
+    char over[512];
+    snprintf(over, sizeof over, "%s", tu_path("over.ini"));
+    tu_write_text(over, "[runtime]\nthreads = 1\n[generate]\nprompt = In the\n"
+                        "max_new_tokens = 12\ntemperature = 0\n");
+    tu_run_result o = tu_run("generate", "-m", bin, "--config", over, "--print-ids", NULL);
+    tu_run_result ob = tu_run("generate", cfg, "-p", "In the", "-n", "12", "--temperature", "0",
+                              "--print-ids", NULL);
+    tu_assert_ok(&o);
+    tu_assert_ok(&ob);
+    cr_expect(o.out_len == ob.out_len && !memcmp(o.out, ob.out, o.out_len),
+              "--config over -m differs:\n%s\n%s", o.out, ob.out);
+    tu_run_free(&o);
+    tu_run_free(&ob);
+    const char *bad_over[] = {"[model]\nweights = llama2c:alone.bin\n", "[model]\nd_model = 999\n"};
+    const char *bad_says[] = {"leave weights out", "999 here, but the llama2.c checkpoint"};
+    for (int k = 0; k < 2; k++) {
+        tu_write_text(over, bad_over[k]);
+        tu_run_result r = tu_run("generate", "-m", bin, "--config", over, "-p", "x", NULL);
+        cr_expect_neq(r.status, 0);
+        cr_expect_eq(tu_count_lines(r.err, r.err_len), 1, "one line: %s", r.err);
+        cr_expect(strstr(r.err, bad_says[k]) && strstr(r.err, "over.ini:"), "%s", r.err);
+        tu_run_free(&r);
+    }
+    /* attention changed on purpose: the checkpoint run as linear attention */
+    tu_write_text(over, "[model]\nattention = linear\n");
+    linattn_config base, lin;
+    cr_assert_eq(linattn_config_from_model(bin, &base), LINATTN_OK);
+    cr_assert_eq(linattn_config_load_over(over, &base, &lin, NULL, 0), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_expect_eq(lin.attention, LINATTN_ATTN_LINEAR);
+    cr_expect_eq(lin.d_model, D);
+    tu_run_result oc = tu_run("generate", cfg, "--config", over, "-p", "x", NULL);
+    cr_expect_neq(oc.status, 0);
+    cr_expect(strstr(oc.err, "a config already"), "%s", oc.err);
+    tu_run_free(&oc);
+
     /* a tokenizer.bin beside the checkpoint is its tokenizer */
     const char *tok = tu_path("tokenizer.bin");
     tu_write_text(tok, "not read here");

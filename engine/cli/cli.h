@@ -31,6 +31,10 @@ void cli_check_threads(const char *what, long threads);
  * works from any folder once installed. */
 linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_generate *gen,
                                cli_attention *att);
+/* The same, with over (NULL: none) a config laid over a model file or
+ * folder given as path (generate --config FILE). */
+linattn_status cli_load_model(const char *path, const char *over, linattn_config *cfg,
+                              cli_generate *gen, cli_attention *att);
 /* The error reporter of the CLI's own .npy and file code (see internal.h). */
 linattn_status cli_err(linattn_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -112,6 +112,12 @@ linattn_status cli_config_check(const cli_generate *g, const cli_attention *a)
 linattn_status cli_config_load(const char *path, linattn_config *c, cli_generate *g,
                                cli_attention *a)
 {
+    return cli_config_load_over(path, NULL, c, g, a);
+}
+
+linattn_status cli_config_load_over(const char *path, const linattn_config *base,
+                                    linattn_config *c, cli_generate *g, cli_attention *a)
+{
     cli_config_defaults(g, a);
     linattn_config_key keys[N_CLI_KEYS];
     make_keys(keys, g, a);
@@ -119,7 +125,8 @@ linattn_status cli_config_load(const char *path, linattn_config *c, cli_generate
     linattn_config *tmp = malloc(sizeof *tmp);
     if (!tmp)
         return linattn_config_report(LINATTN_ERR_NOMEM, path, 0, NULL, NULL, "out of memory");
-    linattn_status st = linattn_config_load_keys(path, tmp, keys, N_CLI_KEYS);
+    linattn_status st = base ? linattn_config_load_over(path, base, tmp, keys, N_CLI_KEYS)
+                             : linattn_config_load_keys(path, tmp, keys, N_CLI_KEYS);
     if (st == LINATTN_OK) {
         int lines[N_CLI_KEYS];
         for (int i = 0; i < N_CLI_KEYS; i++)

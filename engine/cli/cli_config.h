@@ -43,6 +43,9 @@ void cli_config_defaults(cli_generate *g, cli_attention *a);
  * ("FILE:LINE: [section] key 'name': why", as the library's). */
 linattn_status cli_config_load(const char *path, linattn_config *c, cli_generate *g,
                                cli_attention *a);
+/* The same over base (a model given alone: linattn_config_load_over). */
+linattn_status cli_config_load_over(const char *path, const linattn_config *base,
+                                    linattn_config *c, cli_generate *g, cli_attention *a);
 /* The same checks on values from flags ("command line: ..."). */
 linattn_status cli_config_check(const cli_generate *g, const cli_attention *a);
 const char *cli_variant_name(int variant);

@@ -23,6 +23,8 @@ static const char usage[] =
     "MODEL: a llama2.c checkpoint or Hugging Face folder alone (see docs/cli.md).\n"
     "\n"
     "  -m, --model PATH     the config or model (instead of the first argument)\n"
+    "  --config FILE        with a MODEL: a config laid over it (runtime keys, and\n"
+    "                       [model] keys changed on purpose; no weights)\n"
     "  -p, --prompt TEXT    prompt (default: the config's [generate] prompt)\n"
     "  -f, --prompt-file F  read the prompt from F ('-': standard input)\n"
     "  -n, --tokens N       tokens to generate (default: max_new_tokens; -1: until the\n"
@@ -43,7 +45,8 @@ static const char usage[] =
     "  --ignore-eos         go on past the tokenizer's end-of-text token (by default\n"
     "                       it ends the text, or the answer with -i; a llama2.c\n"
     "                       tokenizer's BOS too, which separates its stories, as\n"
-    "                       run.c stops there)\n"
+    "                       run.c stops there)\n";
+static const char usage_more[] =
     "  -i, --interactive    a conversation: after each answer, read a line from stdin,\n"
     "                       feed it and answer it (each answer up to -n tokens, ending\n"
     "                       at a newline unless --stop says otherwise); end of input\n"
@@ -80,7 +83,7 @@ static const char usage[] =
 enum { OPT_PROMPT = 256, OPT_PROMPT_FILE, OPT_TOKENS, OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED,
        OPT_THREADS, OPT_ISA, OPT_STATS, OPT_SAVE, OPT_LOAD, OPT_PENALTY, OPT_LAST_N, OPT_MIN_P,
        OPT_BIAS, OPT_STOP, OPT_CTX, OPT_NO_DISPLAY, OPT_PRINT_IDS, OPT_INTERACTIVE,
-       OPT_IGNORE_EOS, OPT_CHAT_TEMPLATE, OPT_CTX_OVERFLOW };
+       OPT_IGNORE_EOS, OPT_CHAT_TEMPLATE, OPT_CTX_OVERFLOW, OPT_CONFIG };
 
 #define MAX_STOPS 16
 
@@ -253,6 +256,7 @@ static linattn_status feed_prompt(linattn_session *s, const int *tokens, int n, 
 
 static const struct option generate_opts[] = {
     {"model", required_argument, 0, 'm'},
+    {"config", required_argument, 0, OPT_CONFIG},
     {"prompt", required_argument, 0, OPT_PROMPT},
     {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
     {"tokens", required_argument, 0, OPT_TOKENS},
@@ -285,7 +289,7 @@ static const struct option generate_opts[] = {
 /* The flags as given: -1 (NULL) where one was not, so the config's value stands. */
 typedef struct gen_opts {
     const char *cmd; /* argv[0], "generate" or "chat": messages about the conversation name it */
-    const char *model_flag, *config_path, *prompt, *prompt_file, *isa, *save, *load;
+    const char *model_flag, *config_path, *over, *prompt, *prompt_file, *isa, *save, *load;
     const char *overflow, *chat_name;
     const char *stops[MAX_STOPS]; /* with -i and none given, the chat format's end is added */
     int n_stops;
@@ -376,6 +380,7 @@ static int parse_generate_args(int argc, char **argv, gen_opts *o)
         switch (c) {
         case 'i': o->interactive = 1; break;
         case 'm': o->model_flag = optarg; break;
+        case OPT_CONFIG: o->over = optarg; break;
         case 'p': /* fall through */
         case OPT_PROMPT: o->prompt = optarg; break;
         case 'f': /* fall through */
@@ -421,7 +426,7 @@ static int parse_generate_args(int argc, char **argv, gen_opts *o)
             if (parse_logit_bias(optarg, &o->biases[o->n_biases++]))
                 return 1;
             break;
-        case 'h': fputs(usage, stdout); return 0;
+        case 'h': fputs(usage, stdout); fputs(usage_more, stdout); return 0;
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",
@@ -436,7 +441,7 @@ static int setup_config(const gen_opts *o, gen_run *r)
 {
     linattn_config *cfg = r->cfg;
     cli_generate *gen = r->gen;
-    linattn_status st = cli_load_config(o->config_path, cfg, gen, NULL);
+    linattn_status st = cli_load_model(o->config_path, o->over, cfg, gen, NULL);
     if (st != LINATTN_OK)
         return cli_fail_status("config", st);
     if (!linattn_config_has_model(cfg))

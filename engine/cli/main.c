@@ -166,6 +166,12 @@ void cli_check_threads(const char *what, long threads)
 linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_generate *gen,
                                cli_attention *att)
 {
+    return cli_load_model(path, NULL, cfg, gen, att);
+}
+
+linattn_status cli_load_model(const char *path, const char *over, linattn_config *cfg,
+                              cli_generate *gen, cli_attention *att)
+{
     /* the sections a command does not use are still read (and checked) */
     cli_generate g0;
     cli_attention *a0 = att ? NULL : malloc(sizeof *a0);
@@ -194,7 +200,18 @@ linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_genera
      * own shape, attention and tokenizer, the defaults for the rest */
     linattn_status st = linattn_config_from_model(use, cfg);
     if (st == LINATTN_OK) {
-        cli_config_defaults(gen, att);
+        if (over) { /* its runtime choices, and model keys changed on purpose */
+            linattn_config *base = malloc(sizeof *base);
+            if (!base) {
+                free(a0);
+                return cli_err(LINATTN_ERR_NOMEM, "out of memory");
+            }
+            *base = *cfg;
+            st = cli_config_load_over(over, base, cfg, gen, att);
+            free(base);
+        } else {
+            cli_config_defaults(gen, att);
+        }
         free(a0);
         return st;
     }
@@ -204,6 +221,12 @@ linattn_status cli_load_config(const char *path, linattn_config *cfg, cli_genera
     }
     char not_model[1024];
     snprintf(not_model, sizeof not_model, "%s", linattn_last_error());
+    if (over) {
+        free(a0);
+        return cli_err(LINATTN_ERR_INVALID,
+                       "--config %s: adds to a model file or folder, but %s is a config "
+                       "already (give the model's file, or one config)", over, path);
+    }
     st = cli_config_load(use, cfg, gen, att);
     /* a binary file that is not a model either: say what it is not */
     if (st == LINATTN_ERR_FORMAT && strstr(linattn_last_error(), "not a text file"))
