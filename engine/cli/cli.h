@@ -23,6 +23,8 @@ void cli_warn(const char *what, const char *fmt, ...) __attribute__((format(prin
  * Commands that write as they go call it after each piece, to stop at the
  * first lost write; main checks it (and closes stdout) after every command. */
 int cli_stdout_ok(void);
+/* fputs to stdout, keeping the reason of a failure for cli_stdout_ok. */
+void cli_put(const char *text);
 /* Warns when threads is above the cores this process may use. */
 void cli_check_threads(const char *what, long threads);
 /* linattn_config_load, where a relative path that does not exist here is

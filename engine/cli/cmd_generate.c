@@ -426,7 +426,7 @@ static int parse_generate_args(int argc, char **argv, gen_opts *o)
             if (parse_logit_bias(optarg, &o->biases[o->n_biases++]))
                 return 1;
             break;
-        case 'h': fputs(usage, stdout); fputs(usage_more, stdout); return 0;
+        case 'h': cli_put(usage); cli_put(usage_more); return 0;
         case ':': return cli_fail("generate", "option '%s' needs a value", argv[optind - 1]);
         default:
             return cli_fail("generate", "unknown option '%s' (try 'linattn generate --help')",

@@ -108,6 +108,13 @@ int cli_parse_float(const char *cmd, const char *flag, const char *text, double 
 
 /* Set at the first failed write to stdout, so the reason is told once. */
 static int stdout_failed;
+static int stdout_errno; /* why a cli_put failed, when stdio keeps no reason */
+
+void cli_put(const char *text)
+{
+    if (fputs(text, stdout) == EOF && !stdout_errno)
+        stdout_errno = errno;
+}
 
 int cli_stdout_ok(void)
 {
@@ -117,9 +124,11 @@ int cli_stdout_ok(void)
     if (fflush(stdout) == 0 && !ferror(stdout))
         return 1;
     /* glibc keeps the unwritten bytes, so this flush fails again with the
-     * reason; EIO when stdio said nothing more */
+     * reason; else the reason a cli_put saw (a text longer than the buffer
+     * fails while it is written); EIO when stdio said nothing more */
     stdout_failed = 1;
-    cli_fail("writing the output", "%s", strerror(errno ? errno : EIO));
+    cli_fail("writing the output", "%s",
+             strerror(errno ? errno : stdout_errno ? stdout_errno : EIO));
     return 0;
 }
 
