@@ -242,10 +242,65 @@ static void sm_range(const linattn_kernels *kt, const attn_plan *p, const sm_hea
     }
 }
 
+static int sm_all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+/* Row i of one head (fp32 k, v) again, with its weights normalised before
+ * they meet the values, into dst[dv]: for a row whose unnormalised sum
+ * o = sum e^(s - m) v overflowed (n values near FLT_MAX / n, or mixed signs
+ * giving inf - inf) while its scores were finite. sum w_j v_j with
+ * w_j = e^(s_j - m) / l summing to 1 is a convex combination, so
+ * |dst| <= max |v| (to rounding); an inf or NaN value the row sees still
+ * reaches it. qs: the row's query times scale [dk]. Reads only the keys the
+ * row sees (causal, window, valid length), as sm_range. */
+static void sm_row_convex(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i,
+                          const float *qs, float *dst)
+{
+    const size_t dk = (size_t)p->dk, dv = (size_t)p->dv;
+    const int pos = i + p->Lk - p->Lq;
+    int lo = 0, hi = hd->len;
+    if (p->causal && pos + 1 < hi)
+        hi = pos + 1;
+    if (p->window > 0 && pos - p->window + 1 > lo)
+        lo = pos - p->window + 1;
+    const float *K = hd->k, *V = hd->v;
+    float m = -INFINITY, l = 0.0f;
+    for (int j = lo; j < hi; j++) {
+        float s = kt->dot(qs, K + (size_t)j * p->k.row, dk);
+        if (s > m) {
+            l *= expf(m - s);
+            m = s;
+        }
+        l += expf(s - m);
+    }
+    memset(dst, 0, dv * sizeof(float));
+    const float inv = 1.0f / l;
+    for (int j = lo; j < hi; j++) {
+        float s = kt->dot(qs, K + (size_t)j * p->k.row, dk);
+        kt->axpy(dst, expf(s - m) * inv, V + (size_t)j * p->v.row, dv);
+    }
+}
+
+/* Whether a row's output dst[dv] must be made again by sm_row_convex: it is
+ * not finite while its max m and sum l are (every score it saw finite).
+ * Halfs (kv16) never come near FLT_MAX: n of them sum past it only for
+ * n > 5e33 keys. Rows with finite outputs, nearly all, keep their bits. */
+static int sm_overflowed(const sm_head *hd, const float *dst, size_t dv, float m, float l)
+{
+    return !hd->kv16 && !sm_all_finite(dst, dv) && isfinite(m) && isfinite(l) && l > 0.0f;
+}
+
 /* Rows [i0, i0 + nq) of out = o / l; a row that saw no key (l = 0: a key
  * seen adds at least e^0) is zeros (the contract), its log-sum-exp -inf; a
- * row whose l is NaN (a score that was not finite) is NaN. */
-static void sm_finish(const attn_plan *p, const sm_head *hd, int i0, int nq, const sm_buffers *b)
+ * row whose l is NaN (a score that was not finite) is NaN; a row whose o
+ * overflowed is made again by sm_row_convex. */
+static void sm_finish(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int i0,
+                      int nq, const sm_buffers *b)
 {
     const size_t dv = (size_t)p->dv;
     for (int r = 0; r < nq; r++) {
@@ -257,6 +312,8 @@ static void sm_finish(const attn_plan *p, const sm_head *hd, int i0, int nq, con
             float inv = 1.0f / b->l[r];
             for (size_t c = 0; c < dv; c++)
                 dst[c] = acc[c] * inv;
+            if (sm_overflowed(hd, dst, dv, b->m[r], b->l[r]))
+                sm_row_convex(kt, p, hd, i0 + r, b->qs + (size_t)r * p->dk, dst);
         } else {
             memset(dst, 0, dv * sizeof(float));
         }
@@ -292,9 +349,11 @@ static void sm_partial_store(float *part, int nq, size_t dv, const sm_buffers *b
 
 /* out rows = the merge of nseg partials: M = max m over segments that saw
  * a key, o = sum o_s e^(m_s - M) / sum l_s e^(m_s - M); a segment whose m
- * or l is NaN (a score that was not finite) makes the row NaN. */
+ * or l is NaN (a score that was not finite) makes the row NaN; a row whose
+ * o overflowed (in a segment or in the merge) is made again by
+ * sm_row_convex, qs [dk] its scratch. */
 static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_head *hd, int nq,
-                     const float *parts, size_t stride, int nseg)
+                     const float *parts, size_t stride, int nseg, float *qs)
 {
     const size_t dv = (size_t)p->dv;
     for (int r = 0; r < nq; r++) {
@@ -330,6 +389,12 @@ static void sm_merge(const linattn_kernels *kt, const attn_plan *p, const sm_hea
         }
         if (L > 0.0f)
             kt->scale(dst, 1.0f / L, dv);
+        if (sm_overflowed(hd, dst, dv, M, L)) {
+            const float *src = hd->q + (size_t)r * p->q.row;
+            for (size_t c = 0; c < (size_t)p->dk; c++)
+                qs[c] = src[c] * p->scale;
+            sm_row_convex(kt, p, hd, r, qs, dst);
+        }
         if (hd->lse)
             hd->lse[r] = L > 0.0f ? M + logf(L) : -INFINITY;
     }
@@ -411,7 +476,9 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
 #endif
             for (long bh = 0; bh < heads; bh++) {
                 sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)bh, kv16);
-                sm_merge(kt, &p, &hd, p.Lq, parts + (size_t)bh * nseg * stride, stride, nseg);
+                float *qs = ws + (size_t)attn_thread_id() * per_thread; /* its buffers' qs */
+                sm_merge(kt, &p, &hd, p.Lq, parts + (size_t)bh * nseg * stride, stride, nseg,
+                         qs);
             }
         }
     } else if (heads >= nt) {
@@ -425,7 +492,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
             for (long qb = 0; qb < nqb; qb++) {
                 int i0 = (int)qb * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
                 sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
-                sm_finish(&p, &hd, i0, nq, &b);
+                sm_finish(kt, &p, &hd, i0, nq, &b);
             }
         }
     } else {
@@ -439,7 +506,7 @@ static linattn_status softmax_run(const linattn_attention_desc *d, const float *
             sm_head hd = sm_head_at(&p, q, k, v, out, lse, (size_t)(it % heads), kv16);
             int i0 = (int)(nqb - 1 - it / heads) * SM_BQ, nq = p.Lq - i0 < SM_BQ ? p.Lq - i0 : SM_BQ;
             sm_range(kt, &p, &hd, i0, nq, 0, p.Lk, &b);
-            sm_finish(&p, &hd, i0, nq, &b);
+            sm_finish(kt, &p, &hd, i0, nq, &b);
         }
     }
     mem_free(owned);

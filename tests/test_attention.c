@@ -142,8 +142,9 @@ static double phi(double x)
 }
 
 /* The reference: one query row at a time, in double. A decayed (linear,
- * causal) head weighs key j for query i by g^(i + Lk - Lq - j). */
-static double *reference(enum variant var, const problem *p)
+ * causal) head weighs key j for query i by g^(i + Lk - Lq - j); a softmax
+ * window W > 0 (causal) hides keys j <= i + Lk - Lq - W. */
+static double *reference_window(enum variant var, const problem *p, int window)
 {
     const int off = p->Lk - p->Lq;
     const double scale = p->scale != 0.0f ? p->scale : 1.0 / sqrt((double)p->dk);
@@ -168,10 +169,11 @@ static double *reference(enum variant var, const problem *p)
                 int end = len; /* visible keys [0, end) */
                 if (p->causal && i + off + 1 < end)
                     end = i + off + 1;
-                if (end <= 0)
+                const int start = window > 0 && i + off - window + 1 > 0 ? i + off - window + 1 : 0;
+                if (end <= start)
                     continue;
                 double mx = -INFINITY, sum = 0;
-                for (int j = 0; j < end; j++) {
+                for (int j = start; j < end; j++) {
                     double s = 0;
                     for (int c = 0; c < p->dk; c++)
                         s += pq[c] * pk[(size_t)j * p->dk + c];
@@ -180,14 +182,14 @@ static double *reference(enum variant var, const problem *p)
                         w[j] *= pow((double)p->decay[h], (double)(i + off - j));
                     mx = w[j] > mx ? w[j] : mx;
                 }
-                for (int j = 0; j < end; j++) {
+                for (int j = start; j < end; j++) {
                     if (var == SOFTMAX)
                         w[j] = exp(w[j] - mx);
                     sum += w[j];
                 }
                 if (var == LINEAR)
                     sum += p->eps;
-                for (int j = 0; j < end; j++)
+                for (int j = start; j < end; j++)
                     for (int c = 0; c < p->dv; c++)
                         o[c] += w[j] / sum * V[(size_t)j * p->dv + c];
             }
@@ -196,6 +198,11 @@ static double *reference(enum variant var, const problem *p)
     free(pk);
     free(pq);
     return out;
+}
+
+static double *reference(enum variant var, const problem *p)
+{
+    return reference_window(var, p, 0);
 }
 
 /* max |a - b| over the rows of real queries (all rows unless skip_pad). */
@@ -2028,11 +2035,13 @@ static void make_large(problem *p, int how)
                                                  ((double)p->Lk * p->dv)));
 }
 
-/* out against the double reference, relative to max |v|, and every output
- * finite with |out| <= max |v| (up to rounding). */
-static void expect_bounded(const problem *p, const float *out, const char *what)
+/* out against the double reference (var's, with a softmax window), relative
+ * to max |v|, and every output finite with |out| <= max |v| (up to
+ * rounding). */
+static void expect_bounded_as(enum variant var, const problem *p, int window, const float *out,
+                              const char *what)
 {
-    double *ref = reference(LINEAR, p);
+    double *ref = reference_window(var, p, window);
     double vmax = max_abs(p->v, (size_t)p->B * p->H * p->Lk * p->dv);
     double e = max_err_ref(p, out, ref) / vmax;
     cr_expect(e <= 1e-5, "%s: max error %g of max |v| %g", what, e, vmax);
@@ -2042,6 +2051,11 @@ static void expect_bounded(const problem *p, const float *out, const char *what)
             break;
         }
     free(ref);
+}
+
+static void expect_bounded(const problem *p, const float *out, const char *what)
+{
+    expect_bounded_as(LINEAR, p, 0, out, what);
 }
 
 /* The operator: recurrent and chunked, causal and not, with and without
@@ -2149,4 +2163,70 @@ Test(linear, large_inputs_in_a_stream)
     }
     linattn_set_isa(LINATTN_ISA_AUTO);
     set_mode(LINATTN_LINEAR_AUTO);
+}
+
+/* Softmax values near FLT_MAX: the unnormalised sum e^(s - m) v of n
+ * visible keys passes FLT_MAX long before the division by the sum of
+ * weights. Values: 0 |v| ~ 1e37 of one sign, 1 ~ 3e38 of one sign, 2
+ * +-3e38 alternating by key (the partial sums meet inf - inf: NaN), 3 the
+ * problem's normal values scaled to max |v| = 3e38 (mixed signs, per
+ * column); scores equal (q = 0: every weight 1/n, the worst case) or the
+ * problem's own (q, k normal). Paths: the tiled prefill, causal (300 rows:
+ * three query blocks, three key tiles) and not, a window of 100, one head
+ * over 2 threads (query blocks split), and decode, one query against 2100
+ * keys on 2 threads (three key segments, merged), with a window of 500
+ * too; 1 and 2 threads, every ISA. Every output finite, |out| <=
+ * max |v| (1 + 1e-5), and within 1e-5 max |v| of the double reference: the
+ * fp32 rounding of n <= 2100 weights and sums, a few ulps of max |v| at
+ * the sizes run (the finite paths' own tolerance, expect_bounded). */
+static void make_huge_values(problem *p, int how, int equal)
+{
+    const size_t nq = (size_t)p->B * p->H * p->Lq * p->dk;
+    const size_t nv = (size_t)p->B * p->H * p->Lk * p->dv;
+    if (equal)
+        memset(p->q, 0, nq * sizeof(float));
+    double m = max_abs(p->v, nv);
+    for (size_t i = 0; i < nv; i++) {
+        const double u = 0.5 + 0.5 * fabs(p->v[i]) / m; /* (0.5, 1]: no two alike */
+        const size_t key = i / (size_t)p->dv;
+        p->v[i] = how == 0   ? (float)(1e37 * u)
+                  : how == 1 ? (float)(3e38 * u)
+                  : how == 2 ? (float)(key % 2 ? -3e38 * u : 3e38 * u)
+                             : (float)(p->v[i] / m * 3e38);
+    }
+}
+
+Test(softmax, huge_values_keep_out_within_max_v)
+{
+    /* Lq, Lk, heads, causal, window, threads */
+    static const int shapes[][6] = {
+        {300, 300, 2, 1, 0, 1},  {300, 300, 2, 1, 0, 2}, {130, 130, 2, 0, 0, 1},
+        {300, 300, 2, 1, 100, 1}, {300, 300, 2, 1, 100, 2}, {300, 300, 1, 1, 0, 2},
+        {1, 2100, 2, 1, 0, 2},    {1, 2100, 2, 1, 0, 1},  {1, 2100, 2, 1, 500, 2},
+    };
+    linattn_isa isas[LINATTN_ISA_COUNT];
+    int ni = tu_cpu_isas(isas);
+    for (int ii = 0; ii < ni; ii++) {
+        if (linattn_set_isa(isas[ii]) != LINATTN_OK)
+            continue;
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int how = 0; how < 4; how++)
+                for (int equal = 0; equal < 2; equal++) {
+                    const int *x = shapes[sh];
+                    problem p = make(1, x[2], x[0], x[1], 16, 8, x[3], 53 + (uint64_t)how);
+                    p.threads = x[5];
+                    make_huge_values(&p, how, equal);
+                    float *out = run_window(SOFTMAX, &p, x[4]);
+                    char what[160];
+                    snprintf(what, sizeof what,
+                             "isa %s Lq %d Lk %d heads %d causal %d window %d threads %d "
+                             "values %d equal scores %d",
+                             linattn_isa_name(isas[ii]), x[0], x[1], x[2], x[3], x[4], x[5], how,
+                             equal);
+                    expect_bounded_as(SOFTMAX, &p, x[4], out, what);
+                    free(out);
+                    drop(&p);
+                }
+    }
+    linattn_set_isa(LINATTN_ISA_AUTO);
 }

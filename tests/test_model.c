@@ -1995,13 +1995,18 @@ Test(nonfinite, a_nan_token_reaches_every_later_row_and_no_earlier)
  * |v| ~ 1e37 and, in exact arithmetic, the model's own logits. The stream
  * repeats one token, so the first layer's values are one vector at every
  * position and a window of 48 of them sums, unnormalised, past FLT_MAX;
- * the tail's and the linear model's sums pass it too. The logits must stay
- * finite and within 1e-5 of the unscaled model's, on every ISA, 1 and 2
- * threads, steps and chunked prefills (cut inside and past the window). */
-Test(nonfinite, huge_values_keep_hybrid_and_linear_outputs_within_max_v)
+ * the tail's, the linear model's and a softmax cache's (here 120 keys)
+ * sums pass it too. The logits must stay finite and within 1e-5 of the
+ * unscaled model's, on every ISA, 1 and 2 threads, steps and chunked
+ * prefills (cut inside and past the window). The softmax models: a plain
+ * KV cache (max_seq_len raised to the stream) and a window of 48 (a ring
+ * for steps, the operator's band for prefills). An F16 cache cannot hold
+ * |v| ~ 1e37 (it saturates to inf at 65504) and is not run here. */
+Test(nonfinite, huge_values_keep_every_kind_within_max_v)
 {
     static const char *const models[] = {"tiny-linear-rope-gqa-retnet", "tiny-hybrid-rope-gqa",
-                                         "tiny-hybrid-fmap-rope-gqa"};
+                                         "tiny-hybrid-fmap-rope-gqa", "tiny-softmax-llama-gqa",
+                                         "tiny-window-rope-gqa"};
     enum { N = 120, W = 48 };
     const int cuts[] = {0, N, 30, 70};
     int tokens[N];
@@ -2027,8 +2032,10 @@ Test(nonfinite, huge_values_keep_hybrid_and_linear_outputs_within_max_v)
                 }
             }
         linattn_config c = plain.c;
-        if (c.attention == LINATTN_ATTN_HYBRID)
+        if (c.attention == LINATTN_ATTN_HYBRID || c.window > 0)
             c.window = W;
+        else if (c.attention == LINATTN_ATTN_SOFTMAX)
+            c.max_seq_len = N;
         linattn_model *mp = mem_weights_model(&plain, &c), *mh = mem_weights_model(&huge, &c);
         const size_t V = (size_t)c.vocab_size;
         float *want = malloc(N * V * sizeof(float)), *got = malloc(N * V * sizeof(float));
