@@ -1,0 +1,773 @@
+/* test_gguf.c: the GGUF reader on files written byte by byte here: every metadata type, tensor infos, each malformed case refused with its reason, real vocab files, the worst case's time. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "linattn.h"
+#include "../engine/gguf.h"
+#include "../engine/mem.h"
+#include "testutil.h"
+
+TestSuite(gguf, .init = tu_make_dir, .fini = tu_remove_dir);
+
+/* ---- a little GGUF writer ------------------------------------------------------
+ * Little-endian hosts only (as the reader's callers): values are copied as
+ * they are in memory. */
+
+typedef struct gw {
+    unsigned char *p;
+    size_t n, cap;
+} gw;
+
+static void put(gw *w, const void *src, size_t n)
+{
+    if (w->n + n > w->cap) {
+        w->cap = (w->n + n) * 2 + 64;
+        w->p = realloc(w->p, w->cap);
+        cr_assert(w->p);
+    }
+    memcpy(w->p + w->n, src, n);
+    w->n += n;
+}
+
+static void u8(gw *w, uint8_t v) { put(w, &v, 1); }
+static void u16(gw *w, uint16_t v) { put(w, &v, 2); }
+static void u32(gw *w, uint32_t v) { put(w, &v, 4); }
+static void u64(gw *w, uint64_t v) { put(w, &v, 8); }
+static void f32(gw *w, float v) { put(w, &v, 4); }
+static void f64(gw *w, double v) { put(w, &v, 8); }
+
+static void str(gw *w, const char *s)
+{
+    u64(w, strlen(s));
+    put(w, s, strlen(s));
+}
+
+static void header(gw *w, uint32_t version, uint64_t n_tensors, uint64_t n_kv)
+{
+    put(w, "GGUF", 4);
+    u32(w, version);
+    u64(w, n_tensors);
+    u64(w, n_kv);
+}
+
+/* A key and its type; the value follows. */
+static void key(gw *w, const char *k, uint32_t type)
+{
+    str(w, k);
+    u32(w, type);
+}
+
+static void tensor(gw *w, const char *name, uint32_t n_dims, const uint64_t *dims, uint32_t type,
+                   uint64_t offset)
+{
+    str(w, name);
+    u32(w, n_dims);
+    for (uint32_t i = 0; i < n_dims; i++)
+        u64(w, dims[i]);
+    u32(w, type);
+    u64(w, offset);
+}
+
+static void pad(gw *w, size_t align)
+{
+    while (w->n % align)
+        u8(w, 0);
+}
+
+/* Zeros up to offset in the data section that starts at data. */
+static void at(gw *w, size_t data, size_t offset)
+{
+    while (w->n < data + offset)
+        u8(w, 0);
+}
+
+/* ---- the good file -------------------------------------------------------------- */
+
+static const uint64_t emb_dims[] = {4, 3};    /* F32: 48 bytes */
+static const uint64_t q_dims[] = {256, 2};    /* Q4_K: 2 blocks of 144 */
+static const uint64_t norm_dims[] = {64};     /* F16: 128 bytes */
+
+/* Every value type, arrays of five types, three tensors; alignment given
+ * (v3) or the default (v2). The last tensor ends the file, so every
+ * shorter prefix is a truncated file. */
+static gw good_file(uint32_t version)
+{
+    uint32_t align = version == 3 ? 64 : 32;
+    gw w = {0};
+    header(&w, version, 3, version == 3 ? 19 : 18);
+    key(&w, "general.architecture", 8); str(&w, "llama");
+    key(&w, "t.u8", 0); u8(&w, 200);
+    key(&w, "t.i8", 1); u8(&w, (uint8_t)-100);
+    key(&w, "t.u16", 2); u16(&w, 60000);
+    key(&w, "t.i16", 3); u16(&w, (uint16_t)-30000);
+    key(&w, "t.u32", 4); u32(&w, 4000000000u);
+    key(&w, "t.i32", 5); u32(&w, (uint32_t)-2000000000);
+    key(&w, "t.f32", 6); f32(&w, 1.5f);
+    key(&w, "t.bool", 7); u8(&w, 1);
+    key(&w, "t.empty", 8); str(&w, "");
+    key(&w, "t.u64", 10); u64(&w, 18000000000000000000u);
+    key(&w, "t.i64", 11); u64(&w, (uint64_t)-9000000000000000000);
+    key(&w, "t.f64", 12); f64(&w, -2.25);
+    key(&w, "t.arr_u32", 9); u32(&w, 4); u64(&w, 3); u32(&w, 7); u32(&w, 8); u32(&w, 9);
+    key(&w, "t.arr_str", 9); u32(&w, 8); u64(&w, 3); str(&w, "<s>"); str(&w, ""); str(&w, "h\xc3\xa9");
+    key(&w, "t.arr_f32", 9); u32(&w, 6); u64(&w, 2); f32(&w, 0.5f); f32(&w, -4.0f);
+    key(&w, "t.arr_bool", 9); u32(&w, 7); u64(&w, 2); u8(&w, 0); u8(&w, 1);
+    key(&w, "t.arr_empty", 9); u32(&w, 1); u64(&w, 0);
+    if (version == 3) {
+        key(&w, "general.alignment", 4); u32(&w, align);
+    }
+    tensor(&w, "token_embd.weight", 2, emb_dims, LINATTN_GGML_F32, 0);
+    tensor(&w, "blk.0.attn_q.weight", 2, q_dims, LINATTN_GGML_Q4_K, 64);
+    tensor(&w, "output_norm.weight", 1, norm_dims, LINATTN_GGML_F16, 384);
+    pad(&w, align);
+    size_t data = w.n;
+    for (int i = 0; i < 12; i++)
+        f32(&w, (float)i);                 /* token_embd: 0 .. 11 */
+    at(&w, data, 64);
+    for (int i = 0; i < 288; i++)
+        u8(&w, (uint8_t)i);                /* Q4_K blocks, raw */
+    at(&w, data, 384);
+    for (int i = 0; i < 64; i++)
+        u16(&w, 0x3c00);                   /* F16 1.0 */
+    return w;
+}
+
+static void check_good(const linattn_gguf *g, uint32_t version)
+{
+    cr_assert_eq(linattn_gguf_version(g), version);
+    cr_assert_eq(linattn_gguf_alignment(g), version == 3 ? 64u : 32u);
+    cr_assert_eq(linattn_gguf_n_kv(g), version == 3 ? 19u : 18u);
+    cr_assert_str_eq(linattn_gguf_kv_key(g, 1), "t.u8");
+    cr_assert_eq(linattn_gguf_kv_type(g, 13), LINATTN_GGUF_ARRAY);
+
+    const char *s;
+    size_t len;
+    cr_assert_eq(linattn_gguf_get_string(g, "general.architecture", &s, &len), LINATTN_OK);
+    cr_assert(len == 5 && memcmp(s, "llama", 5) == 0);
+    cr_assert_eq(linattn_gguf_get_string(g, "t.empty", &s, &len), LINATTN_OK);
+    cr_assert_eq(len, 0);
+    uint8_t vu8; int8_t vi8; uint16_t vu16; int16_t vi16; uint32_t vu32; int32_t vi32;
+    uint64_t vu64; int64_t vi64; float vf32; double vf64; int vb;
+    cr_assert_eq(linattn_gguf_get_u8(g, "t.u8", &vu8), LINATTN_OK); cr_assert_eq(vu8, 200);
+    cr_assert_eq(linattn_gguf_get_i8(g, "t.i8", &vi8), LINATTN_OK); cr_assert_eq(vi8, -100);
+    cr_assert_eq(linattn_gguf_get_u16(g, "t.u16", &vu16), LINATTN_OK); cr_assert_eq(vu16, 60000);
+    cr_assert_eq(linattn_gguf_get_i16(g, "t.i16", &vi16), LINATTN_OK); cr_assert_eq(vi16, -30000);
+    cr_assert_eq(linattn_gguf_get_u32(g, "t.u32", &vu32), LINATTN_OK);
+    cr_assert_eq(vu32, 4000000000u);
+    cr_assert_eq(linattn_gguf_get_i32(g, "t.i32", &vi32), LINATTN_OK);
+    cr_assert_eq(vi32, -2000000000);
+    cr_assert_eq(linattn_gguf_get_u64(g, "t.u64", &vu64), LINATTN_OK);
+    cr_assert_eq(vu64, 18000000000000000000u);
+    cr_assert_eq(linattn_gguf_get_i64(g, "t.i64", &vi64), LINATTN_OK);
+    cr_assert_eq(vi64, -9000000000000000000);
+    cr_assert_eq(linattn_gguf_get_f32(g, "t.f32", &vf32), LINATTN_OK); cr_assert_eq(vf32, 1.5f);
+    cr_assert_eq(linattn_gguf_get_f64(g, "t.f64", &vf64), LINATTN_OK); cr_assert_eq(vf64, -2.25);
+    cr_assert_eq(linattn_gguf_get_bool(g, "t.bool", &vb), LINATTN_OK); cr_assert_eq(vb, 1);
+
+    /* any integer type through get_int; uint64 past 2^63 is refused */
+    int64_t x;
+    cr_assert_eq(linattn_gguf_get_int(g, "t.i16", &x), LINATTN_OK); cr_assert_eq(x, -30000);
+    cr_assert_eq(linattn_gguf_get_int(g, "t.u32", &x), LINATTN_OK); cr_assert_eq(x, 4000000000);
+    cr_assert_eq(linattn_gguf_get_int(g, "t.u64", &x), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "'t.u64' is uint64 18000000000000000000, not an "
+                     "integer"), "%s", linattn_last_error());
+    cr_assert_eq(linattn_gguf_get_int(g, "t.f32", &x), LINATTN_ERR_FORMAT);
+
+    /* the type must match, and the message says what the key is */
+    vu32 = 77;
+    cr_assert_eq(linattn_gguf_get_u32(g, "general.architecture", &vu32), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "'general.architecture' is string, not uint32"),
+              "%s", linattn_last_error());
+    cr_assert_eq(vu32, 77);
+    cr_assert_eq(linattn_gguf_get_string(g, "t.arr_u32", &s, &len), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "'t.arr_u32' is an array of uint32, not string"),
+              "%s", linattn_last_error());
+    cr_assert_eq(linattn_gguf_get_u32(g, "no.such.key", &vu32), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "no key 'no.such.key'"), "%s", linattn_last_error());
+    cr_assert(linattn_gguf_has(g, "t.f64"));
+    cr_assert(!linattn_gguf_has(g, "t.f6"));
+    linattn_gguf_type type;
+    cr_assert_eq(linattn_gguf_type_of(g, "t.bool", &type), LINATTN_OK);
+    cr_assert_eq(type, LINATTN_GGUF_BOOL);
+
+    /* arrays */
+    linattn_gguf_array a;
+    cr_assert_eq(linattn_gguf_get_array(g, "t.arr_u32", &a), LINATTN_OK);
+    cr_assert(a.type == LINATTN_GGUF_UINT32 && a.count == 3);
+    for (uint64_t i = 0; i < 3; i++) {
+        cr_assert_eq(linattn_gguf_array_int(&a, i, &x), LINATTN_OK);
+        cr_assert_eq(x, (int64_t)(7 + i));
+    }
+    cr_assert_eq(linattn_gguf_array_int(&a, 3, &x), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_gguf_array_string(&a, 0, &s, &len), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_gguf_get_array(g, "t.arr_str", &a), LINATTN_OK);
+    cr_assert(a.type == LINATTN_GGUF_STRING && a.count == 3);
+    cr_assert_eq(linattn_gguf_array_string(&a, 0, &s, &len), LINATTN_OK);
+    cr_assert(len == 3 && memcmp(s, "<s>", 3) == 0);
+    cr_assert_eq(linattn_gguf_array_string(&a, 1, &s, &len), LINATTN_OK);
+    cr_assert_eq(len, 0);
+    cr_assert_eq(linattn_gguf_array_string(&a, 2, &s, &len), LINATTN_OK);
+    cr_assert(len == 3 && memcmp(s, "h\xc3\xa9", 3) == 0);
+    cr_assert_eq(linattn_gguf_array_float(&a, 0, &vf64), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_gguf_get_array(g, "t.arr_f32", &a), LINATTN_OK);
+    cr_assert_eq(linattn_gguf_array_float(&a, 1, &vf64), LINATTN_OK);
+    cr_assert_eq(vf64, -4.0);
+    cr_assert_eq(linattn_gguf_get_array(g, "t.arr_bool", &a), LINATTN_OK);
+    cr_assert_eq(linattn_gguf_array_int(&a, 1, &x), LINATTN_OK);
+    cr_assert_eq(x, 1);
+    cr_assert_eq(linattn_gguf_get_array(g, "t.arr_empty", &a), LINATTN_OK);
+    cr_assert(a.type == LINATTN_GGUF_INT8 && a.count == 0);
+
+    /* tensors */
+    cr_assert_eq(linattn_gguf_n_tensors(g), 3);
+    uint64_t data = linattn_gguf_data_offset(g);
+    cr_assert_eq(data % linattn_gguf_alignment(g), 0);
+    cr_assert_eq(linattn_gguf_data_size(g), 512);
+    linattn_gguf_tensor t;
+    cr_assert_eq(linattn_gguf_find_tensor(g, "token_embd.weight", &t), LINATTN_OK);
+    cr_assert(t.n_dims == 2 && t.dims[0] == 4 && t.dims[1] == 3 && t.dims[2] == 1);
+    cr_assert(t.type == LINATTN_GGML_F32 && t.n_elements == 12 && t.bytes == 48 && t.offset == 0);
+    for (int i = 0; i < 12; i++) {
+        float f;
+        memcpy(&f, (const char *)t.data + 4 * i, 4);
+        cr_assert_eq(f, (float)i);
+    }
+    cr_assert_eq(linattn_gguf_find_tensor(g, "blk.0.attn_q.weight", &t), LINATTN_OK);
+    cr_assert(t.type == LINATTN_GGML_Q4_K && t.bytes == 288 && t.offset == 64);
+    cr_assert_eq(((const uint8_t *)t.data)[287], 287 & 0xff);
+    linattn_gguf_tensor_at(g, 2, &t);
+    cr_assert_str_eq(t.name, "output_norm.weight");
+    cr_assert(t.type == LINATTN_GGML_F16 && t.bytes == 128 && t.offset == 384);
+    cr_assert_eq(linattn_gguf_find_tensor(g, "output.weight", &t), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), "no tensor 'output.weight'"), "%s",
+              linattn_last_error());
+}
+
+Test(gguf, good_v3_file)
+{
+    gw w = good_file(3);
+    tu_write_file(tu_path("good.gguf"), w.p, w.n);
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open(tu_path("good.gguf"), &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    check_good(g, 3);
+    linattn_gguf_free(g);
+    cr_assert_eq(linattn_gguf_open_mem(w.p, w.n, "good", &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    check_good(g, 3);
+    linattn_gguf_free(g);
+    free(w.p);
+}
+
+Test(gguf, good_v2_file)
+{
+    gw w = good_file(2);
+    tu_write_file(tu_path("good2.gguf"), w.p, w.n);
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open(tu_path("good2.gguf"), &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    check_good(g, 2);
+    linattn_gguf_free(g);
+    free(w.p);
+}
+
+Test(gguf, block_layouts)
+{
+    /* elements and bytes per block, as ggml-common.h's block structs have them */
+    static const struct { uint32_t type; const char *name; uint32_t block, bytes; } want[] = {
+        {0, "F32", 1, 4}, {1, "F16", 1, 2}, {30, "BF16", 1, 2}, {8, "Q8_0", 32, 34},
+        {2, "Q4_0", 32, 18}, {3, "Q4_1", 32, 20}, {6, "Q5_0", 32, 22}, {7, "Q5_1", 32, 24},
+        {12, "Q4_K", 256, 144}, {13, "Q5_K", 256, 176}, {14, "Q6_K", 256, 210},
+        {10, "Q2_K", 256, 84}, {11, "Q3_K", 256, 110}, {15, "Q8_K", 256, 292},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint32_t block, bytes;
+        cr_assert(linattn_gguf_ggml_type_size(want[i].type, &block, &bytes));
+        cr_assert_str_eq(linattn_gguf_ggml_type_name(want[i].type), want[i].name);
+        cr_assert(block == want[i].block && bytes == want[i].bytes, "%s", want[i].name);
+    }
+    cr_assert(!linattn_gguf_ggml_type_size(4, NULL, NULL)); /* Q4_2, removed */
+    cr_assert(!linattn_gguf_ggml_type_size(1000, NULL, NULL));
+    cr_assert_null(linattn_gguf_ggml_type_name(5));
+}
+
+/* Every strict prefix of the good file is refused (no tensor data may be
+ * missing), and each allocation's failure is reported without a leak. */
+Test(gguf, every_truncation_and_allocation_failure)
+{
+    gw w = good_file(3);
+    for (size_t n = 0; n < w.n; n++) {
+        unsigned char *copy = malloc(n ? n : 1); /* exactly n bytes: ASan sees any overread */
+        memcpy(copy, w.p, n);
+        linattn_gguf *g = NULL;
+        cr_assert_eq(linattn_gguf_open_mem(copy, n, "prefix", &g), LINATTN_ERR_FORMAT,
+                     "a prefix of %zu bytes of %zu was accepted", n, w.n);
+        cr_assert_null(g);
+        free(copy);
+    }
+    long live0 = linattn_test_alloc_live(), made0 = linattn_test_alloc_count();
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open_mem(w.p, w.n, "good", &g), LINATTN_OK);
+    linattn_gguf_free(g);
+    long made = linattn_test_alloc_count() - made0;
+    for (long k = 0; k < made; k++) {
+        linattn_test_fail_alloc(k);
+        linattn_status st = linattn_gguf_open_mem(w.p, w.n, "good", &g);
+        linattn_test_fail_alloc(-1);
+        cr_assert_eq(st, LINATTN_ERR_NOMEM, "allocation %ld of %ld", k + 1, made);
+        cr_assert_eq(linattn_test_alloc_live(), live0, "allocation %ld leaked", k + 1);
+    }
+    free(w.p);
+}
+
+/* ---- malformed files ---------------------------------------------------------------- */
+
+/* The bytes are refused, from a file and from memory, with a message
+ * holding `why`. */
+static void refused(gw *w, const char *why)
+{
+    const char *path = tu_path("bad.gguf");
+    tu_write_file(path, w->p ? (const void *)w->p : "", w->n);
+    linattn_gguf *g = (linattn_gguf *)1;
+    cr_assert_eq(linattn_gguf_open(path, &g), LINATTN_ERR_FORMAT, "accepted (wanted: %s)", why);
+    cr_assert_null(g);
+    cr_assert(strstr(linattn_last_error(), why), "'%s' lacks '%s'", linattn_last_error(), why);
+    cr_assert(strstr(linattn_last_error(), path), "'%s' does not name the file",
+              linattn_last_error());
+    cr_assert_eq(linattn_gguf_open_mem(w->p, w->n, NULL, &g), LINATTN_ERR_FORMAT);
+    cr_assert(strstr(linattn_last_error(), why), "in memory: '%s' lacks '%s'",
+              linattn_last_error(), why);
+    free(w->p);
+    *w = (gw){0};
+}
+
+/* A file with one tensor (F32 [8] at `offset`) after the metadata the
+ * caller wrote; n_kv counts them. */
+static void one_tensor_tail(gw *w, uint64_t offset, size_t align)
+{
+    static const uint64_t dims[] = {8};
+    tensor(w, "t", 1, dims, LINATTN_GGML_F32, offset);
+    pad(w, align);
+    for (int i = 0; i < 8; i++)
+        f32(w, 1.0f);
+}
+
+Test(gguf, truncated_header)
+{
+    gw w = {0};
+    put(&w, "GGUF", 4);
+    u32(&w, 3);
+    u64(&w, 0);
+    refused(&w, "16 bytes, too short for a GGUF header (24 bytes)");
+    refused(&w, "0 bytes, too short for a GGUF header");
+}
+
+Test(gguf, bad_magic)
+{
+    gw w = {0};
+    put(&w, "GGML", 4);
+    u32(&w, 3); u64(&w, 0); u64(&w, 0);
+    refused(&w, "not a GGUF file (it starts with 47 47 4d 4c");
+}
+
+Test(gguf, unsupported_versions)
+{
+    gw w = {0};
+    header(&w, 1, 0, 0);
+    refused(&w, "GGUF version 1 is not supported (versions 2 and 3 are)");
+    header(&w, 4, 0, 0);
+    refused(&w, "GGUF version 4 is not supported");
+    header(&w, 3u << 24, 0, 0);
+    refused(&w, "a big-endian GGUF file (version 3 byte-swapped)");
+}
+
+Test(gguf, string_length_past_the_end)
+{
+    gw w = {0};
+    header(&w, 3, 0, 1);
+    key(&w, "general.name", 8);
+    u64(&w, 1000);
+    put(&w, "short", 5);
+    refused(&w, "key 'general.name': string length 1000 runs past the end of the file (5 bytes "
+                "left)");
+    header(&w, 3, 0, 1);
+    u64(&w, 1u << 20); /* the key itself */
+    put(&w, "abc\0\0\0\0\0\0\0\0\0\0", 13);
+    refused(&w, "metadata entry 0: name of 1048576 bytes (at most 65535)");
+    header(&w, 3, 0, 1);
+    u64(&w, 100);
+    put(&w, "abc\0\0\0\0\0\0\0\0\0\0", 13);
+    refused(&w, "metadata entry 0: name length 100 runs past the end of the file");
+    header(&w, 3, 0, 1);
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, 2);
+    str(&w, "a");
+    u64(&w, 50); put(&w, "b", 1);
+    refused(&w, "key 'tokenizer.ggml.tokens': string 1: length 50 runs past the end of the file");
+}
+
+Test(gguf, array_count_overflow)
+{
+    gw w = {0};
+    /* 2^61 + 1 uint64 elements: the byte count overflows 64 bits */
+    header(&w, 3, 0, 1);
+    key(&w, "a", 9); u32(&w, 10); u64(&w, (1ull << 61) + 1);
+    u64(&w, 0);
+    refused(&w, "key 'a': array of 2305843009213693953 uint64 runs past the end of the file");
+    header(&w, 3, 0, 1);
+    key(&w, "tokens", 9); u32(&w, 8); u64(&w, UINT64_MAX);
+    str(&w, "x");
+    refused(&w, "key 'tokens': array of 18446744073709551615 string runs past the end");
+    header(&w, 3, 0, 1);
+    key(&w, "small", 9); u32(&w, 4); u64(&w, 3);
+    u32(&w, 1); u32(&w, 2);
+    refused(&w, "key 'small': array of 3 uint32 runs past the end of the file");
+    /* a metadata count the file cannot hold is refused before any allocation */
+    header(&w, 3, 0, UINT64_MAX);
+    refused(&w, "18446744073709551615 metadata entries cannot fit in the file (24 bytes)");
+    header(&w, 3, UINT64_MAX / 2, 0);
+    refused(&w, "9223372036854775807 tensor infos cannot fit in the file");
+}
+
+Test(gguf, tensor_offset_past_the_end)
+{
+    gw w = {0};
+    header(&w, 3, 1, 0);
+    one_tensor_tail(&w, 32, 32); /* 32 bytes of data, the tensor at 32 needs 32 more */
+    refused(&w, "tensor 't': F32 data at offset 32, 32 bytes, runs past the end of the data "
+                "section (32 bytes)");
+    header(&w, 3, 1, 0);
+    one_tensor_tail(&w, UINT64_MAX - 31, 32);
+    refused(&w, "runs past the end of the data section");
+    /* the tensor infos end the file: no data section at all */
+    static const uint64_t dims[] = {8};
+    header(&w, 3, 1, 0);
+    tensor(&w, "t", 1, dims, LINATTN_GGML_F32, 0);
+    refused(&w, "the tensor data would start at byte 64, past the end of the file (57 bytes)");
+}
+
+Test(gguf, misaligned_offset)
+{
+    gw w = {0};
+    header(&w, 3, 1, 0);
+    one_tensor_tail(&w, 4, 32);
+    for (int i = 0; i < 8; i++)
+        f32(&w, 0);
+    refused(&w, "tensor 't': offset 4 is not a multiple of the alignment 32");
+    header(&w, 3, 1, 1);
+    key(&w, "general.alignment", 4); u32(&w, 16);
+    one_tensor_tail(&w, 8, 16);
+    for (int i = 0; i < 8; i++)
+        f32(&w, 0);
+    refused(&w, "tensor 't': offset 8 is not a multiple of the alignment 16");
+}
+
+Test(gguf, unknown_types)
+{
+    gw w = {0};
+    header(&w, 3, 0, 1);
+    key(&w, "general.future", 13); u32(&w, 0);
+    refused(&w, "key 'general.future': unknown value type 13");
+    header(&w, 3, 0, 1);
+    key(&w, "general.future", 9); u32(&w, 99); u64(&w, 0);
+    refused(&w, "key 'general.future': unknown array element type 99");
+    static const uint64_t dims[] = {32};
+    header(&w, 3, 1, 0);
+    tensor(&w, "blk.0.ffn_up.weight", 1, dims, 4, 0); /* Q4_2, removed from ggml */
+    pad(&w, 32);
+    for (int i = 0; i < 32; i++)
+        u8(&w, 0);
+    refused(&w, "tensor 'blk.0.ffn_up.weight': unknown ggml type 4");
+    header(&w, 3, 1, 0);
+    tensor(&w, "x", 1, dims, 0xdeadbeef, 0);
+    refused(&w, "tensor 'x': unknown ggml type 3735928559");
+}
+
+Test(gguf, duplicate_key)
+{
+    gw w = {0};
+    header(&w, 3, 0, 4);
+    key(&w, "b", 4); u32(&w, 1);
+    key(&w, "general.name", 8); str(&w, "x");
+    key(&w, "c", 4); u32(&w, 1);
+    key(&w, "general.name", 8); str(&w, "y");
+    refused(&w, "duplicate key 'general.name'");
+}
+
+Test(gguf, duplicate_tensor_name)
+{
+    static const uint64_t dims[] = {8};
+    gw w = {0};
+    header(&w, 3, 3, 0);
+    tensor(&w, "a", 1, dims, LINATTN_GGML_F32, 0);
+    tensor(&w, "b", 1, dims, LINATTN_GGML_F32, 32);
+    tensor(&w, "a", 1, dims, LINATTN_GGML_F32, 64);
+    pad(&w, 32);
+    for (int i = 0; i < 24; i++)
+        f32(&w, 0);
+    refused(&w, "duplicate tensor name 'a'");
+}
+
+Test(gguf, overlapping_tensors)
+{
+    static const uint64_t dims[] = {16}; /* 64 bytes */
+    gw w = {0};
+    header(&w, 3, 2, 0);
+    tensor(&w, "first", 1, dims, LINATTN_GGML_F32, 0);
+    tensor(&w, "second", 1, dims, LINATTN_GGML_F32, 32);
+    pad(&w, 32);
+    for (int i = 0; i < 24; i++)
+        f32(&w, 0);
+    refused(&w, "tensors 'first' and 'second' overlap");
+}
+
+Test(gguf, bad_alignment)
+{
+    gw w = {0};
+    header(&w, 3, 1, 1);
+    key(&w, "general.alignment", 4); u32(&w, 48);
+    one_tensor_tail(&w, 0, 16);
+    refused(&w, "general.alignment 48 is not a power of two");
+    header(&w, 3, 1, 1);
+    key(&w, "general.alignment", 4); u32(&w, 0);
+    one_tensor_tail(&w, 0, 16);
+    refused(&w, "general.alignment 0 is not a power of two");
+    header(&w, 3, 0, 1);
+    key(&w, "general.alignment", 8); str(&w, "32");
+    refused(&w, "general.alignment is string, not uint32");
+}
+
+Test(gguf, too_many_dimensions)
+{
+    static const uint64_t dims[] = {1, 1, 1, 1, 8};
+    gw w = {0};
+    header(&w, 3, 1, 0);
+    tensor(&w, "five", 5, dims, LINATTN_GGML_F32, 0);
+    pad(&w, 32);
+    for (int i = 0; i < 8; i++)
+        f32(&w, 0);
+    refused(&w, "tensor 'five': 5 dimensions (at most 4)");
+}
+
+Test(gguf, dims_product_overflow)
+{
+    gw w = {0};
+    static const uint64_t big[] = {1ull << 32, 1ull << 32};
+    header(&w, 3, 1, 0);
+    tensor(&w, "huge", 2, big, LINATTN_GGML_F32, 0);
+    pad(&w, 32);
+    refused(&w, "tensor 'huge': dimensions [4294967296, 4294967296] have more than 2^63 elements");
+    static const uint64_t wide[] = {1ull << 40, 1ull << 23}; /* 2^63: past int64 */
+    header(&w, 3, 1, 0);
+    tensor(&w, "wide", 2, wide, 24 /* I8 */, 0);
+    refused(&w, "have more than 2^63 elements");
+    /* 2^61 F64 elements fit int64, but not their 2^64 bytes */
+    static const uint64_t bytes[] = {1ull << 61};
+    header(&w, 3, 1, 0);
+    tensor(&w, "bytes", 1, bytes, 28, 0);
+    refused(&w, "tensor 'bytes': too many bytes");
+}
+
+Test(gguf, other_refusals)
+{
+    gw w = {0};
+    header(&w, 3, 0, 1);
+    key(&w, "nested", 9); u32(&w, 9); u64(&w, 1);
+    refused(&w, "key 'nested': nested arrays are not supported");
+    header(&w, 3, 0, 1);
+    key(&w, "flag", 7); u8(&w, 2);
+    refused(&w, "key 'flag': bool value 2 (0 or 1)");
+    header(&w, 3, 0, 1);
+    key(&w, "flags", 9); u32(&w, 7); u64(&w, 2); u8(&w, 1); u8(&w, 7);
+    refused(&w, "key 'flags': a bool element is neither 0 nor 1");
+    header(&w, 3, 0, 1);
+    u64(&w, 3); put(&w, "a\0b", 3); u32(&w, 0); u8(&w, 0);
+    refused(&w, "metadata entry 0: name is not text (it holds a NUL byte)");
+    header(&w, 3, 0, 1);
+    key(&w, "", 0); u8(&w, 0);
+    refused(&w, "metadata entry 0: name is empty");
+    static const uint64_t row[] = {100, 2}; /* Q8_0 blocks are 32 wide */
+    header(&w, 3, 1, 0);
+    tensor(&w, "odd", 2, row, LINATTN_GGML_Q8_0, 0);
+    refused(&w, "tensor 'odd': first dimension 100 is not a multiple of Q8_0's block of 32");
+    char name[80];
+    memset(name, 'n', 65);
+    name[65] = '\0';
+    header(&w, 3, 1, 0);
+    tensor(&w, name, 1, row, LINATTN_GGML_F32, 0);
+    refused(&w, "tensor 0: name of 65 bytes (at most 64)");
+}
+
+/* A file without tensors may end right after its metadata (vocab files do). */
+Test(gguf, metadata_only)
+{
+    gw w = {0};
+    header(&w, 3, 0, 1);
+    key(&w, "general.architecture", 8); str(&w, "gpt2");
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open_mem(w.p, w.n, NULL, &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_gguf_n_tensors(g), 0);
+    cr_assert_eq(linattn_gguf_data_size(g), 0);
+    linattn_gguf_free(g);
+    free(w.p);
+}
+
+/* ---- real files --------------------------------------------------------------------
+ * llama.cpp's vocab-only files (tests/data/gguf/README.md says where they
+ * come from); from $LINATTN_GGUF_VOCAB when set, else tests/data/gguf/. */
+
+static const char *vocab_path(const char *name)
+{
+    static char path[4096];
+    const char *dir = getenv("LINATTN_GGUF_VOCAB");
+    if (dir && *dir)
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+    else
+        snprintf(path, sizeof path, "%s/gguf/%s", tu_data_dir(), name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fclose(f);
+    return path;
+}
+
+static void expect_string(const linattn_gguf *g, const char *key, const char *want)
+{
+    const char *s;
+    size_t len;
+    cr_assert_eq(linattn_gguf_get_string(g, key, &s, &len), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert(len == strlen(want) && memcmp(s, want, len) == 0, "%s is '%.*s', not '%s'", key,
+              (int)len, s, want);
+}
+
+static void expect_u32(const linattn_gguf *g, const char *key, uint32_t want)
+{
+    uint32_t v;
+    cr_assert_eq(linattn_gguf_get_u32(g, key, &v), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(v, want, "%s is %u, not %u", key, v, want);
+}
+
+static void expect_token(const linattn_gguf_array *a, uint64_t i, const char *want)
+{
+    const char *s;
+    size_t len;
+    cr_assert_eq(linattn_gguf_array_string(a, i, &s, &len), LINATTN_OK);
+    cr_assert(len == strlen(want) && memcmp(s, want, len) == 0, "token %llu is '%.*s'",
+              (unsigned long long)i, (int)len, s);
+}
+
+Test(gguf, llama_spm_vocab)
+{
+    const char *path = vocab_path("ggml-vocab-llama-spm.gguf");
+    if (!path)
+        cr_skip_test("ggml-vocab-llama-spm.gguf is not here (tests/data/gguf/README.md)");
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open(path, &g), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_gguf_version(g), 3);
+    cr_assert_eq(linattn_gguf_n_tensors(g), 0);
+    expect_string(g, "general.architecture", "llama");
+    expect_string(g, "tokenizer.ggml.model", "llama");
+    expect_u32(g, "llama.vocab_size", 32000);
+    expect_u32(g, "tokenizer.ggml.bos_token_id", 1);
+    expect_u32(g, "tokenizer.ggml.eos_token_id", 2);
+    int add_bos;
+    cr_assert_eq(linattn_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos), LINATTN_OK);
+    cr_assert_eq(add_bos, 1);
+    linattn_gguf_array tokens, scores, types;
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens), LINATTN_OK);
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.scores", &scores), LINATTN_OK);
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.token_type", &types), LINATTN_OK);
+    cr_assert(tokens.type == LINATTN_GGUF_STRING && tokens.count == 32000);
+    cr_assert(scores.type == LINATTN_GGUF_FLOAT32 && scores.count == 32000);
+    cr_assert(types.type == LINATTN_GGUF_INT32 && types.count == 32000);
+    expect_token(&tokens, 0, "<unk>");
+    expect_token(&tokens, 1, "<s>");
+    expect_token(&tokens, 2, "</s>");
+    int64_t type;
+    cr_assert_eq(linattn_gguf_array_int(&types, 1, &type), LINATTN_OK);
+    cr_assert_eq(type, 3); /* control */
+    linattn_gguf_free(g);
+}
+
+Test(gguf, gpt2_vocab)
+{
+    const char *path = vocab_path("ggml-vocab-gpt-2.gguf");
+    if (!path)
+        cr_skip_test("ggml-vocab-gpt-2.gguf is not here (tests/data/gguf/README.md)");
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open(path, &g), LINATTN_OK, "%s", linattn_last_error());
+    expect_string(g, "general.architecture", "gpt2");
+    expect_string(g, "tokenizer.ggml.model", "gpt2");
+    expect_string(g, "tokenizer.ggml.pre", "gpt-2");
+    expect_u32(g, "tokenizer.ggml.bos_token_id", 50256);
+    linattn_gguf_array tokens, merges;
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens), LINATTN_OK);
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.merges", &merges), LINATTN_OK);
+    cr_assert_eq(tokens.count, 50257);
+    cr_assert_eq(merges.count, 50000);
+    expect_token(&tokens, 0, "!");
+    expect_token(&tokens, 50256, "<|endoftext|>");
+    expect_token(&merges, 0, "\xc4\xa0 t"); /* "Ġ t" */
+    linattn_gguf_free(g);
+}
+
+/* ---- the worst case's time ---------------------------------------------------------
+ * 200,000 keys in reverse order (the sort's work) and an array of
+ * 1,000,000 strings (20 MB of metadata): open plus a lookup of every key
+ * takes 0.1 s of CPU in a release build on this project's 2-vCPU machine;
+ * the bound, 3 s of CPU (10 s under ASan), only catches a quadratic step. */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SLOW_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SLOW_BUILD 1
+#endif
+#endif
+
+Test(gguf, worst_case_metadata_time)
+{
+    enum { N_KEYS = 200000, N_STRINGS = 1000000 };
+    gw w = {0};
+    header(&w, 3, 0, N_KEYS + 1);
+    char k[32];
+    for (int i = N_KEYS - 1; i >= 0; i--) {
+        snprintf(k, sizeof k, "key.%06d", i);
+        key(&w, k, 4);
+        u32(&w, (uint32_t)i);
+    }
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, N_STRINGS);
+    for (int i = 0; i < N_STRINGS; i++) {
+        char s[16];
+        snprintf(s, sizeof s, "t%d", i);
+        str(&w, s);
+    }
+    clock_t t0 = clock();
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open_mem(w.p, w.n, NULL, &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    for (int i = 0; i < N_KEYS; i++) {
+        snprintf(k, sizeof k, "key.%06d", i);
+        uint32_t v;
+        cr_assert_eq(linattn_gguf_get_u32(g, k, &v), LINATTN_OK);
+        cr_assert_eq(v, (uint32_t)i);
+    }
+    linattn_gguf_array a;
+    cr_assert_eq(linattn_gguf_get_array(g, "tokenizer.ggml.tokens", &a), LINATTN_OK);
+    expect_token(&a, N_STRINGS - 1, "t999999");
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    linattn_gguf_free(g);
+#ifdef SLOW_BUILD
+    double bound = 10.0;
+#else
+    double bound = 3.0;
+#endif
+    cr_log_info("worst case: %zu bytes of metadata, %.3f s of CPU (bound %.0f s)", w.n, cpu,
+                bound);
+    cr_assert(cpu < bound, "%.3f s of CPU for the worst case (bound %.0f s)", cpu, bound);
+    free(w.p);
+}
