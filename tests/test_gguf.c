@@ -771,3 +771,49 @@ Test(gguf, worst_case_metadata_time)
     cr_assert(cpu < bound, "%.3f s of CPU for the worst case (bound %.0f s)", cpu, bound);
     free(w.p);
 }
+
+/* ---- the fuzzer's seeds --------------------------------------------------------------
+ * With LINATTN_GGUF_SEEDS=DIR, writes this suite's files to DIR: how
+ * tests/fuzz/corpus/gguf/ was made (skipped otherwise). */
+
+static void seed(const char *dir, const char *name, gw *w)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open_mem(w->p, w->n, name, &g), LINATTN_OK, "%s",
+                 linattn_last_error());
+    linattn_gguf_free(g);
+    tu_write_file(path, w->p, w->n);
+    free(w->p);
+    *w = (gw){0};
+}
+
+Test(gguf, write_fuzz_seeds)
+{
+    const char *dir = getenv("LINATTN_GGUF_SEEDS");
+    if (!dir || !*dir)
+        cr_skip_test("LINATTN_GGUF_SEEDS is not set");
+    gw w = good_file(3);
+    seed(dir, "good-v3.gguf", &w);
+    w = good_file(2);
+    seed(dir, "good-v2.gguf", &w);
+    header(&w, 3, 0, 4);
+    key(&w, "general.architecture", 8); str(&w, "llama");
+    key(&w, "tokenizer.ggml.model", 8); str(&w, "llama");
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, 4);
+    str(&w, "<unk>"); str(&w, "<s>"); str(&w, "</s>"); str(&w, "\xe2\x96\x81" "a");
+    key(&w, "tokenizer.ggml.scores", 9); u32(&w, 6); u64(&w, 4);
+    for (int i = 0; i < 4; i++)
+        f32(&w, (float)-i);
+    seed(dir, "vocab-only.gguf", &w);
+    static const uint64_t dims[] = {32, 2, 1, 1};
+    header(&w, 3, 2, 1);
+    key(&w, "general.alignment", 4); u32(&w, 16);
+    tensor(&w, "blk.0.ffn_down.weight", 4, dims, LINATTN_GGML_Q8_0, 0);
+    tensor(&w, "blk.0.ffn_up.weight", 2, dims, LINATTN_GGML_Q4_0, 80);
+    pad(&w, 16);
+    for (int i = 0; i < 80 + 36; i++)
+        u8(&w, (uint8_t)(i * 7));
+    seed(dir, "quant-4d.gguf", &w);
+}
