@@ -61,73 +61,6 @@ size_t linattn_hybrid_scratch_floats(const linattn_model *m)
     return c > r ? c : r;
 }
 
-/* Leaving keys mapped at a time (at most W: the run's keys must all be in
- * the ring when it is mapped). The map of a k/v head is 32 KiB at d_k = 64,
- * F = 128: read once for 8 keys instead of once for each, it stays in L1
- * between them. */
-enum { HYB_KMAP_ROWS = 8 };
-
-static int kmap_rows(const linattn_model *m)
-{
-    return m->window < HYB_KMAP_ROWS ? m->window : HYB_KMAP_ROWS;
-}
-
-size_t linattn_hybrid_kmap_runs(const linattn_model *m)
-{
-    return (size_t)m->cfg.n_layers * (size_t)m->g;
-}
-
-size_t linattn_hybrid_kmap_floats(const linattn_model *m)
-{
-    if (m->cfg.attention != LINATTN_ATTN_HYBRID || !m->layers[0].wq_phi)
-        return 0;
-    return linattn_hybrid_kmap_runs(m) * (size_t)kmap_rows(m) * (size_t)m->fdim;
-}
-
-void linattn_hybrid_forget(linattn_session *s)
-{
-    if (s->kmap_at)
-        for (size_t i = 0; i < linattn_hybrid_kmap_runs(s->m); i++)
-            s->kmap_at[i] = UINT64_MAX;
-}
-
-/* kf[F] = group g's map of the key leaving at position p = pos - W: from
- * the stream's cache, which maps it and the next rows - 1 keys (all in the
- * ring) when it does not hold it; kl its k/v head of the leaving key
- * (fp32; its ring slot already holds the new key); x[dh] scratch. The
- * same gemv on the same key as one at a time: the same bits. */
-static void kmap_leaving(linattn_session *s, const linattn_kernels *kt, int layer, int g,
-                         uint64_t p, const float *kl, float *x, float *kf)
-{
-    const linattn_model *m = s->m;
-    const int F = m->fdim, dh = m->dh, R = kmap_rows(m);
-    const size_t run = (size_t)layer * (size_t)m->g + (size_t)g;
-    const float *Wk = m->layers[layer].wk_phi + (size_t)g * F * dh;
-    float *km = s->kmap + run * (size_t)R * F;
-    uint64_t *at = &s->kmap_at[run];
-    if (*at == UINT64_MAX || p < *at || p - *at >= (uint64_t)R) {
-        for (int i = 0; i < R; i++) {
-            const float *k = kl;
-            if (i > 0) {
-                const char *row = (const char *)linattn_cache_at(s, 0, layer, p + (uint64_t)i) +
-                                  (size_t)g * dh * linattn_cache_elem(s);
-                if (s->kv16) { /* widened exactly, as row_f32 does a whole row */
-                    static const float one = 1.0f;
-                    memset(x, 0, (size_t)dh * sizeof(float));
-                    kt->gemm_nn_f16(x, (size_t)dh, &one, 1, (const uint16_t *)(const void *)row,
-                                    (size_t)dh, 1, (size_t)dh, 1);
-                    k = x;
-                } else {
-                    k = (const float *)(const void *)row;
-                }
-            }
-            kt->gemv(km + (size_t)i * F, Wk, (size_t)dh, k, NULL, (size_t)F, (size_t)dh);
-        }
-        *at = p;
-    }
-    memcpy(kf, km + (size_t)(p - *at) * F, (size_t)F * sizeof(float));
-}
-
 float *linattn_hybrid_row_ws(const linattn_session *w, int i)
 {
     return w->sc->hyb_ws + (size_t)i * row_floats(w->m);
@@ -231,10 +164,6 @@ void linattn_hybrid_begin(linattn_session *s, const linattn_kernels *kt, int lay
     const linattn_model *m = s->m;
     const uint64_t pos = s->tokens;
     const size_t kvd = (size_t)m->kvd;
-    if (s->kmap && s->kmap_gemv != kt->gemv) { /* mapped by another ISA's kernel */
-        linattn_hybrid_forget(s);
-        s->kmap_gemv = kt->gemv;
-    }
     if (pos >= (uint64_t)m->window) { /* the key W tokens old leaves (its slot is this row's) */
         row_bufs b = row_carve(s);
         row_f32(kt, b.kl, linattn_cache_at(s, 0, layer, pos), kvd, s->kv16);
@@ -261,7 +190,8 @@ linattn_status linattn_hybrid_group(linattn_session *s, const linattn_kernels *k
     if (tail) { /* the leaving key joins the tail's sums; each head reads them */
         float *kg = b.kf + (size_t)h0 * F;
         if (L->wq_phi) /* its k/v head's map, once a group */
-            kmap_leaving(s, kt, layer, g, pos - (uint64_t)W, b.kl + (size_t)g * dh, qs, kg);
+            kt->gemv(kg, L->wk_phi + (size_t)g * F * dh, (size_t)dh, b.kl + (size_t)g * dh, NULL,
+                     (size_t)F, (size_t)dh);
         else
             memcpy(kg, b.kl + (size_t)g * dh, (size_t)dh * sizeof(float));
         for (int h = h0; h < h1; h++) {

@@ -150,17 +150,6 @@ struct linattn_session {
     /* hybrid, during a step: the stream's row buffers (the leaving key, the
      * tail's inputs), in the scratch of the session carrying the step */
     float *row_ws;
-    /* hybrid with feature maps: the keys about to leave the window, through
-     * their map (wk_phi), HYB_KMAP_ROWS of them at a time per layer and k/v
-     * head [layers][kv_heads][rows][fdim], mapped together so the map is read
-     * from memory once for them all (linattn_hybrid_group); kmap_at: the
-     * position of each run's first row (UINT64_MAX: none); kmap_gemv: the
-     * kernel that mapped them (another ISA's would round otherwise). A
-     * cache: never saved, forgotten whenever the stream's keys change. */
-    float *kmap;
-    uint64_t *kmap_at;
-    void (*kmap_gemv)(float *, const float *, size_t, const float *, const float *, size_t,
-                      size_t);
 };
 
 /* Bytes of one element of s's KV cache. */
@@ -244,11 +233,6 @@ linattn_status linattn_model_size_team(linattn_session *s, int threads);
  *   its own scratch of linattn_hybrid_group_bytes; end on one thread after
  *   every group (the tail counts the token). */
 size_t linattn_hybrid_scratch_floats(const linattn_model *m);
-/* The stream's mapped-key cache (kmap): its floats (0: no feature maps), its
- * runs (kmap_at entries), and forgetting it (a reset, copy or load). */
-size_t linattn_hybrid_kmap_floats(const linattn_model *m);
-size_t linattn_hybrid_kmap_runs(const linattn_model *m);
-void linattn_hybrid_forget(linattn_session *s);
 /* Stream i's row buffers of a step carried by w (in w's hyb_ws). */
 float *linattn_hybrid_row_ws(const linattn_session *w, int i);
 linattn_status linattn_hybrid_rows(linattn_session *s, const linattn_kernels *kt, int layer,

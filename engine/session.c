@@ -293,14 +293,6 @@ linattn_status linattn_session_new(const linattn_model *m, linattn_session **out
             if ((st = linattn_linear_state_create(m->h, m->fdim, m->dh, 0.0f, m->decay,
                                                   &s->lin[l])) == LINATTN_OK)
                 linattn_linear_state_borrow(s->lin[l]);
-        size_t kmap = linattn_hybrid_kmap_floats(m);
-        if (kmap) {
-            s->kmap = mem_alloc(kmap * sizeof(float));
-            s->kmap_at = mem_alloc(linattn_hybrid_kmap_runs(m) * sizeof *s->kmap_at);
-            failed |= !s->kmap || !s->kmap_at;
-            if (!failed)
-                linattn_hybrid_forget(s);
-        }
     }
     /* the pool holds a set sized for this session's threads before the
      * first feed, which then allocates nothing unless calls run at once */
@@ -325,8 +317,6 @@ void linattn_session_free(linattn_session *s)
     mem_free(s->lin);
     mem_free(s->kcache);
     mem_free(s->vcache);
-    mem_free(s->kmap);
-    mem_free(s->kmap_at);
     mem_free(s->logits);
     mem_free(s);
 }
@@ -422,7 +412,6 @@ static void copy_stream(linattn_session *dst, const linattn_session *src)
     }
     memcpy(dst->logits, src->logits, (size_t)m->vocab * sizeof(float));
     dst->tokens = src->tokens;
-    linattn_hybrid_forget(dst);
 }
 
 linattn_status linattn_session_fork(const linattn_session *src, linattn_session **out)
@@ -444,7 +433,6 @@ linattn_status linattn_session_fork(const linattn_session *src, linattn_session 
 void linattn_session_reset(linattn_session *s)
 {
     s->tokens = 0; /* a ring's rows are rewritten before they are read again */
-    linattn_hybrid_forget(s);
     if (s->lin)
         for (int l = 0; l < s->m->cfg.n_layers; l++)
             linattn_linear_state_reset(s->lin[l]);
@@ -1116,7 +1104,6 @@ static linattn_status load_bytes(linattn_session *s, const unsigned char *data, 
         linattn_linear_state_set_tokens(s->lin[l], lt);
     }
     s->tokens = tokens;
-    linattn_hybrid_forget(s);
     if (nlogits)
         memcpy(s->logits, p, (size_t)nlogits * sizeof(float));
     else /* a version 2 file: none stored */
