@@ -287,6 +287,17 @@ static int check_decay(const struct linattn_source_keys *o, enum key_id k, const
     return 1;
 }
 
+/* The tokenizers named by a prefix and a path (engine/tokenizer.c reads them). */
+#define TOKENIZER_KINDS "bytes, llama2c:PATH, hf:PATH or gguf:PATH"
+static const char *tokenizer_prefix(const char *value)
+{
+    static const char *const prefixes[] = {"llama2c:", "hf:", "gguf:"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(value, prefixes[i], strlen(prefixes[i])) == 0)
+            return prefixes[i];
+    return NULL;
+}
+
 static linattn_status validate(const linattn_config *c, const struct linattn_source_keys *o)
 {
     linattn_status st = LINATTN_OK;
@@ -397,10 +408,10 @@ static linattn_status validate(const linattn_config *c, const struct linattn_sou
                              "cannot: use rope, sincos or none");
         if (!check_string(o, K_TOKENIZER, c->tokenizer, sizeof c->tokenizer, &st))
             return st;
+        const char *prefix = tokenizer_prefix(c->tokenizer);
         if (c->tokenizer[0] && strcmp(c->tokenizer, "bytes") != 0 &&
-            !(strncmp(c->tokenizer, "llama2c:", 8) == 0 && c->tokenizer[8]) &&
-            !(strncmp(c->tokenizer, "hf:", 3) == 0 && c->tokenizer[3]))
-            return bad_value(o, K_TOKENIZER, "expected bytes, llama2c:PATH or hf:PATH, got '%.60s'",
+            !(prefix && c->tokenizer[strlen(prefix)]))
+            return bad_value(o, K_TOKENIZER, "expected " TOKENIZER_KINDS ", got '%.60s'",
                              c->tokenizer);
     }
 
@@ -550,22 +561,13 @@ linattn_status linattn_config_from_model(const char *path, linattn_config *c)
     if (strlen(path) >= sizeof c->path)
         return linattn_err(LINATTN_ERR_INVALID, "%.200s...: path too long (at most %zu bytes)",
                            path, sizeof c->path - 1);
-    unsigned char head[4];
-    size_t got;
-    uint64_t bytes;
-    if (linattn_source_head(path, head, sizeof head, &got, &bytes) && got == 4 &&
-        memcmp(head, "GGUF", 4) == 0)
-        return linattn_err(LINATTN_ERR_UNSUPPORTED,
-                           "%s: a GGUF file, which this version of linattn does not read yet "
-                           "(it reads llama2.c checkpoints, Hugging Face folders and "
-                           "safetensors with a config)", path);
     char arg[sizeof c->weights];
     const linattn_source *src = linattn_source_detect(path, arg, sizeof arg);
     if (!src)
         return linattn_err(LINATTN_ERR_INVALID,
-                           "%s: not a model file or folder linattn reads (a llama2.c "
-                           "checkpoint, a Hugging Face folder with config.json, or a file in "
-                           "one)", path);
+                           "%s: not a model file or folder linattn reads (a GGUF file, a "
+                           "llama2.c checkpoint, a Hugging Face folder with config.json, or a "
+                           "file in one)", path);
     if (!src->complete)
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: a %s file holds no model shape: give the Hugging Face folder "
@@ -1026,13 +1028,11 @@ static int set_value(struct parse *p, const struct slot *key, const char *value)
             strcpy(field, "bytes");
             return 1;
         }
-        if (strncmp(value, "llama2c:", 8) == 0)
-            return set_prefixed_path(p, k, "llama2c:", value + 8, field, key->size);
-        if (strncmp(value, "hf:", 3) == 0)
-            return set_prefixed_path(p, k, "hf:", value + 3, field, key->size);
+        if ((why = tokenizer_prefix(value)))
+            return set_prefixed_path(p, k, why, value + strlen(why), field, key->size);
         return bad_key(p, k, LINATTN_ERR_INVALID,
-                       "expected bytes, llama2c:PATH or hf:PATH (a folder holding "
-                       "tokenizer.json, or the file), got '%.60s'", value);
+                       "expected " TOKENIZER_KINDS " (hf: a folder holding tokenizer.json, or "
+                       "the file), got '%.60s'", value);
     case T_DECAY: {
         linattn_decay d;
         if ((why = parse_decay(value, &d)))

@@ -659,6 +659,11 @@ uint64_t linattn_gguf_data_offset(const linattn_gguf *g)
     return g->data_offset;
 }
 
+const uint8_t *linattn_gguf_data(const linattn_gguf *g)
+{
+    return g->base + g->data_offset;
+}
+
 uint64_t linattn_gguf_data_size(const linattn_gguf *g)
 {
     return g->data_size;

@@ -22,6 +22,7 @@
 #define LINATTN_GGUF_DEFAULT_ALIGNMENT 32
 
 typedef struct linattn_gguf linattn_gguf;
+struct linattn_weights;
 
 /* The metadata value types, numbered as in the file. */
 typedef enum linattn_gguf_type {
@@ -95,8 +96,9 @@ void linattn_gguf_free(linattn_gguf *g);
 uint32_t linattn_gguf_version(const linattn_gguf *g);
 /* general.alignment, or 32 without it. */
 uint32_t linattn_gguf_alignment(const linattn_gguf *g);
-/* The data section: its offset in the file and its size in bytes. */
+/* The data section: its offset in the file, its first byte, its size in bytes. */
 uint64_t linattn_gguf_data_offset(const linattn_gguf *g);
+const uint8_t *linattn_gguf_data(const linattn_gguf *g);
 uint64_t linattn_gguf_data_size(const linattn_gguf *g);
 
 /* ---- metadata ------------------------------------------------------------- */
@@ -156,5 +158,21 @@ linattn_status linattn_gguf_find_tensor(const linattn_gguf *g, const char *name,
 const char *linattn_gguf_ggml_type_name(uint32_t type);
 /* Elements per block and bytes per block of a ggml type; 0 if unknown. */
 int linattn_gguf_ggml_type_size(uint32_t type, uint32_t *block, uint32_t *block_bytes);
+
+/* ---- as a model's weights (source_gguf.c, weights.c) ------------------------ */
+
+/* The llama architecture's tensor name as this project names it
+ * ("blk.3.attn_q.weight" -> "layers.3.attn.q.weight") in out[size]: 1;
+ * a name the architecture does not have: 0 ("gguf:NAME" in out, for
+ * messages). */
+int linattn_gguf_rename(const char *gguf, char *out, size_t size);
+/* The other way, for messages: "layers.3.attn.q.weight" -> "blk.3.attn_q.weight"
+ * (a name without one: itself). */
+void linattn_gguf_name(const char *ours, char *out, size_t size);
+
+/* The tensors of a GGUF model under this project's names (dims reversed:
+ * [rows, cols]), as stored: F32, F16 and BF16. A tensor of another type
+ * is refused naming it and its type (LINATTN_ERR_UNSUPPORTED). */
+linattn_status linattn_weights_open_gguf(const char *path, struct linattn_weights **out);
 
 #endif

@@ -16,6 +16,7 @@ static const linattn_source *const sources[] = {
     &linattn_source_random,
     &linattn_source_llama2c,
     &linattn_source_hf,
+    &linattn_source_gguf,
     &linattn_source_safetensors,
 };
 #define N_SOURCES (sizeof sources / sizeof sources[0])

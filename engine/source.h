@@ -1,5 +1,5 @@
 /* source.h: where a model's weights come from, one interface for every
- * kind (config weights = PATH, random:SEED, llama2c:PATH, hf:DIR); not
+ * kind (config weights = PATH, random:SEED, llama2c:PATH, hf:DIR, gguf:PATH); not
  * installed. One file per source (source_*.c) and one row in source.c's
  * table: adding a format touches nothing else of the config or the loader. */
 #ifndef LINATTN_ENGINE_SOURCE_H
@@ -32,7 +32,7 @@ linattn_status linattn_source_error(const linattn_source_keys *o, linattn_status
 const char *linattn_source_value_name(const char *key, int value);
 
 typedef struct linattn_source {
-    const char *name;   /* for messages: "safetensors", "random", "llama2c", "hf" */
+    const char *name;   /* for messages: "safetensors", "random", "llama2c", "hf", "gguf" */
     const char *prefix; /* of the weights value ("llama2c:"); NULL: a path as it is */
     const char *arg;    /* what follows the prefix, in messages: "SEED", "PATH", "DIR" */
     int arg_is_path;    /* the arg is a path, resolved from the config's folder */
@@ -57,6 +57,7 @@ extern const linattn_source linattn_source_safetensors; /* source_safetensors.c 
 extern const linattn_source linattn_source_random;      /* source_random.c */
 extern const linattn_source linattn_source_llama2c;     /* source_llama2c.c */
 extern const linattn_source linattn_source_hf;          /* source_hf.c */
+extern const linattn_source linattn_source_gguf;        /* source_gguf.c */
 
 /* The source of a weights value, and in *arg (when not NULL) what follows
  * its prefix. Never NULL: a value without a known prefix is a path to a

@@ -559,8 +559,14 @@ linattn_status linattn_tokenizer_load(const char *spec, linattn_tokenizer **out)
     }
     if (strncmp(spec, "hf:", 3) == 0)
         return load_hf_spec(spec + 3, out);
+    if (strncmp(spec, "gguf:", 5) == 0) {
+        if (!spec[5])
+            return linattn_err(LINATTN_ERR_INVALID, "tokenizer 'gguf:': no file given");
+        return tok_load_gguf(spec + 5, out);
+    }
     return linattn_err(LINATTN_ERR_INVALID,
-                       "tokenizer '%.200s': expected bytes, llama2c:PATH or hf:PATH", spec);
+                       "tokenizer '%.200s': expected bytes, llama2c:PATH, hf:PATH or gguf:PATH",
+                       spec);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -184,6 +184,16 @@ linattn_status tok_load_llama2c(const char *path, const unsigned char *data, siz
 linattn_status tok_load_hf(const char *path, const char *json, size_t len, const char *dir,
                            linattn_tokenizer **out);
 
+/* The same over a tokenizer.json already parsed (built by tok_load_gguf),
+ * with no side files; bos, eos and add_bos as its post-processor says. */
+struct cJSON;
+linattn_status tok_load_hf_root(const char *path, const struct cJSON *root,
+                                linattn_tokenizer **out);
+/* The vocabulary of a GGUF file (tokenizer.ggml.*): model "llama"
+ * (sentencepiece scores, byte fallback) as a llama2.c tokenizer, "gpt2"
+ * (byte-level BPE merges) as a Hugging Face one. */
+linattn_status tok_load_gguf(const char *path, linattn_tokenizer **out);
+
 /* Appends id; LINATTN_ERR_NOMEM (recorded) when it cannot grow. */
 linattn_status tok_push(tok_vec *v, int id);
 

@@ -764,6 +764,21 @@ static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
     return read_bos_eos(L, root, dir);
 }
 
+linattn_status tok_load_hf_root(const char *path, const cJSON *root, linattn_tokenizer **out)
+{
+    *out = NULL;
+    hf_load L = {path, NULL, NULL, NULL};
+    linattn_status st = load(&L, root, NULL);
+    mem_free(L.str);
+    mem_free(L.content);
+    if (st != LINATTN_OK) {
+        linattn_tokenizer_free(L.t);
+        return st;
+    }
+    *out = L.t;
+    return LINATTN_OK;
+}
+
 linattn_status tok_load_hf(const char *path, const char *json, size_t len, const char *dir,
                            linattn_tokenizer **out)
 {

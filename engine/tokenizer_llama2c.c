@@ -1,5 +1,6 @@
 /* tokenizer_llama2c.c: llama2.c's tokenizer.bin (scores and pieces) and its encoding: code points, byte fallback, best-score merges. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +213,14 @@ linattn_status tok_load_llama2c(const char *path, const unsigned char *data, siz
         linattn_tokenizer_free(t);
         return st;
     }
+    /* the byte fallback: the <0xXX> token where there is one (a GGUF
+     * vocabulary may keep them anywhere), else run.c's byte + 3 */
+    for (int b = 0; b < 256; b++) {
+        char hex[8];
+        snprintf(hex, sizeof hex, "<0x%02X>", b);
+        int id = tok_lookup(t, hex, 6);
+        t->byte_token[b] = id >= 0 ? id : b + 3;
+    }
     *out = t;
     return LINATTN_OK;
 }
@@ -224,19 +233,21 @@ static int pair_score(const linattn_tokenizer *t, int a, int b, uint32_t *rank, 
     return tok_pair_find(t, t->canon[a], t->canon[b], rank, id);
 }
 
-/* A byte as its fallback token, byte + 3 (after <unk>, <s>, </s>). */
+/* A byte as its fallback token: <0xXX>, else byte + 3 (after <unk>, <s>,
+ * </s>). */
 static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok_vec *out,
                                 size_t at)
 {
-    if (b + 3 >= t->vocab && at == SIZE_MAX)
+    int id = t->byte_token[b];
+    if (id >= t->vocab && at == SIZE_MAX)
         return linattn_err(LINATTN_ERR_INVALID,
                            "%s: the dummy prefix ' ' is no token and its fallback token %d is "
-                           "outside the %d tokens", t->source, b + 3, t->vocab);
-    if (b + 3 >= t->vocab)
+                           "outside the %d tokens", t->source, id, t->vocab);
+    if (id >= t->vocab)
         return linattn_err(LINATTN_ERR_INVALID,
                            "%s: byte 0x%02x at byte %zu of the text is no token and its fallback "
-                           "token %d is outside the %d tokens", t->source, b, at, b + 3, t->vocab);
-    return tok_push(out, b + 3);
+                           "token %d is outside the %d tokens", t->source, b, at, id, t->vocab);
+    return tok_push(out, id);
 }
 
 /* run.c's encode: BOS, a dummy-prefix " " when the text is not empty, each
@@ -279,7 +290,7 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
 static int ascii_symbol(const linattn_tokenizer *t, unsigned char c)
 {
     int id = tok_lookup(t, (const char *)&c, 1);
-    return id >= 0 ? id : c + 3 < t->vocab ? c + 3 : -1;
+    return id >= 0 ? id : t->byte_token[c] < t->vocab ? t->byte_token[c] : -1;
 }
 
 /* Between two ASCII bytes (each its own code point) whose symbols no merge

@@ -14,6 +14,7 @@
 
 #include "f16.h"
 #include "file.h"
+#include "gguf.h"
 #include "hf.h"
 #include "internal.h"
 #include "json.h"
@@ -58,6 +59,7 @@ struct linattn_weights {
     int n_meta;
     linattn_weights **parts; /* a Hugging Face folder's files, whose tensors these are */
     int n_parts;
+    linattn_gguf *gguf;      /* a GGUF file: it owns the map */
 };
 
 static const char *const dtype_names[] = {"F32", "F16", "BF16", "I8"};
@@ -130,6 +132,7 @@ void linattn_weights_close(linattn_weights *w)
     mem_free(w->by_name);
     if (w->map)
         munmap(w->map, w->map_size);
+    linattn_gguf_free(w->gguf);
     mem_free(w->path);
     mem_free(w);
 }
@@ -552,6 +555,12 @@ static linattn_status find_shaped(linattn_weights *w, const char *name, int ndim
         linattn_hf_name(name, hf, sizeof hf);
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' (%.100s here): missing",
                            w->path, hf, name);
+    }
+    if (!t && w->gguf) {
+        char gguf[320];
+        linattn_gguf_name(name, gguf, sizeof gguf);
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s' (%.100s here): missing",
+                           w->path, gguf, name);
     }
     if (!t)
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': missing", w->path, name);
@@ -1157,4 +1166,85 @@ done:
     }
     *out = w;
     return LINATTN_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* GGUF files                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The GGUF types read as stored, and the dtype each is. */
+static int gguf_dtype(uint32_t type, linattn_dtype *d)
+{
+    switch (type) {
+    case LINATTN_GGML_F32: *d = LINATTN_DTYPE_F32; return 1;
+    case LINATTN_GGML_F16: *d = LINATTN_DTYPE_F16; return 1;
+    case LINATTN_GGML_BF16: *d = LINATTN_DTYPE_BF16; return 1;
+    default: return 0;
+    }
+}
+
+linattn_status linattn_weights_open_gguf(const char *path, linattn_weights **out)
+{
+    if (!path || !out)
+        return linattn_err(LINATTN_ERR_INVALID, "weights: NULL argument");
+    *out = NULL;
+    linattn_weights *w = mem_calloc(1, sizeof *w);
+    if (!w || !(w->path = mem_strdup(path))) {
+        mem_free(w);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+    }
+    struct stat sb;
+    linattn_status st = linattn_gguf_open(path, &w->gguf);
+    if (st != LINATTN_OK)
+        goto fail;
+    /* the reader checked the file when it opened it; its size and time
+     * then, for check_unchanged (a rename over it keeps the map intact) */
+    if (stat(path, &sb) != 0) {
+        st = linattn_err(LINATTN_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    w->size = sb.st_size;
+    w->mtime = sb.st_mtim;
+    w->data = linattn_gguf_data(w->gguf);
+    w->data_size = linattn_gguf_data_size(w->gguf);
+    size_t n = linattn_gguf_n_tensors(w->gguf);
+    if (n > INT_MAX || !(w->tensors = mem_calloc(n ? n : 1, sizeof *w->tensors))) {
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        linattn_gguf_tensor g;
+        linattn_gguf_tensor_at(w->gguf, i, &g);
+        struct tensor *t = &w->tensors[w->n_tensors];
+        if (!gguf_dtype(g.type, &t->dtype)) {
+            const char *type = linattn_gguf_ggml_type_name(g.type);
+            st = linattn_err(LINATTN_ERR_UNSUPPORTED,
+                             "%s: tensor '%.200s' is %s; linattn reads GGUF tensors of type "
+                             "F32, F16 and BF16 (quantized types are not read yet)",
+                             path, g.name, type ? type : "of an unknown type");
+            goto fail;
+        }
+        size_t size = strlen(g.name) + 64;
+        if (!(t->name = mem_alloc(size))) {
+            st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", path);
+            goto fail;
+        }
+        w->n_tensors++;
+        linattn_gguf_rename(g.name, t->name, size);
+        t->label = g.name; /* owned by w->gguf */
+        /* ggml's ne[0] varies fastest: ours is the last dimension */
+        t->ndim = g.n_dims;
+        for (int d = 0; d < g.n_dims; d++)
+            t->shape[d] = (int64_t)g.dims[g.n_dims - 1 - d];
+        t->n_elements = g.n_elements;
+        t->begin = g.offset;
+        t->end = g.offset + g.bytes;
+    }
+    if ((st = check_layout(w)) != LINATTN_OK)
+        goto fail;
+    *out = w;
+    return LINATTN_OK;
+fail:
+    linattn_weights_close(w);
+    return st;
 }

@@ -513,17 +513,19 @@ LINATTN_API linattn_status linattn_config_report(linattn_status status, const ch
  * messages, without line numbers. */
 LINATTN_API linattn_status linattn_config_validate(const linattn_config *c);
 /* A config for a model given alone (`linattn generate -m PATH`), recognised
- * by its contents: a llama2.c checkpoint, or a Hugging Face folder with
+ * by its contents: a GGUF file (architecture llama; F32, F16 or BF16
+ * tensors), a llama2.c checkpoint, or a Hugging Face folder with
  * its config.json (or a file in one: model.safetensors, the shard index,
  * config.json). As a config that gives only `weights`: the shape and
  * architecture are the files', the attention is the one the checkpoint
  * was trained with (softmax; a Mistral folder's sliding window), the
- * tokenizer the one beside it (tokenizer.json in the folder, tokenizer.bin
- * beside a checkpoint; bytes when there is none), every other key the
- * default. LINATTN_ERR_INVALID when the path is no model file this
- * library recognises (a config, say), LINATTN_ERR_UNSUPPORTED for a kind
- * it recognises but does not read (GGUF), an error of the file's reader
- * when it is one but damaged. On failure c is unchanged. */
+ * tokenizer the file's own (GGUF) or the one beside it (tokenizer.json in
+ * the folder, tokenizer.bin beside a checkpoint; bytes when there is
+ * none), every other key the default. LINATTN_ERR_INVALID when the path is
+ * no model file this library recognises (a config, say),
+ * LINATTN_ERR_UNSUPPORTED for one it recognises but cannot run (a GGUF
+ * file of another architecture or with quantized tensors), an error of
+ * the file's reader when it is one but damaged. On failure c is unchanged. */
 LINATTN_API linattn_status linattn_config_from_model(const char *path, linattn_config *c);
 
 /* ------------------------------------------------------------------------ */

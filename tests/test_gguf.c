@@ -8,6 +8,8 @@
 #include "linattn.h"
 #include "../engine/gguf.h"
 #include "../engine/mem.h"
+#include "../engine/f16.h"
+#include "../engine/weights.h"
 #include "testutil.h"
 
 TestSuite(gguf, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -816,4 +818,376 @@ Test(gguf, write_fuzz_seeds)
     for (int i = 0; i < 80 + 36; i++)
         u8(&w, (uint8_t)(i * 7));
     seed(dir, "quant-4d.gguf", &w);
+}
+
+/* ---- GGUF models ---------------------------------------------------------------
+ * A golden test model (tests/data/NAME.ini, llama architecture) written as
+ * a GGUF file the way llama.cpp's converters write one: llama.* shape keys,
+ * tensors under llama.cpp's names with dims reversed, q and k rows as they
+ * are (interleaved rotation pairs), F32 or F16. */
+
+/* Our tensor names and llama.cpp's, per layer ("%d") or once. */
+static const char *const model_tensors[][2] = {
+    {"tok_emb.weight", "token_embd.weight"},
+    {"layers.%d.norm1.weight", "blk.%d.attn_norm.weight"},
+    {"layers.%d.attn.q.weight", "blk.%d.attn_q.weight"},
+    {"layers.%d.attn.k.weight", "blk.%d.attn_k.weight"},
+    {"layers.%d.attn.v.weight", "blk.%d.attn_v.weight"},
+    {"layers.%d.attn.o.weight", "blk.%d.attn_output.weight"},
+    {"layers.%d.norm2.weight", "blk.%d.ffn_norm.weight"},
+    {"layers.%d.ffn.gate.weight", "blk.%d.ffn_gate.weight"},
+    {"layers.%d.ffn.up.weight", "blk.%d.ffn_up.weight"},
+    {"layers.%d.ffn.down.weight", "blk.%d.ffn_down.weight"},
+    {"norm_f.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+
+typedef struct gguf_model_opts {
+    uint32_t type;         /* LINATTN_GGML_F32 or F16 */
+    const char *arch;      /* general.architecture, "llama" unless set */
+    const char *drop;      /* a GGUF tensor left out, or NULL */
+    uint32_t rope_dims;    /* llama.rope.dimension_count, the head size unless set */
+} gguf_model_opts;
+
+/* Writes tests/data/NAME's model to path as GGUF; returns its config. */
+static linattn_config write_model(const char *name, const char *path, gguf_model_opts o)
+{
+    linattn_config c;
+    char ini[1024];
+    snprintf(ini, sizeof ini, "%s/%s.ini", tu_data_dir(), name);
+    cr_assert_eq(linattn_config_load(ini, &c), LINATTN_OK, "%s", linattn_last_error());
+    linattn_weights *src;
+    cr_assert_eq(linattn_weights_open(c.weights, &src), LINATTN_OK, "%s", linattn_last_error());
+    const int64_t d = c.d_model, ff = c.d_ff, V = c.vocab_size, hd = d / c.n_heads;
+    const int64_t kv = hd * (c.n_kv_heads ? c.n_kv_heads : c.n_heads);
+    /* each tensor: GGUF name, rows x cols (cols 0: a vector), fp32 data */
+    struct { char ours[64], gguf[64]; int64_t rows, cols; const float *data; } t[64];
+    int n = 0;
+    for (size_t i = 0; i < sizeof model_tensors / sizeof model_tensors[0]; i++) {
+        int per_layer = strstr(model_tensors[i][0], "%d") != NULL;
+        for (int l = 0; l < (per_layer ? c.n_layers : 1); l++) {
+            snprintf(t[n].ours, sizeof t[n].ours, model_tensors[i][0], l);
+            snprintf(t[n].gguf, sizeof t[n].gguf, model_tensors[i][1], l);
+            if (!linattn_weights_has(src, t[n].ours) || (o.drop && !strcmp(o.drop, t[n].gguf)))
+                continue;
+            const char *s = t[n].ours;
+            int64_t rows = strstr(s, "norm") ? d : strstr(s, "attn.k") || strstr(s, "attn.v") ? kv
+                         : strstr(s, "gate") || strstr(s, "up.") ? ff
+                         : strstr(s, "tok_emb") || strstr(s, "lm_head") ? V : d;
+            int64_t cols = strstr(s, "norm") ? 0 : strstr(s, "down") ? ff : d;
+            int64_t shape[2] = {rows, cols};
+            cr_assert_eq(linattn_weights_get(src, s, cols ? 2 : 1, shape, &t[n].data), LINATTN_OK,
+                         "%s", linattn_last_error());
+            t[n].rows = rows;
+            t[n].cols = cols;
+            n++;
+        }
+    }
+    gw kvs = {0};
+    uint64_t n_kv = 0;
+#define KV_U32(k, v) (key(&kvs, k, 4), u32(&kvs, v), n_kv++)
+#define KV_F32(k, v) (key(&kvs, k, 6), f32(&kvs, v), n_kv++)
+    key(&kvs, "general.architecture", 8);
+    str(&kvs, o.arch ? o.arch : "llama");
+    n_kv++;
+    KV_U32("general.alignment", 32);
+    KV_U32("llama.context_length", (uint32_t)c.max_seq_len);
+    KV_U32("llama.embedding_length", (uint32_t)d);
+    KV_U32("llama.block_count", (uint32_t)c.n_layers);
+    KV_U32("llama.feed_forward_length", (uint32_t)ff);
+    KV_U32("llama.attention.head_count", (uint32_t)c.n_heads);
+    KV_U32("llama.attention.head_count_kv", (uint32_t)(kv / hd));
+    KV_U32("llama.rope.dimension_count", o.rope_dims ? o.rope_dims : (uint32_t)hd);
+    KV_F32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+    KV_F32("llama.rope.freq_base", c.rope_theta);
+#undef KV_U32
+#undef KV_F32
+    gw w = {0};
+    header(&w, 3, (uint64_t)n, n_kv);
+    put(&w, kvs.p, kvs.n);
+    free(kvs.p);
+    const size_t esize = o.type == LINATTN_GGML_F16 ? 2 : 4;
+    uint64_t off = 0, offs[64];
+    for (int i = 0; i < n; i++) {
+        uint64_t dims[2] = {t[i].cols ? (uint64_t)t[i].cols : (uint64_t)t[i].rows,
+                            (uint64_t)t[i].rows};
+        offs[i] = off;
+        /* norms stay F32 in llama.cpp's files whatever the type */
+        uint32_t type = t[i].cols ? o.type : LINATTN_GGML_F32;
+        tensor(&w, t[i].gguf, t[i].cols ? 2 : 1, dims, type, off);
+        off += (uint64_t)t[i].rows * (uint64_t)(t[i].cols ? t[i].cols : 1) *
+               (t[i].cols ? esize : 4);
+        off = (off + 31) / 32 * 32;
+    }
+    pad(&w, 32);
+    size_t data = w.n;
+    for (int i = 0; i < n; i++) {
+        at(&w, data, offs[i]);
+        size_t count = (size_t)t[i].rows * (size_t)(t[i].cols ? t[i].cols : 1);
+        for (size_t k = 0; k < count; k++) {
+            if (t[i].cols && esize == 2)
+                u16(&w, linattn_f32_to_f16(t[i].data[k]));
+            else
+                f32(&w, t[i].data[k]);
+        }
+    }
+    tu_write_file(path, w.p, w.n);
+    free(w.p);
+    linattn_weights_close(src);
+    return c;
+}
+
+/* The logits after each of tokens[n] fed one by one, [n, V], malloc'd. */
+static float *run_tokens(linattn_model *m, const int *tokens, int n)
+{
+    int V = linattn_model_config(m)->vocab_size;
+    float *out = malloc((size_t)n * (size_t)V * sizeof *out);
+    linattn_session *s;
+    cr_assert_eq(linattn_session_new(m, &s), LINATTN_OK);
+    linattn_session_set_threads(s, 1);
+    for (int t = 0; t < n; t++)
+        cr_assert_eq(linattn_session_feed(s, &tokens[t], 1, out + (size_t)t * V), LINATTN_OK,
+                     "%s", linattn_last_error());
+    linattn_session_free(s);
+    return out;
+}
+
+static linattn_model *model_of(const char *path)
+{
+    linattn_config c;
+    cr_assert_eq(linattn_config_from_model(path, &c), LINATTN_OK, "%s", linattn_last_error());
+    linattn_model *m;
+    cr_assert_eq(linattn_model_from_config(&c, &m), LINATTN_OK, "%s", linattn_last_error());
+    return m;
+}
+
+/* F32: the same model as the safetensors file, so the same logits bit for
+ * bit (the same arithmetic on the same values, one thread); the shape, the
+ * architecture and softmax attention all from the file alone. */
+Test(gguf, f32_model_is_its_safetensors_model)
+{
+    const char *path = tu_path("m.gguf");
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    linattn_config want = write_model("tiny-softmax-llama-gqa", p, (gguf_model_opts){0});
+    linattn_config c;
+    cr_assert_eq(linattn_config_from_model(p, &c), LINATTN_OK, "%s", linattn_last_error());
+    cr_expect_eq(strncmp(c.weights, "gguf:", 5), 0, "weights = %s", c.weights);
+    cr_expect_eq(c.vocab_size, want.vocab_size);
+    cr_expect_eq(c.d_model, want.d_model);
+    cr_expect_eq(c.n_heads, want.n_heads);
+    cr_expect_eq(c.n_kv_heads, want.n_kv_heads);
+    cr_expect_eq(c.n_layers, want.n_layers);
+    cr_expect_eq(c.d_ff, want.d_ff);
+    cr_expect_eq(c.max_seq_len, want.max_seq_len);
+    cr_expect_eq(c.tie_embeddings, want.tie_embeddings);
+    cr_expect_eq(c.attention, LINATTN_ATTN_SOFTMAX);
+    cr_expect_eq(c.rope_pairing, LINATTN_ROPE_INTERLEAVED);
+    cr_expect_eq(c.norm_eps, want.norm_eps);
+    cr_expect_str_eq(c.tokenizer, "", "no vocabulary in the file: bytes");
+    linattn_model *a = model_of(p), *b;
+    char ini[1024];
+    snprintf(ini, sizeof ini, "%s/tiny-softmax-llama-gqa.ini", tu_data_dir());
+    cr_assert_eq(linattn_model_load(ini, &b), LINATTN_OK, "%s", linattn_last_error());
+    int tokens[12];
+    for (int i = 0; i < 12; i++)
+        tokens[i] = (i * 37 + 5) % 256;
+    float *x = run_tokens(a, tokens, 12), *y = run_tokens(b, tokens, 12);
+    cr_expect_eq(memcmp(x, y, 12 * 256 * sizeof *x), 0, "GGUF F32 logits differ");
+    free(x);
+    free(y);
+    linattn_model_free(a);
+    linattn_model_free(b);
+}
+
+/* F16: the matrices used as stored (the f16 kernels), so the logits are
+ * those of the same F16 values in a safetensors file, bit for bit; and
+ * near the fp32 model's by the rounding of 2^-11 per weight. */
+Test(gguf, f16_model_is_its_f16_safetensors_model)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", tu_path("m16.gguf"));
+    linattn_config c = write_model("tiny-softmax-llama-gqa", p,
+                                   (gguf_model_opts){.type = LINATTN_GGML_F16});
+    /* the same tensors as an F16 safetensors image (norms F32, as in the GGUF file) */
+    linattn_weights *src;
+    cr_assert_eq(linattn_weights_open(c.weights, &src), LINATTN_OK);
+    int nt = linattn_weights_count(src);
+    linattn_tensor_out *out = calloc((size_t)nt, sizeof *out);
+    for (int i = 0; i < nt; i++) {
+        linattn_tensor_info info;
+        linattn_weights_tensor(src, i, &info);
+        out[i].name = info.name;
+        out[i].ndim = info.ndim;
+        for (int k = 0; k < info.ndim; k++)
+            out[i].shape[k] = info.shape[k];
+        cr_assert_eq(linattn_weights_get(src, info.name, info.ndim, info.shape, &out[i].data),
+                     LINATTN_OK);
+        out[i].dtype = info.ndim == 2 ? LINATTN_DTYPE_F16 : LINATTN_DTYPE_F32;
+    }
+    void *bytes;
+    size_t size;
+    cr_assert_eq(linattn_weights_write_mem(out, nt, &bytes, &size), LINATTN_OK);
+    linattn_model *a = model_of(p), *b;
+    cr_assert_eq(linattn_model_from_config_mem(&c, bytes, size, &b), LINATTN_OK, "%s",
+                 linattn_last_error());
+    int tokens[10];
+    for (int i = 0; i < 10; i++)
+        tokens[i] = (i * 91 + 3) % 256;
+    float *x = run_tokens(a, tokens, 10), *y = run_tokens(b, tokens, 10);
+    cr_expect_eq(memcmp(x, y, 10 * 256 * sizeof *x), 0, "GGUF F16 logits differ");
+    linattn_model_free(a);
+    linattn_model_free(b);
+    free(x);
+    free(y);
+    free(bytes);
+    free(out);
+    linattn_weights_close(src);
+}
+
+static void model_refused(const char *file, gguf_model_opts o, linattn_status want,
+                          const char *why)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", tu_path(file));
+    write_model("tiny-softmax-llama-gqa", p, o);
+    linattn_config c;
+    linattn_status st = linattn_config_from_model(p, &c);
+    if (st == LINATTN_OK) {
+        linattn_model *m = NULL;
+        st = linattn_model_from_config(&c, &m);
+        linattn_model_free(m);
+    }
+    cr_expect_eq(st, want, "%s: status %d: %s", file, (int)st, linattn_last_error());
+    cr_expect(strstr(linattn_last_error(), why), "%s: '%s' lacks '%s'", file,
+              linattn_last_error(), why);
+}
+
+Test(gguf, model_refusals_name_what_is_wrong)
+{
+    model_refused("arch.gguf", (gguf_model_opts){.arch = "qwen2"}, LINATTN_ERR_UNSUPPORTED,
+                  "general.architecture is 'qwen2'");
+    model_refused("rope.gguf", (gguf_model_opts){.rope_dims = 4}, LINATTN_ERR_UNSUPPORTED,
+                  "llama.rope.dimension_count is 4");
+    model_refused("noq.gguf", (gguf_model_opts){.drop = "blk.1.attn_q.weight"},
+                  LINATTN_ERR_FORMAT, "tensor 'blk.1.attn_q.weight' (layers.1.attn.q.weight here): missing");
+    /* a quantized tensor: named, with its type */
+    char p[4096];
+    snprintf(p, sizeof p, "%s", tu_path("q.gguf"));
+    gw w = {0};
+    header(&w, 3, 1, 0);
+    static const uint64_t qd[] = {32, 2};
+    tensor(&w, "blk.0.attn_q.weight", 2, qd, LINATTN_GGML_Q8_0, 0);
+    pad(&w, 32);
+    for (int i = 0; i < 2 * 34; i++)
+        u8(&w, 0);
+    tu_write_file(p, w.p, w.n);
+    free(w.p);
+    linattn_weights *x;
+    cr_expect_eq(linattn_weights_open_gguf(p, &x), LINATTN_ERR_UNSUPPORTED);
+    cr_expect(strstr(linattn_last_error(), "tensor 'blk.0.attn_q.weight' is Q8_0"), "%s",
+              linattn_last_error());
+}
+
+/* ---- llama.cpp's tokenizer suite -------------------------------------------------
+ * llama.cpp's tests/test-tokenizer-0 checks its tokenizers against
+ * Hugging Face's on real vocabularies: models/ggml-vocab-NAME.gguf with
+ * NAME.gguf.inp (texts split by "\n__ggml_vocab_test__\n") and
+ * NAME.gguf.out (the ids of each, one line each, no bos). Those files
+ * are not committed here (tests/data/gguf/README.md); the test runs over
+ * the folder $LINATTN_GGUF_VOCAB names (a llama.cpp checkout's models/)
+ * and is skipped without it. The vocabularies whose pre-tokenizer linattn
+ * has exactly (sentencepiece; GPT-2's) must match every case. */
+
+static int suite_cases(const char *dir, const char *name, int *matched, char *first_miss,
+                       size_t miss_size)
+{
+    char path[4200], spec[4300];
+    snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf", dir, name);
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    linattn_tokenizer *t;
+    if (linattn_tokenizer_load(spec, &t) != LINATTN_OK)
+        return -1;
+    snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.inp", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        linattn_tokenizer_free(t);
+        return -2;
+    }
+    fclose(f);
+    size_t ni = 0, no = 0;
+    char *inp = tu_read_file(path, &ni);
+    snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.out", dir, name);
+    char *out = tu_read_file(path, &no);
+    cr_assert(inp && out, "%s: no .inp/.out", name);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    int cases = 0;
+    *matched = 0;
+    first_miss[0] = '\0';
+    char *p = inp, *end = inp + ni, *line = out;
+    while (p < end) {
+        char *next = memmem(p, (size_t)(end - p), sep, sizeof sep - 1);
+        size_t len = next ? (size_t)(next - p) : (size_t)(end - p);
+        char *eol = strchr(line, '\n');
+        cr_assert(eol, "%s: fewer outputs than inputs", name);
+        *eol = '\0';
+        int want[4096], nw = 0;
+        for (char *q = line; *q;) {
+            char *e;
+            long v = strtol(q, &e, 10);
+            if (e == q)
+                break;
+            want[nw++] = (int)v;
+            q = e;
+        }
+        int got[4096];
+        size_t ng = 0;
+        linattn_status st = linattn_tokenizer_encode(t, p, len, 0, got, 4096, &ng);
+        int same = st == LINATTN_OK && (int)ng == nw && !memcmp(got, want, ng * sizeof *got);
+        *matched += same;
+        if (!same && !first_miss[0])
+            snprintf(first_miss, miss_size, "'%.*s'", (int)(len < 40 ? len : 40), p);
+        cases++;
+        line = eol + 1;
+        p = next ? next + sizeof sep - 1 : end;
+    }
+    free(inp);
+    free(out);
+    linattn_tokenizer_free(t);
+    return cases;
+}
+
+Test(gguf, llama_cpp_tokenizer_suite)
+{
+    const char *dir = getenv("LINATTN_GGUF_VOCAB");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/ggml-vocab-llama-spm.gguf.inp", dir ? dir : "");
+    FILE *f = dir ? fopen(probe, "rb") : NULL;
+    if (!f)
+        cr_skip_test("no llama.cpp vocab suite (set LINATTN_GGUF_VOCAB to its models/)");
+    fclose(f);
+    static const struct { const char *name; int exact; } vocabs[] = {
+        {"llama-spm", 1}, {"gpt-2", 1}, {"llama-bpe", 0}, {"falcon", 0},
+        {"deepseek-llm", 0}, {"deepseek-coder", 0}, {"starcoder", 0}, {"qwen2", 0},
+        {"phi-3", 0}, {"mpt", 0}, {"refact", 0}, {"gpt-neox", 0}, {"command-r", 0},
+        {"baichuan", 0}, {"bert-bge", 0},
+    };
+    for (size_t i = 0; i < sizeof vocabs / sizeof vocabs[0]; i++) {
+        int matched = 0;
+        char miss[128];
+        int n = suite_cases(dir, vocabs[i].name, &matched, miss, sizeof miss);
+        if (n == -2)
+            fprintf(stderr, "tokenizer suite: %-15s no cases\n", vocabs[i].name);
+        else if (n < 0)
+            fprintf(stderr, "tokenizer suite: %-15s not read: %s\n", vocabs[i].name,
+                    linattn_last_error());
+        else
+            fprintf(stderr, "tokenizer suite: %-15s %3d of %3d cases%s%s\n", vocabs[i].name,
+                    matched, n, miss[0] ? ", first miss " : "", miss);
+        if (vocabs[i].exact) {
+            cr_expect_gt(n, 0, "%s: not read", vocabs[i].name);
+            cr_expect_eq(matched, n, "%s: %d of %d cases match; first miss %s",
+                         vocabs[i].name, matched, n, miss);
+        }
+    }
 }

@@ -658,7 +658,7 @@ Test(llama2c, model_given_alone)
     cr_expect(strstr(d.err, "short.bin") && strstr(d.err, "llama2.c"), "%s", d.err);
     tu_run_free(&d);
 
-    /* neither a model nor a config, a GGUF file, a safetensors file alone */
+    /* neither a model nor a config, a truncated GGUF file, a safetensors file alone */
     static const unsigned char junk[] = {0x7f, 'E', 'L', 'F', 0, 1, 2, 3};
     tu_write_file(tu_path("junk.bin"), junk, sizeof junk);
     static const unsigned char gguf[] = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
@@ -666,7 +666,8 @@ Test(llama2c, model_given_alone)
     static const unsigned char st[] = {2, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
     tu_write_file(tu_path("w.safetensors"), st, sizeof st);
     const char *files[] = {"junk.bin", "m.gguf", "w.safetensors"};
-    const char *says[] = {"not a model file or folder linattn reads", "a GGUF file",
+    const char *says[] = {"not a model file or folder linattn reads",
+                          "too short for a GGUF header",
                           "holds no model shape"};
     for (int k = 0; k < 3; k++) {
         tu_run_result r = tu_run("generate", "-m", tu_path(files[k]), "-p", "x", NULL);
@@ -676,6 +677,6 @@ Test(llama2c, model_given_alone)
         tu_run_free(&r);
     }
     cr_expect_eq(linattn_config_from_model(tu_path("junk.bin"), &c), LINATTN_ERR_INVALID);
-    cr_expect_eq(linattn_config_from_model(tu_path("m.gguf"), &c), LINATTN_ERR_UNSUPPORTED);
+    cr_expect_eq(linattn_config_from_model(tu_path("m.gguf"), &c), LINATTN_ERR_FORMAT);
     cr_expect_eq(linattn_config_from_model(cfg, &c), LINATTN_ERR_INVALID, "an INI is no model");
 }

@@ -296,7 +296,7 @@ Test(tokenizer, llama2c_malformed_files)
     load_fails("llama2c:/nonexistent/tokenizer.bin", LINATTN_ERR_IO, "/nonexistent/tokenizer.bin",
                NULL);
     load_fails("llama2c:", LINATTN_ERR_INVALID, "no file", NULL);
-    load_fails("sentencepiece:x", LINATTN_ERR_INVALID, "expected bytes, llama2c:PATH or hf:PATH",
+    load_fails("sentencepiece:x", LINATTN_ERR_INVALID, "expected bytes, llama2c:PATH, hf:PATH or gguf:PATH",
                NULL);
 }
 
@@ -759,7 +759,7 @@ Test(tokenizer, config_key_resolves_paths)
     ini = write_model("bad.ini", 300, "tokenizer = spm:x\n", NULL);
     cr_assert_eq(linattn_config_load(ini, &c), LINATTN_ERR_INVALID);
     cr_assert(strstr(linattn_last_error(), "bad.ini:8: [model] key 'tokenizer'") &&
-                  strstr(linattn_last_error(), "expected bytes, llama2c:PATH or hf:PATH"),
+                  strstr(linattn_last_error(), "expected bytes, llama2c:PATH, hf:PATH or gguf:PATH"),
               "%s", linattn_last_error());
     ini = write_model("empty.ini", 300, "tokenizer = llama2c:\n", NULL);
     cr_assert_eq(linattn_config_load(ini, &c), LINATTN_ERR_INVALID);

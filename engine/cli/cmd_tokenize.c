@@ -41,7 +41,7 @@ static const char usage_detok[] =
     "sentencepiece tokenizer puts after it is dropped), so tokenize then\n"
     "detokenize gives the text back.\n"
     "\n"
-    "  --tokenizer SPEC  bytes, llama2c:PATH or hf:PATH, instead of CONFIG\n"
+    "  --tokenizer SPEC  bytes, llama2c:PATH, hf:PATH or gguf:PATH, instead of CONFIG\n"
     "  -h, --help        this text\n";
 
 /* The tokenizer of --tokenizer SPEC, else of the config at path. */

@@ -1,0 +1,273 @@
+/* tokenizer_gguf.c: a GGUF file's vocabulary (tokenizer.ggml.*) as the llama2.c or Hugging Face tokenizer it is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* llama.cpp's token types (llama_token_type) */
+enum { TYPE_NORMAL = 1, TYPE_UNKNOWN = 2, TYPE_CONTROL = 3, TYPE_USER_DEFINED = 4,
+       TYPE_UNUSED = 5, TYPE_BYTE = 6 };
+
+static const char METASPACE[] = "\xe2\x96\x81"; /* U+2581, sentencepiece's space */
+
+/* tokenizer.ggml.KEY as a token id in 0..vocab-1 (*id unchanged when absent). */
+static linattn_status get_id(const linattn_gguf *g, const char *path, const char *key, int vocab,
+                             int *id)
+{
+    if (!linattn_gguf_has(g, key))
+        return LINATTN_OK;
+    int64_t v;
+    linattn_status st = linattn_gguf_get_int(g, key, &v);
+    if (st != LINATTN_OK)
+        return st;
+    if (v < 0 || v >= vocab)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: %s is %lld, not a token id in 0..%d", path,
+                           key, (long long)v, vocab - 1);
+    *id = (int)v;
+    return LINATTN_OK;
+}
+
+/* bos, eos and add_bos from the metadata, over what the reader set. */
+static linattn_status special_ids(const linattn_gguf *g, const char *path, linattn_tokenizer *t,
+                                  int add_bos_default)
+{
+    int bos = -1, eos = -1, add = add_bos_default;
+    linattn_status st;
+    if ((st = get_id(g, path, "tokenizer.ggml.bos_token_id", t->vocab, &bos)) ||
+        (st = get_id(g, path, "tokenizer.ggml.eos_token_id", t->vocab, &eos)))
+        return st;
+    if (linattn_gguf_has(g, "tokenizer.ggml.add_bos_token") &&
+        (st = linattn_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add)))
+        return st;
+    t->bos = bos;
+    t->eos = eos;
+    t->add_bos = bos >= 0 && add;
+    return LINATTN_OK;
+}
+
+/* Sentencepiece (model "llama"): the pieces with U+2581 as ' ', scores,
+ * written as a llama2.c tokenizer.bin in memory and read by that reader:
+ * llama.cpp's SPM tokenizer and run.c's encode are one algorithm (the
+ * best-scoring adjacent pair merges first, the leftmost on ties; a code
+ * point without a token falls back to its <0xXX> byte tokens; a space
+ * prefix). */
+static linattn_status load_spm(const linattn_gguf *g, const char *path,
+                               const linattn_gguf_array *tokens, linattn_tokenizer **out)
+{
+    linattn_gguf_array scores;
+    linattn_status st = linattn_gguf_get_array(g, "tokenizer.ggml.scores", &scores);
+    if (st != LINATTN_OK)
+        return st;
+    if (scores.count != tokens->count)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tokenizer.ggml.scores has %llu entries for %llu tokens", path,
+                           (unsigned long long)scores.count, (unsigned long long)tokens->count);
+    const int n = (int)tokens->count;
+    size_t bytes = 4, max_len = 1;
+    for (int i = 0; i < n; i++) {
+        const char *s;
+        size_t len;
+        if ((st = linattn_gguf_array_string(tokens, (uint64_t)i, &s, &len)) != LINATTN_OK)
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%d]: not a string",
+                               path, i);
+        bytes += 8 + len;
+        max_len = len > max_len ? len : max_len;
+    }
+    unsigned char *img = mem_alloc(bytes);
+    if (!img)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %d tokens", path, n);
+    uint32_t u = (uint32_t)max_len;
+    memcpy(img, &u, 4);
+    size_t at = 4;
+    for (int i = 0; i < n && st == LINATTN_OK; i++) {
+        const char *s;
+        size_t len;
+        double score;
+        linattn_gguf_array_string(tokens, (uint64_t)i, &s, &len);
+        if ((st = linattn_gguf_array_float(&scores, (uint64_t)i, &score)) != LINATTN_OK) {
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: tokenizer.ggml.scores[%d]: not a number",
+                             path, i);
+            break;
+        }
+        float f = (float)score;
+        memcpy(img + at, &f, 4);
+        unsigned char *lenp = img + at + 4, *p = img + at + 8;
+        size_t k = 0, w = 0;
+        while (k < len) {
+            if (len - k >= 3 && memcmp(s + k, METASPACE, 3) == 0) {
+                p[w++] = ' ';
+                k += 3;
+            } else
+                p[w++] = (unsigned char)s[k++];
+        }
+        uint32_t wl = (uint32_t)w;
+        memcpy(lenp, &wl, 4);
+        at += 8 + w;
+    }
+    if (st == LINATTN_OK)
+        st = tok_load_llama2c(path, img, at, out);
+    mem_free(img);
+    if (st != LINATTN_OK)
+        return st;
+    linattn_tokenizer *t = *out;
+    t->name = "gguf llama (sentencepiece)";
+    if ((st = special_ids(g, path, t, 1)) != LINATTN_OK) {
+        linattn_tokenizer_free(t);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Byte-level BPE (model "gpt2"): a tokenizer.json of the same vocabulary,
+ * merges and special tokens, read by the Hugging Face reader. */
+static linattn_status load_bpe(const linattn_gguf *g, const char *path,
+                               const linattn_gguf_array *tokens, linattn_tokenizer **out)
+{
+    linattn_gguf_array merges, types = {0};
+    linattn_status st = linattn_gguf_get_array(g, "tokenizer.ggml.merges", &merges);
+    if (st != LINATTN_OK)
+        return st;
+    if (linattn_gguf_has(g, "tokenizer.ggml.token_type") &&
+        (st = linattn_gguf_get_array(g, "tokenizer.ggml.token_type", &types)) != LINATTN_OK)
+        return st;
+    if (types.count && types.count != tokens->count)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tokenizer.ggml.token_type has %llu entries for %llu tokens", path,
+                           (unsigned long long)types.count, (unsigned long long)tokens->count);
+    /* which pre-tokenizer: GPT-2's regular expression is the one linattn
+     * has; the others (llama-bpe, qwen2, ...) are approximated by it, as
+     * tokenizer.json's Split pre-tokenizers are */
+    const char *pre = "default";
+    size_t pre_len = 7;
+    if (linattn_gguf_has(g, "tokenizer.ggml.pre") &&
+        (st = linattn_gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len)) != LINATTN_OK)
+        return st;
+    cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+    cJSON *mlist = cJSON_AddArrayToObject(model, "merges");
+    cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
+    cJSON *pt = cJSON_AddObjectToObject(root, "pre_tokenizer");
+    int ok = root && model && vocab && mlist && added && pt &&
+             cJSON_AddStringToObject(model, "type", "BPE") &&
+             cJSON_AddStringToObject(pt, "type", "ByteLevel") &&
+             cJSON_AddFalseToObject(pt, "add_prefix_space") &&
+             cJSON_AddTrueToObject(pt, "use_regex");
+    char *buf = NULL;
+    size_t cap = 0;
+    for (uint64_t i = 0; ok && st == LINATTN_OK && i < tokens->count; i++) {
+        const char *s;
+        size_t len;
+        int64_t type = TYPE_NORMAL;
+        if (linattn_gguf_array_string(tokens, i, &s, &len) != LINATTN_OK ||
+            (types.count && linattn_gguf_array_int(&types, i, &type) != LINATTN_OK)) {
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%llu] or its type: "
+                             "not a string and an integer", path, (unsigned long long)i);
+            break;
+        }
+        if (len + 1 > cap) {
+            mem_free(buf);
+            cap = 2 * len + 64;
+            if (!(buf = mem_alloc(cap))) {
+                ok = 0;
+                break;
+            }
+        }
+        if (memchr(s, '\0', len)) {
+            st = linattn_err(LINATTN_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.tokens[%llu] holds a NUL byte", path,
+                             (unsigned long long)i);
+            break;
+        }
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        /* a repeated string keeps its first id (the reader's hash), as
+         * llama.cpp's token_to_id */
+        ok = cJSON_AddNumberToObject(vocab, buf, (double)i) != NULL;
+        if (ok && (type == TYPE_CONTROL || type == TYPE_USER_DEFINED)) {
+            cJSON *a = cJSON_CreateObject();
+            ok = a && cJSON_AddNumberToObject(a, "id", (double)i) &&
+                 cJSON_AddStringToObject(a, "content", buf) &&
+                 cJSON_AddBoolToObject(a, "special", type == TYPE_CONTROL);
+            if (a && !cJSON_AddItemToArray(added, a)) {
+                cJSON_Delete(a);
+                ok = 0;
+            }
+        }
+    }
+    for (uint64_t i = 0; ok && st == LINATTN_OK && i < merges.count; i++) {
+        const char *s;
+        size_t len;
+        if (linattn_gguf_array_string(&merges, i, &s, &len) != LINATTN_OK) {
+            st = linattn_err(LINATTN_ERR_FORMAT, "%s: tokenizer.ggml.merges[%llu]: not a string",
+                             path, (unsigned long long)i);
+            break;
+        }
+        if (len + 1 > cap) {
+            mem_free(buf);
+            cap = 2 * len + 64;
+            if (!(buf = mem_alloc(cap))) {
+                ok = 0;
+                break;
+            }
+        }
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        cJSON *m = cJSON_CreateString(buf);
+        if (!m || !cJSON_AddItemToArray(mlist, m)) {
+            cJSON_Delete(m);
+            ok = 0;
+        }
+    }
+    mem_free(buf);
+    if (st == LINATTN_OK && !ok)
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %llu tokens", path,
+                         (unsigned long long)tokens->count);
+    if (st == LINATTN_OK)
+        st = tok_load_hf_root(path, root, out);
+    cJSON_Delete(root);
+    if (st != LINATTN_OK)
+        return st;
+    linattn_tokenizer *t = *out;
+    t->name = (pre_len == 5 && !memcmp(pre, "gpt-2", 5)) || (pre_len == 7 && !memcmp(pre, "default", 7))
+                  ? "gguf gpt2 (byte-level BPE)"
+                  : "gguf gpt2 (byte-level BPE; its pre-tokenizer approximated by GPT-2's)";
+    if ((st = special_ids(g, path, t, 0)) != LINATTN_OK) {
+        linattn_tokenizer_free(t);
+        *out = NULL;
+    }
+    return st;
+}
+
+linattn_status tok_load_gguf(const char *path, linattn_tokenizer **out)
+{
+    *out = NULL;
+    linattn_gguf *g;
+    linattn_status st = linattn_gguf_open(path, &g);
+    if (st != LINATTN_OK)
+        return st;
+    const char *model = NULL;
+    size_t len = 0;
+    linattn_gguf_array tokens;
+    if ((st = linattn_gguf_get_string(g, "tokenizer.ggml.model", &model, &len)) == LINATTN_OK &&
+        (st = linattn_gguf_get_array(g, "tokenizer.ggml.tokens", &tokens)) == LINATTN_OK) {
+        if (tokens.type != LINATTN_GGUF_STRING || tokens.count == 0 ||
+            tokens.count > TOK_MAX_VOCAB)
+            st = linattn_err(LINATTN_ERR_FORMAT,
+                             "%s: tokenizer.ggml.tokens: expected 1..%d strings", path,
+                             TOK_MAX_VOCAB);
+        else if (len == 5 && memcmp(model, "llama", 5) == 0)
+            st = load_spm(g, path, &tokens, out);
+        else if (len == 4 && memcmp(model, "gpt2", 4) == 0)
+            st = load_bpe(g, path, &tokens, out);
+        else
+            st = linattn_err(LINATTN_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.model '%.*s' is not supported (llama or gpt2)",
+                             path, (int)(len < 40 ? len : 40), model);
+    }
+    linattn_gguf_free(g);
+    return st;
+}
