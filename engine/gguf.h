@@ -171,7 +171,7 @@ int linattn_gguf_rename(const char *gguf, char *out, size_t size);
 void linattn_gguf_name(const char *ours, char *out, size_t size);
 
 /* The tensors of a GGUF model under this project's names (dims reversed:
- * [rows, cols]), as stored: F32, F16 and BF16. A tensor of another type
+ * [rows, cols]), as stored: F32, F16, BF16 and Q8_0. A tensor of another type
  * is refused naming it and its type (LINATTN_ERR_UNSUPPORTED). */
 linattn_status linattn_weights_open_gguf(const char *path, struct linattn_weights **out);
 

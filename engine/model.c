@@ -7,18 +7,30 @@
 #include "attention.h"
 #include "f16.h"
 #include "model.h"
+#include "../simd/q8_0.h"
 
 #ifdef LINATTN_HAVE_OPENMP
 #include <omp.h>
 #endif
 
 
+/* Bytes of one row of cols columns of a matrix of dtype. */
+static size_t row_bytes(linattn_dtype dtype, size_t cols)
+{
+    switch (dtype) {
+    case LINATTN_DTYPE_F16:
+    case LINATTN_DTYPE_BF16: return cols * sizeof(uint16_t);
+    case LINATTN_DTYPE_I8: return cols;
+    case LINATTN_DTYPE_Q8_0: return cols / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
+    default: return cols * sizeof(float);
+    }
+}
+
 /* W's rows from `row` on (cols columns), its scales too. */
 static linattn_matrix matrix_rows(linattn_matrix W, size_t row, size_t cols)
 {
-    static const size_t es[] = {sizeof(float), sizeof(uint16_t), sizeof(uint16_t), 1};
     linattn_matrix r = W;
-    r.data = (const char *)W.data + row * cols * es[W.dtype];
+    r.data = (const char *)W.data + row * row_bytes(W.dtype, cols);
     if (W.scales)
         r.scales = W.scales + row * (cols / LINATTN_Q8_GROUP);
     return r;
@@ -32,6 +44,9 @@ static void gemv_any(const linattn_kernels *k, float *y, linattn_matrix W, size_
     case LINATTN_DTYPE_F16: k->gemv_f16(y, W.data, cols, x, b, rows, cols); break;
     case LINATTN_DTYPE_BF16: k->gemv_bf16(y, W.data, cols, x, b, rows, cols); break;
     case LINATTN_DTYPE_I8: k->gemv_q8(y, W.data, W.scales, cols, x, b, rows, cols); break;
+    case LINATTN_DTYPE_Q8_0:
+        k->gemv_q8_0(y, W.data, row_bytes(W.dtype, cols), x, b, rows, cols);
+        break;
     default: k->gemv(y, W.data, cols, x, b, rows, cols); break;
     }
 }
@@ -44,6 +59,12 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
     case LINATTN_DTYPE_F16: k->gemm_nt_f16(C, ldc, A, K, B.data, K, M, N, K); break;
     case LINATTN_DTYPE_BF16: k->gemm_nt_bf16(C, ldc, A, K, B.data, K, M, N, K); break;
     case LINATTN_DTYPE_I8: k->gemm_nt_q8(C, ldc, A, K, B.data, B.scales, K, M, N, K); break;
+    case LINATTN_DTYPE_Q8_0:
+        /* row by row, each activation quantized as the one-token path
+         * does, so a prefill's rows are the decode step's */
+        for (size_t m = 0; m < M; m++)
+            k->gemv_q8_0(C + m * ldc, B.data, row_bytes(B.dtype, K), A + m * K, C + m * ldc, N, K);
+        break;
     default: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
     }
 }
@@ -173,6 +194,11 @@ static void embed_row(float *xr, linattn_matrix E, int token, int d)
     else if (E.dtype == LINATTN_DTYPE_BF16)
         for (int i = 0; i < d; i++)
             xr[i] = linattn_bf16_to_f32(((const uint16_t *)row)[i]);
+    else if (E.dtype == LINATTN_DTYPE_Q8_0)
+        for (int i = 0; i < d; i++) {
+            const uint8_t *blk = (const uint8_t *)row + i / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
+            xr[i] = linattn_q8_0_scale(blk) * (float)(int8_t)blk[2 + i % LINATTN_Q8_0_BLOCK];
+        }
     else
         memcpy(xr, row, (size_t)d * sizeof(float));
 }

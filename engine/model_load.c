@@ -187,8 +187,9 @@ static linattn_status take_matrix(source *src, const char *name, int rows, int c
                                   linattn_matrix *out)
 {
     out->scales = NULL;
-    if (src->file && (src->keep_stored || linattn_weights_stored_dtype(src->file, name) ==
-                                              (int)LINATTN_DTYPE_I8)) {
+    int stored = src->file ? linattn_weights_stored_dtype(src->file, name) : -1;
+    if (src->file && (src->keep_stored || stored == (int)LINATTN_DTYPE_I8 ||
+                      stored == (int)LINATTN_DTYPE_Q8_0)) {
         int64_t shape[2] = {rows, cols};
         linattn_dtype dt;
         linattn_status st =
@@ -197,6 +198,10 @@ static linattn_status take_matrix(source *src, const char *name, int rows, int c
             return st;
         out->dtype = dt;
         size_t n = (size_t)rows * (size_t)cols;
+        if (dt == LINATTN_DTYPE_Q8_0) {
+            src->bytes += n / 32 * 34;
+            return LINATTN_OK;
+        }
         if (dt != LINATTN_DTYPE_I8) {
             src->bytes += n * (dt == LINATTN_DTYPE_F32 ? 4 : 2);
             return LINATTN_OK;

@@ -15,6 +15,7 @@
 #include "f16.h"
 #include "file.h"
 #include "gguf.h"
+#include "../simd/q8_0.h"
 #include "hf.h"
 #include "internal.h"
 #include "json.h"
@@ -62,8 +63,9 @@ struct linattn_weights {
     linattn_gguf *gguf;      /* a GGUF file: it owns the map */
 };
 
-static const char *const dtype_names[] = {"F32", "F16", "BF16", "I8"};
-static const unsigned dtype_bytes[] = {4, 2, 2, 1};
+static const char *const dtype_names[] = {"F32", "F16", "BF16", "I8", "Q8_0"};
+static const unsigned dtype_bytes[] = {4, 2, 2, 1, 0}; /* 0: in blocks, not a safetensors dtype */
+#define N_SAFETENSORS_DTYPES 4
 #define N_DTYPES (sizeof dtype_names / sizeof dtype_names[0])
 
 const char *linattn_dtype_name(linattn_dtype dtype)
@@ -150,10 +152,9 @@ static linattn_status parse_entry(const linattn_weights *w, const cJSON *entry, 
         return linattn_err(LINATTN_ERR_FORMAT, "%s: tensor '%.200s': no \"dtype\" string",
                            w->path, name);
     size_t d = 0;
-    while (d < sizeof dtype_names / sizeof dtype_names[0] &&
-           strcmp(dtype->valuestring, dtype_names[d]) != 0)
+    while (d < N_SAFETENSORS_DTYPES && strcmp(dtype->valuestring, dtype_names[d]) != 0)
         d++;
-    if (d == sizeof dtype_names / sizeof dtype_names[0])
+    if (d == N_SAFETENSORS_DTYPES)
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: tensor '%.200s': unsupported dtype '%.20s' (expected F32, F16, BF16 or I8)",
                            w->path, name, dtype->valuestring);
@@ -538,6 +539,11 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
             break;
         case LINATTN_DTYPE_I8:
             break;
+        case LINATTN_DTYPE_Q8_0: {
+            const uint8_t *blk = src + i / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
+            dst[i] = linattn_q8_0_scale(blk) * (float)(int8_t)blk[2 + i % LINATTN_Q8_0_BLOCK];
+            break;
+        }
         }
     }
     t->owned = dst;
@@ -621,7 +627,8 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
         return LINATTN_OK;
     }
     const uint8_t *src = (t->part ? w->parts[t->part - 1]->data : w->data) + t->begin;
-    if (t->dtype == LINATTN_DTYPE_I8 || (uintptr_t)src % sizeof(uint16_t) == 0) {
+    if (t->dtype == LINATTN_DTYPE_I8 || t->dtype == LINATTN_DTYPE_Q8_0 ||
+        (uintptr_t)src % sizeof(uint16_t) == 0) {
         *data = src;
     } else {
         if (!t->owned_raw) {
@@ -1179,6 +1186,7 @@ static int gguf_dtype(uint32_t type, linattn_dtype *d)
     case LINATTN_GGML_F32: *d = LINATTN_DTYPE_F32; return 1;
     case LINATTN_GGML_F16: *d = LINATTN_DTYPE_F16; return 1;
     case LINATTN_GGML_BF16: *d = LINATTN_DTYPE_BF16; return 1;
+    case LINATTN_GGML_Q8_0: *d = LINATTN_DTYPE_Q8_0; return 1;
     default: return 0;
     }
 }
@@ -1220,7 +1228,7 @@ linattn_status linattn_weights_open_gguf(const char *path, linattn_weights **out
             const char *type = linattn_gguf_ggml_type_name(g.type);
             st = linattn_err(LINATTN_ERR_UNSUPPORTED,
                              "%s: tensor '%.200s' is %s; linattn reads GGUF tensors of type "
-                             "F32, F16 and BF16 (quantized types are not read yet)",
+                             "F32, F16, BF16 and Q8_0 (not the other quantized types yet)",
                              path, g.name, type ? type : "of an unknown type");
             goto fail;
         }

@@ -13,6 +13,8 @@ typedef enum linattn_dtype {
     LINATTN_DTYPE_BF16,
     LINATTN_DTYPE_I8, /* a weight matrix's int8 values; its scales are the F32 tensor
                        * NAME_scale [rows, cols / LINATTN_Q8_GROUP] (Q8) */
+    LINATTN_DTYPE_Q8_0, /* ggml's Q8_0 blocks (GGUF only): each row cols / 32 blocks
+                         * of a half scale and 32 int8 (simd/q8_0.h) */
 } linattn_dtype;
 
 #define LINATTN_WEIGHTS_MAX_DIMS 8

@@ -69,6 +69,11 @@
  * gemm_nt_q8   gemm_nt with B int8 and scales S likewise (K, ldb multiples
  *              of 32); each weight dequantized (w s, rounded once) while
  *              packing.
+ * gemv_q8_0    gemv with W in ggml's Q8_0 blocks (simd/q8_0.h; ldw in bytes,
+ *              cols a multiple of 32): x quantized per block as ggml does
+ *              (linattn_q8_0_quantize, the same on every ISA), then per block
+ *              the exact integer dot product times d_w d_x, summed in fp32
+ *              onto b (y may alias b: a prefill adds into its output rows).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
@@ -126,6 +131,9 @@
     X(gemm_nt_q8, void,                                                                            \
       (float *C, size_t ldc, const float *A, size_t lda, const int8_t *B, const float *S,         \
        size_t ldb, size_t M, size_t N, size_t K))                                                  \
+    X(gemv_q8_0, void,                                                                             \
+      (float *y, const uint8_t *W, size_t ldw, const float *x, const float *b, size_t rows,       \
+       size_t cols))                                                                               \
     X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
        size_t N, size_t K))                                                                        \

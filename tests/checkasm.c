@@ -13,6 +13,7 @@
 #include "../engine/internal.h"
 #include "../simd/f16.h"
 #include "../simd/kernel_cases.h"
+#include "../simd/q8_0.h"
 
 /* Under ASan the guards are also poisoned, so a plain load or store into
  * them stops the run at once, whatever value it reads or writes. */
@@ -127,6 +128,11 @@ static const struct tolerance {
      "row's sum (cols/32 terms): under (cols + 3) u of the absolute sum, c = 4 with the bias"},
     [K_gemm_nt_q8] = {TOL_BOUND, 4, "(K+c) u (|C| + sum|A s w|) + K tiny",
      "gemm_nt's bound plus one rounding of each dequantized weight w s"},
+    [K_gemv_q8_0] = {TOL_BOUND, 8, "(cols+c) u (sum|W x_q| + |b|) + cols tiny",
+     "x is quantized by the one shared routine (the same int8 and half scales on every ISA), "
+     "each block's dot product is an exact integer, so only the fp32 sum of the cols/32 scaled "
+     "block terms (per lane, then the lanes) differs: under (cols/32 + log2 VL + 3) u of the "
+     "absolute sum of W x_q; c = 8 with the bias"},
     [K_to_f16] = {TOL_EXACT, 0, "equal (any NaN for NaN)",
      "round to nearest even is one correctly rounded result: ties, the subnormal range, "
      "overflow to infinity"},
@@ -1558,6 +1564,96 @@ static void check_gemv_q8(const linattn_kernels *k, const linattn_kernels *sc, r
                 free(Wv);
                 buf_free(&bW);
                 buf_free(&bS);
+                buf_free(&bx);
+                buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+}
+
+/* A Q8_0 matrix rows x cols (ld bytes a row, cols a multiple of 32) in a
+ * guarded buffer: scales halfs of either sign at 2^-14..2^-2 (times
+ * 2^-8..2^8 if wide), every int8 (the extremes often); vals[i cols + j] =
+ * d q exactly. The slack bytes hold 127. */
+static uint8_t *q8_0_matrix_new(buf *bq, size_t rows, size_t cols, size_t ld, int wide,
+                                double *vals)
+{
+    size_t n = rows ? (rows - 1) * ld + cols / 32 * 34 : 0;
+    uint8_t *q = (uint8_t *)(void *)buf_make(bq, (n + 3) / 4 + 1, GUARD_IN);
+    memset(q, 127, n);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t g = 0; g < cols / 32; g++) {
+            uint8_t *blk = q + i * ld + g * 34;
+            double sc = ldexp(1.0 + rnd_range(0, 1), -2 - (int)rnd_below(13));
+            if (wide)
+                sc = ldexp(sc, (int)rnd_below(17) - 8);
+            uint16_t h = linattn_f32_to_f16((float)(rnd_below(2) ? sc : -sc));
+            memcpy(blk, &h, 2);
+            double d = linattn_f16_to_f32(h);
+            for (size_t j = 0; j < 32; j++) {
+                uint64_t k = rnd_below(8);
+                int v = k == 0 ? -128 : k == 1 ? 127 : (int)rnd_below(256) - 128;
+                blk[2 + j] = (uint8_t)(int8_t)v;
+                vals[i * cols + g * 32 + j] = d * v;
+            }
+        }
+    return q;
+}
+
+static void check_gemv_q8_0(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemv_q8_0")->c;
+    static const size_t rowss[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 100};
+    static const size_t colss[] = {32, 64, 96, 160, 1024, 4096 + 64};
+    for (size_t a = 0; a < sizeof rowss / sizeof rowss[0]; a++)
+        for (size_t bi = 0; bi < sizeof colss / sizeof colss[0]; bi++)
+            for (int bias = 0; bias < 2; bias++) {
+                size_t rows = rowss[a], cols = colss[bi];
+                size_t ldw = cols / 32 * 34 + rnd_below(3) * 7;
+                buf bW, bx, bb, by, bs;
+                double *Wv = malloc((rows * cols + 1) * sizeof *Wv);
+                const uint8_t *W = q8_0_matrix_new(&bW, rows, cols, ldw, bias, Wv);
+                float *x = buf_new(&bx, cols), *bv = buf_new(&bb, rows);
+                float *y = buf_out(&by, rows), *ys = buf_out(&bs, rows);
+                fill(x, cols, FILL_RANDOM, -1, 1);
+                /* a block of zeros (scale 0) and one of a wide range */
+                if (cols >= 96) {
+                    memset(x + 32, 0, 32 * sizeof *x);
+                    for (int j = 0; j < 32; j++)
+                        x[64 + j] = ldexp(x[64 + j], (int)rnd_below(24) - 12);
+                }
+                fill(bv, rows, FILL_RANDOM, -1, 1);
+                const float *bp = bias ? bv : NULL;
+                k->gemv_q8_0(y, W, ldw, x, bp, rows, cols);
+                sc->gemv_q8_0(ys, W, ldw, x, bp, rows, cols);
+                /* the truth: W times x as quantized (exact in fp32: a half
+                 * times an integer of 7 bits) */
+                int8_t *xq = malloc(cols);
+                float *xd = malloc(cols / 32 * sizeof *xd), *xv = malloc(cols * sizeof *xv);
+                linattn_q8_0_quantize(xq, xd, x, cols);
+                for (size_t j = 0; j < cols; j++)
+                    xv[j] = xd[j / 32] * (float)xq[j];
+                snprintf(shape, sizeof shape, "q8_0 rows=%zu cols=%zu ldw=%zu bias=%d y", rows,
+                         cols, ldw, bias);
+                note_gemv(r, y, ys, Wv, xv, bp, rows, cols, c);
+                check_guards(r, &by, "y");
+                /* y aliasing b (a prefill adds into its rows): the same values */
+                if (bias) {
+                    float *yb = malloc(rows * sizeof *yb);
+                    memcpy(yb, bv, rows * sizeof *yb);
+                    k->gemv_q8_0(yb, W, ldw, x, yb, rows, cols);
+                    snprintf(shape, sizeof shape, "q8_0 rows=%zu cols=%zu y aliasing b", rows,
+                             cols);
+                    for (size_t i = 0; i < rows; i++)
+                        note(r, yb[i] == y[i] ? 0.0 : INFINITY, 1, 0.0, shape, i, yb[i], y[i],
+                             y[i]);
+                    free(yb);
+                }
+                free(xq);
+                free(xd);
+                free(xv);
+                free(Wv);
+                buf_free(&bW);
                 buf_free(&bx);
                 buf_free(&bb);
                 buf_free(&by);

@@ -186,4 +186,17 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
         vst1q_f32(dst + q * ldd, r[q]);
 }
 
+/* The dot product of 32 int8 pairs as VL floats that sum to it: int16
+ * products (vmull_s8, exact), pairwise into int32 (at most 8 * 128 * 128
+ * a lane). */
+LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
+{
+    int8x16_t a0 = vld1q_s8(w), a1 = vld1q_s8(w + 16), b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
+    int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)));
+    s = vpadalq_s16(s, vmull_s8(vget_high_s8(a0), vget_high_s8(b0)));
+    s = vpadalq_s16(s, vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
+    s = vpadalq_s16(s, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
+    return vcvtq_f32_s32(s);
+}
+
 #endif

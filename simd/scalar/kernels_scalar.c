@@ -5,6 +5,7 @@
 
 #include "../f16.h"
 #include "../kernels.h"
+#include "../q8_0.h"
 
 float linattn_dot_scalar(const float *a, const float *b, size_t n)
 {
@@ -315,4 +316,33 @@ void linattn_gemm_nt_q8_scalar(float *C, size_t ldc, const float *A, size_t lda,
                 s += (float)B[j * ldb + p] * S[j * lds + p / G] * A[i * lda + p];
             C[i * ldc + j] += s;
         }
+}
+
+/* Per block: the exact integer dot product, times d_w d_x, into the row's
+ * sum (ggml's vec_dot_q8_0_q8_0, one lane). */
+void linattn_gemv_q8_0_scalar(float *y, const uint8_t *W, size_t ldw, const float *x,
+                              const float *b, size_t rows, size_t cols)
+{
+    enum { CHUNK = 4096 };
+    int8_t xq[CHUNK];
+    float xd[CHUNK / LINATTN_Q8_0_BLOCK];
+    for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
+        y[r] = b ? b[r] : 0.0f;
+    for (size_t c0 = 0; c0 < cols; c0 += CHUNK) {
+        size_t nc = cols - c0 < CHUNK ? cols - c0 : CHUNK;
+        linattn_q8_0_quantize(xq, xd, x + c0, nc);
+        for (size_t r = 0; r < rows; r++) {
+            const uint8_t *row = W + r * ldw + c0 / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
+            float acc = y[r];
+            for (size_t g = 0; g < nc / LINATTN_Q8_0_BLOCK; g++) {
+                const uint8_t *blk = row + g * LINATTN_Q8_0_BYTES;
+                const int8_t *qw = (const int8_t *)(const void *)(blk + 2);
+                int32_t s = 0;
+                for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
+                    s += (int32_t)qw[i] * xq[g * LINATTN_Q8_0_BLOCK + i];
+                acc += (float)s * (linattn_q8_0_scale(blk) * xd[g]);
+            }
+            y[r] = acc;
+        }
+    }
 }

@@ -4,3 +4,5 @@
 #include "../body/kernels_body.h"
 
 #include "../body/gemm_body.h"
+
+#include "../body/quant_body.h"

@@ -5,3 +5,5 @@
 #include "../body/kernels_body.h"
 
 #include "../body/gemm_body.h"
+
+#include "../body/quant_body.h"

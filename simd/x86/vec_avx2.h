@@ -122,4 +122,16 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
     avx2_transpose_block(dst, ldd, src, lds, h, w);
 }
 
+/* The dot product of 32 int8 pairs as VL floats that sum to it (exact
+ * integers): |w| times x with w's sign (vpmaddubsw: unsigned by signed,
+ * pairs summed in int16, at most 2 * 128 * 127), then pairs summed in int32.
+ * x must not hold -128 (the quantizer gives -127..127); w may. */
+LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)w);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
 #endif

@@ -104,4 +104,14 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
     avx2_transpose_block(dst, ldd, src, lds, h, w);
 }
 
+/* The dot product of 32 int8 pairs as VL floats that sum to it: AVX2's
+ * (vec_avx2.h) in the low 8 lanes, zeros above. */
+LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)w);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1))));
+}
+
 #endif

@@ -1,0 +1,44 @@
+/* quant_body.h: gemv over ggml block-quantized weights (Q8_0) by integer dot products, written once over the vector vocabulary. */
+#include "../q8_0.h"
+
+/* Columns of x quantized at a time (on the stack). */
+#define Q8_0_CHUNK 4096
+
+/* Up to 4 rows of W (stride ldw bytes) against the quantized x (nb
+ * blocks): out[q] += sum over blocks of d_w d_x (q_w . q_x). */
+static inline void q8_0_rows(float *out, const uint8_t *W, size_t ldw, const int8_t *xq,
+                             const float *xd, size_t nb, int nr)
+{
+    vf acc[4] = {vzero(), vzero(), vzero(), vzero()};
+    for (size_t g = 0; g < nb; g++) {
+#pragma GCC unroll 4
+        for (int q = 0; q < nr; q++) {
+            const uint8_t *blk = W + (size_t)q * ldw + g * LINATTN_Q8_0_BYTES;
+            vf t = vdot_i8x32((const int8_t *)(const void *)(blk + 2), xq + g * LINATTN_Q8_0_BLOCK);
+            acc[q] = vfma(t, vset1(linattn_q8_0_scale(blk) * xd[g]), acc[q]);
+        }
+    }
+    if (nr == 4)
+        vhsum4_add(out, acc[0], acc[1], acc[2], acc[3]);
+    else
+        for (int q = 0; q < nr; q++)
+            out[q] += vhsum(acc[q]);
+}
+
+void FN(gemv_q8_0)(float *y, const uint8_t *W, size_t ldw, const float *x, const float *b,
+                   size_t rows, size_t cols)
+{
+    int8_t xq[Q8_0_CHUNK];
+    float xd[Q8_0_CHUNK / LINATTN_Q8_0_BLOCK];
+    for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
+        y[r] = b ? b[r] : 0.0f;
+    for (size_t c0 = 0; c0 < cols; c0 += Q8_0_CHUNK) {
+        size_t nc = cols - c0 < Q8_0_CHUNK ? cols - c0 : Q8_0_CHUNK;
+        linattn_q8_0_quantize(xq, xd, x + c0, nc);
+        const uint8_t *Wc = W + c0 / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
+        for (size_t r = 0; r < rows; r += 4) {
+            int nr = rows - r < 4 ? (int)(rows - r) : 4;
+            q8_0_rows(y + r, Wc + r * ldw, ldw, xq, xd, nc / LINATTN_Q8_0_BLOCK, nr);
+        }
+    }
+}

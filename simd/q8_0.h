@@ -1,0 +1,57 @@
+/* q8_0.h: ggml's Q8_0 block (32 int8 and a half scale) and the activation quantizer every ISA shares. */
+#ifndef LINATTN_SIMD_Q8_0_H
+#define LINATTN_SIMD_Q8_0_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "f16.h"
+
+/* A Q8_0 block, as GGUF stores it: the half scale d, then 32 int8 q; the
+ * values are d q. 34 bytes, no alignment: read the scale with memcpy. */
+#define LINATTN_Q8_0_BLOCK 32
+#define LINATTN_Q8_0_BYTES 34
+
+static inline float linattn_q8_0_scale(const uint8_t *block)
+{
+    uint16_t h;
+    memcpy(&h, block, sizeof h);
+    return linattn_f16_to_f32(h);
+}
+
+/* Activations quantized for an integer dot product with Q8_0 weights, as
+ * ggml's quantize_row_q8_0 does on x86 and arm (so that linattn's Q8_0
+ * arithmetic is llama.cpp's): per block of 32, d = max|x| / 127, q = x
+ * 127 / max|x| rounded to nearest (ties to even, as ggml's SIMD rounding),
+ * d kept as a half (the value used in the product). Plain C, the same on every ISA: the
+ * kernels then differ only in the order of their fp32 sums. n is a
+ * multiple of 32; d[n / 32]. A block with a NaN or an infinity gets d =
+ * NaN, so the dot products that read it are NaN, never a silent 0. */
+static inline void linattn_q8_0_quantize(int8_t *q, float *d, const float *x, size_t n)
+{
+    for (size_t b = 0; b < n / LINATTN_Q8_0_BLOCK; b++) {
+        const float *xb = x + b * LINATTN_Q8_0_BLOCK;
+        float amax = 0.0f;
+        int bad = 0;
+        for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++) {
+            float a = fabsf(xb[i]);
+            bad |= !(a <= 3.4028235e38f);
+            amax = a > amax ? a : amax;
+        }
+        /* ggml's SIMD quantizers take 127 / max, not 1 / d (the reference
+         * C one does): their values, a q differs by one now and then */
+        float s = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++) {
+            /* |x inv| <= 127.0000x: adding and taking away 1.5 * 2^23
+             * rounds it to an integer, ties to even, without libm */
+            float v = bad ? 0.0f : xb[i] * inv;
+            float r = (v + 12582912.0f) - 12582912.0f;
+            q[b * LINATTN_Q8_0_BLOCK + i] = (int8_t)(r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r);
+        }
+        d[b] = bad ? NAN : linattn_f16_to_f32(linattn_f32_to_f16(s));
+    }
+}
+
+#endif
