@@ -8,23 +8,14 @@
 #include "f16.h"
 #include "model.h"
 #include "../simd/q8_0.h"
+#include "../simd/quants.h"
 
 #ifdef LINATTN_HAVE_OPENMP
 #include <omp.h>
 #endif
 
 
-/* Bytes of one row of cols columns of a matrix of dtype. */
-static size_t row_bytes(linattn_dtype dtype, size_t cols)
-{
-    switch (dtype) {
-    case LINATTN_DTYPE_F16:
-    case LINATTN_DTYPE_BF16: return cols * sizeof(uint16_t);
-    case LINATTN_DTYPE_I8: return cols;
-    case LINATTN_DTYPE_Q8_0: return cols / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
-    default: return cols * sizeof(float);
-    }
-}
+#define row_bytes linattn_dtype_row_bytes
 
 /* W's rows from `row` on (cols columns), its scales too. */
 static linattn_matrix matrix_rows(linattn_matrix W, size_t row, size_t cols)
@@ -47,7 +38,11 @@ static void gemv_any(const linattn_kernels *k, float *y, linattn_matrix W, size_
     case LINATTN_DTYPE_Q8_0:
         k->gemv_q8_0(y, W.data, row_bytes(W.dtype, cols), x, b, rows, cols);
         break;
-    default: k->gemv(y, W.data, cols, x, b, rows, cols); break;
+    case LINATTN_DTYPE_F32: k->gemv(y, W.data, cols, x, b, rows, cols); break;
+    default: /* the other block types */
+        k->gemv_quant(y, W.data, row_bytes(W.dtype, cols), linattn_dtype_quant(W.dtype), x, b,
+                      rows, cols);
+        break;
     }
 }
 
@@ -59,13 +54,13 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
     case LINATTN_DTYPE_F16: k->gemm_nt_f16(C, ldc, A, K, B.data, K, M, N, K); break;
     case LINATTN_DTYPE_BF16: k->gemm_nt_bf16(C, ldc, A, K, B.data, K, M, N, K); break;
     case LINATTN_DTYPE_I8: k->gemm_nt_q8(C, ldc, A, K, B.data, B.scales, K, M, N, K); break;
-    case LINATTN_DTYPE_Q8_0:
-        /* row by row, each activation quantized as the one-token path
-         * does, so a prefill's rows are the decode step's */
+    case LINATTN_DTYPE_F32: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
+    default:
+        /* block types: row by row, each activation quantized as the
+         * one-token path does, so a prefill's rows are the decode step's */
         for (size_t m = 0; m < M; m++)
-            k->gemv_q8_0(C + m * ldc, B.data, row_bytes(B.dtype, K), A + m * K, C + m * ldc, N, K);
-        break;
-    default: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
+            gemv_any(k, C + m * ldc, B, K, A + m * K, C + m * ldc, N);
+        break; k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
     }
 }
 
@@ -194,11 +189,18 @@ static void embed_row(float *xr, linattn_matrix E, int token, int d)
     else if (E.dtype == LINATTN_DTYPE_BF16)
         for (int i = 0; i < d; i++)
             xr[i] = linattn_bf16_to_f32(((const uint16_t *)row)[i]);
-    else if (E.dtype == LINATTN_DTYPE_Q8_0)
-        for (int i = 0; i < d; i++) {
-            const uint8_t *blk = (const uint8_t *)row + i / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
-            xr[i] = linattn_q8_0_scale(blk) * (float)(int8_t)blk[2 + i % LINATTN_Q8_0_BLOCK];
+    else if (linattn_dtype_quant(E.dtype)) {
+        size_t be, bb;
+        int8_t q[256];
+        float s[16], mn[16];
+        linattn_quant_block(linattn_dtype_quant(E.dtype), &be, &bb);
+        for (size_t e0 = 0; e0 < (size_t)d; e0 += be) {
+            linattn_quant_decode(linattn_dtype_quant(E.dtype),
+                                 (const uint8_t *)row + e0 / be * bb, q, s, mn);
+            for (size_t e = 0; e < be; e++)
+                xr[e0 + e] = s[e / 16] * (float)q[e] - mn[e / 16];
         }
+    }
     else
         memcpy(xr, row, (size_t)d * sizeof(float));
 }

@@ -189,7 +189,7 @@ static linattn_status take_matrix(source *src, const char *name, int rows, int c
     out->scales = NULL;
     int stored = src->file ? linattn_weights_stored_dtype(src->file, name) : -1;
     if (src->file && (src->keep_stored || stored == (int)LINATTN_DTYPE_I8 ||
-                      stored == (int)LINATTN_DTYPE_Q8_0)) {
+                      (stored >= 0 && linattn_dtype_quant((linattn_dtype)stored)))) {
         int64_t shape[2] = {rows, cols};
         linattn_dtype dt;
         linattn_status st =
@@ -198,8 +198,8 @@ static linattn_status take_matrix(source *src, const char *name, int rows, int c
             return st;
         out->dtype = dt;
         size_t n = (size_t)rows * (size_t)cols;
-        if (dt == LINATTN_DTYPE_Q8_0) {
-            src->bytes += n / 32 * 34;
+        if (linattn_dtype_quant(dt)) {
+            src->bytes += (size_t)rows * linattn_dtype_row_bytes(dt, (size_t)cols);
             return LINATTN_OK;
         }
         if (dt != LINATTN_DTYPE_I8) {

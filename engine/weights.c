@@ -16,6 +16,7 @@
 #include "file.h"
 #include "gguf.h"
 #include "../simd/q8_0.h"
+#include "../simd/quants.h"
 #include "hf.h"
 #include "internal.h"
 #include "json.h"
@@ -63,9 +64,33 @@ struct linattn_weights {
     linattn_gguf *gguf;      /* a GGUF file: it owns the map */
 };
 
-static const char *const dtype_names[] = {"F32", "F16", "BF16", "I8", "Q8_0"};
-static const unsigned dtype_bytes[] = {4, 2, 2, 1, 0}; /* 0: in blocks, not a safetensors dtype */
+static const char *const dtype_names[] = {"F32",  "F16",  "BF16", "I8",   "Q8_0", "Q4_0",
+                                          "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"};
+/* 0: in blocks, not a safetensors dtype */
+static const unsigned dtype_bytes[] = {4, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0};
 #define N_SAFETENSORS_DTYPES 4
+/* the ggml type of each block dtype (from LINATTN_DTYPE_Q8_0 on) */
+static const int dtype_ggml[] = {LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q4_1,
+                                 LINATTN_QUANT_Q5_0, LINATTN_QUANT_Q5_1, LINATTN_QUANT_Q4_K,
+                                 LINATTN_QUANT_Q5_K, LINATTN_QUANT_Q6_K};
+
+int linattn_dtype_quant(linattn_dtype dtype)
+{
+    size_t i = (size_t)dtype - LINATTN_DTYPE_Q8_0;
+    return dtype >= LINATTN_DTYPE_Q8_0 && i < sizeof dtype_ggml / sizeof dtype_ggml[0]
+               ? dtype_ggml[i]
+               : 0;
+}
+
+size_t linattn_dtype_row_bytes(linattn_dtype dtype, size_t cols)
+{
+    size_t be, bb;
+    if (linattn_quant_block(linattn_dtype_quant(dtype), &be, &bb))
+        return cols / be * bb;
+    return cols * ((unsigned)dtype < N_SAFETENSORS_DTYPES ? dtype_bytes[dtype] : 4);
+}
+_Static_assert(sizeof dtype_names / sizeof dtype_names[0] == LINATTN_DTYPE_Q6_K + 1,
+               "a name for every dtype");
 #define N_DTYPES (sizeof dtype_names / sizeof dtype_names[0])
 
 const char *linattn_dtype_name(linattn_dtype dtype)
@@ -539,9 +564,16 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
             break;
         case LINATTN_DTYPE_I8:
             break;
-        case LINATTN_DTYPE_Q8_0: {
-            const uint8_t *blk = src + i / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
-            dst[i] = linattn_q8_0_scale(blk) * (float)(int8_t)blk[2 + i % LINATTN_Q8_0_BLOCK];
+        default: { /* a block type: one block at its first element */
+            size_t be, bb;
+            linattn_quant_block(linattn_dtype_quant(t->dtype), &be, &bb);
+            if (i % be == 0) {
+                int8_t q[256];
+                float s[16], m[16];
+                linattn_quant_decode(linattn_dtype_quant(t->dtype), src + i / be * bb, q, s, m);
+                for (size_t e = 0; e < be && i + e < n; e++)
+                    dst[i + e] = s[e / 16] * (float)q[e] - m[e / 16];
+            }
             break;
         }
         }
@@ -627,7 +659,7 @@ linattn_status linattn_weights_get_stored(linattn_weights *w, const char *name, 
         return LINATTN_OK;
     }
     const uint8_t *src = (t->part ? w->parts[t->part - 1]->data : w->data) + t->begin;
-    if (t->dtype == LINATTN_DTYPE_I8 || t->dtype == LINATTN_DTYPE_Q8_0 ||
+    if (t->dtype == LINATTN_DTYPE_I8 || linattn_dtype_quant(t->dtype) ||
         (uintptr_t)src % sizeof(uint16_t) == 0) {
         *data = src;
     } else {
@@ -1186,8 +1218,13 @@ static int gguf_dtype(uint32_t type, linattn_dtype *d)
     case LINATTN_GGML_F32: *d = LINATTN_DTYPE_F32; return 1;
     case LINATTN_GGML_F16: *d = LINATTN_DTYPE_F16; return 1;
     case LINATTN_GGML_BF16: *d = LINATTN_DTYPE_BF16; return 1;
-    case LINATTN_GGML_Q8_0: *d = LINATTN_DTYPE_Q8_0; return 1;
-    default: return 0;
+    default:
+        for (int k = LINATTN_DTYPE_Q8_0; k <= LINATTN_DTYPE_Q6_K; k++)
+            if (linattn_dtype_quant((linattn_dtype)k) == (int)type) {
+                *d = (linattn_dtype)k;
+                return 1;
+            }
+        return 0;
     }
 }
 
@@ -1228,7 +1265,8 @@ linattn_status linattn_weights_open_gguf(const char *path, linattn_weights **out
             const char *type = linattn_gguf_ggml_type_name(g.type);
             st = linattn_err(LINATTN_ERR_UNSUPPORTED,
                              "%s: tensor '%.200s' is %s; linattn reads GGUF tensors of type "
-                             "F32, F16, BF16 and Q8_0 (not the other quantized types yet)",
+                             "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and "
+                             "Q6_K",
                              path, g.name, type ? type : "of an unknown type");
             goto fail;
         }

@@ -15,7 +15,23 @@ typedef enum linattn_dtype {
                        * NAME_scale [rows, cols / LINATTN_Q8_GROUP] (Q8) */
     LINATTN_DTYPE_Q8_0, /* ggml's Q8_0 blocks (GGUF only): each row cols / 32 blocks
                          * of a half scale and 32 int8 (simd/q8_0.h) */
+    /* ggml's other block types (GGUF only; simd/quants.h): each row of a
+     * matrix whole blocks */
+    LINATTN_DTYPE_Q4_0,
+    LINATTN_DTYPE_Q4_1,
+    LINATTN_DTYPE_Q5_0,
+    LINATTN_DTYPE_Q5_1,
+    LINATTN_DTYPE_Q4_K,
+    LINATTN_DTYPE_Q5_K,
+    LINATTN_DTYPE_Q6_K,
 } linattn_dtype;
+
+/* The ggml type number of a block-quantized dtype (Q8_0 and the others),
+ * 0 for the rest. */
+int linattn_dtype_quant(linattn_dtype dtype);
+/* Bytes of one row of cols elements stored as dtype (cols a multiple of
+ * the block for the block types). */
+size_t linattn_dtype_row_bytes(linattn_dtype dtype, size_t cols);
 
 #define LINATTN_WEIGHTS_MAX_DIMS 8
 

@@ -61,6 +61,7 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
     {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
     {"gemv_q8_0", 2048, 512, 0, 0, 0}, {"gemv_q8_0", 2048, 2048, 0, 0, 0},
+    {"gemv_quant", 2048, 2048, 0, 0, 0},
 };
 #define LINATTN_N_KERNEL_CASES (sizeof linattn_kernel_cases / sizeof linattn_kernel_cases[0])
 
@@ -185,6 +186,8 @@ static inline void linattn_kernel_case_call(const linattn_kernels *k, const lina
     case LINATTN_K_gemm_nt_q8: k->gemm_nt_q8(d->C, bc->b, d->x, bc->c, (const int8_t *)(const void *)d->S, d->S + bc->b * bc->c / 4, bc->c, bc->a, bc->b, bc->c); break;
     /* Q8_0 blocks: S's bytes (34 per 32 weights, 1.06 of the 4 a float has) */
     case LINATTN_K_gemv_q8_0: k->gemv_q8_0(d->y, (const uint8_t *)(const void *)d->S, bc->b / 32 * 34, d->x, d->b, bc->a, bc->b); break;
+    /* Q4_K blocks (144 bytes per 256 weights) in S's bytes */
+    case LINATTN_K_gemv_quant: k->gemv_quant(d->y, (const uint8_t *)(const void *)d->S, bc->b / 256 * 144, 12, d->x, d->b, bc->a, bc->b); break;
     default: break;
     }
 }

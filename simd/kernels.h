@@ -74,6 +74,12 @@
  *              (linattn_q8_0_quantize, the same on every ISA), then per block
  *              the exact integer dot product times d_w d_x, summed in fp32
  *              onto b (y may alias b: a prefill adds into its output rows).
+ * gemv_quant   gemv with W in another ggml block type (type: its ggml number,
+ *              simd/quants.h; ldw in bytes, cols a multiple of the block):
+ *              each block decoded into int8 values with a scale and an
+ *              offset per 16, x quantized as for gemv_q8_0, integer dot
+ *              products, then w = scale q - offset summed in fp32 onto b
+ *              (y may alias b).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
@@ -134,6 +140,9 @@
     X(gemv_q8_0, void,                                                                             \
       (float *y, const uint8_t *W, size_t ldw, const float *x, const float *b, size_t rows,       \
        size_t cols))                                                                               \
+    X(gemv_quant, void,                                                                            \
+      (float *y, const uint8_t *W, size_t ldw, int type, const float *x, const float *b,         \
+       size_t rows, size_t cols))                                                                  \
     X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
        size_t N, size_t K))                                                                        \

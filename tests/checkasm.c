@@ -14,6 +14,7 @@
 #include "../simd/f16.h"
 #include "../simd/kernel_cases.h"
 #include "../simd/q8_0.h"
+#include "../simd/quants.h"
 
 /* Under ASan the guards are also poisoned, so a plain load or store into
  * them stops the run at once, whatever value it reads or writes. */
@@ -133,6 +134,11 @@ static const struct tolerance {
      "each block's dot product is an exact integer, so only the fp32 sum of the cols/32 scaled "
      "block terms (per lane, then the lanes) differs: under (cols/32 + log2 VL + 3) u of the "
      "absolute sum of W x_q; c = 8 with the bias"},
+    [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
+     "x quantized as for gemv_q8_0; per 16 values an exact integer dot product scaled once "
+     "(s d_x, then the product), the offsets' term m sum(q_x) d_x likewise, each summed over "
+     "the row's cols/16 groups in fp32, the two taken apart once: bounded by the absolute "
+     "sums of both parts, not of w x (a Q4_1 or K-quant offset may cancel its scale's term)"},
     [K_to_f16] = {TOL_EXACT, 0, "equal (any NaN for NaN)",
      "round to nearest even is one correctly rounded result: ties, the subnormal range, "
      "overflow to infinity"},
@@ -1656,6 +1662,88 @@ static void check_gemv_q8_0(const linattn_kernels *k, const linattn_kernels *sc,
                 buf_free(&bW);
                 buf_free(&bx);
                 buf_free(&bb);
+                buf_free(&by);
+                buf_free(&bs);
+            }
+}
+
+/* A matrix of ggml blocks of type: random bytes, the half scales (and
+ * mins) set to 2^-14..2^-2 of either sign, Q6_K's int8 scales any. */
+static uint8_t *quant_matrix_new(buf *bq, int type, size_t rows, size_t cols, size_t ld)
+{
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    size_t n = rows ? (rows - 1) * ld + cols / be * bb : 0;
+    uint8_t *q = (uint8_t *)(void *)buf_make(bq, (n + 3) / 4 + 1, GUARD_IN);
+    for (size_t i = 0; i < n; i++)
+        q[i] = (uint8_t)rnd_below(256);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t g = 0; g < cols / be; g++) {
+            uint8_t *blk = q + i * ld + g * bb;
+            int nh = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1 ||
+                             type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K
+                         ? 2 : 1;
+            size_t at = type == LINATTN_QUANT_Q6_K ? 208 : 0;
+            for (int h = 0; h < nh; h++) {
+                double v = ldexp(1.0 + rnd_range(0, 1), -2 - (int)rnd_below(13));
+                uint16_t x = linattn_f32_to_f16((float)(rnd_below(2) ? v : -v));
+                memcpy(blk + at + 2 * h, &x, 2);
+            }
+        }
+    return q;
+}
+
+static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemv_quant")->c;
+    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q4_1, LINATTN_QUANT_Q5_0,
+                                LINATTN_QUANT_Q5_1, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K,
+                                LINATTN_QUANT_Q5_K, LINATTN_QUANT_Q6_K};
+    static const size_t rowss[] = {1, 3, 4, 5, 17};
+    static const size_t blockss[] = {1, 2, 3, 17};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t a = 0; a < sizeof rowss / sizeof rowss[0]; a++)
+            for (size_t bi = 0; bi < sizeof blockss / sizeof blockss[0]; bi++) {
+                int type = types[ti], bias = (int)rnd_below(2);
+                size_t be, bb;
+                linattn_quant_block(type, &be, &bb);
+                size_t rows = rowss[a], cols = blockss[bi] * be;
+                size_t ldw = cols / be * bb + rnd_below(3) * 5;
+                buf bW, bx, bb_, by, bs;
+                const uint8_t *W = quant_matrix_new(&bW, type, rows, cols, ldw);
+                float *x = buf_new(&bx, cols), *bv = buf_new(&bb_, rows);
+                float *y = buf_out(&by, rows), *ys = buf_out(&bs, rows);
+                fill(x, cols, FILL_RANDOM, -1, 1);
+                fill(bv, rows, FILL_RANDOM, -1, 1);
+                const float *bp = bias ? bv : NULL;
+                k->gemv_quant(y, W, ldw, type, x, bp, rows, cols);
+                sc->gemv_quant(ys, W, ldw, type, x, bp, rows, cols);
+                int8_t *xq = malloc(cols), q[256];
+                float *xd = malloc(cols / 32 * sizeof *xd), s16[16], m16[16];
+                linattn_q8_0_quantize(xq, xd, x, cols);
+                snprintf(shape, sizeof shape, "type=%d rows=%zu cols=%zu ldw=%zu bias=%d y", type,
+                         rows, cols, ldw, bias);
+                for (size_t i = 0; i < rows; i++) {
+                    double ref = bp ? bp[i] : 0, abs = bp ? fabs(bp[i]) : 0;
+                    for (size_t e0 = 0; e0 < cols; e0 += be) {
+                        linattn_quant_decode(type, W + i * ldw + e0 / be * bb, q, s16, m16);
+                        for (size_t e = 0; e < be; e++) {
+                            double xv = (double)xd[(e0 + e) / 32] * xq[e0 + e];
+                            double sq = (double)s16[e / 16] * q[e], mv = m16[e / 16];
+                            ref += (sq - mv) * xv;
+                            abs += (fabs(sq) + fabs(mv)) * fabs(xv);
+                        }
+                    }
+                    double bound = ((double)cols / 16 + c) * U * abs + (double)cols * TINY;
+                    note(r, bound_ratio(y[i], ref, bound), 1, bound_ratio(y[i], ys[i], bound),
+                         shape, i, y[i], ref, ys[i]);
+                }
+                check_guards(r, &by, "y");
+                free(xq);
+                free(xd);
+                buf_free(&bW);
+                buf_free(&bx);
+                buf_free(&bb_);
                 buf_free(&by);
                 buf_free(&bs);
             }

@@ -11,6 +11,7 @@
 #include "../engine/mem.h"
 #include "../engine/f16.h"
 #include "../engine/weights.h"
+#include "../simd/quants.h"
 #include "testutil.h"
 
 TestSuite(gguf, .init = tu_make_dir, .fini = tu_remove_dir);
@@ -1078,15 +1079,15 @@ Test(gguf, model_refusals_name_what_is_wrong)
     gw w = {0};
     header(&w, 3, 1, 0);
     static const uint64_t qd[] = {256, 2};
-    tensor(&w, "blk.0.attn_q.weight", 2, qd, LINATTN_GGML_Q4_K, 0);
+    tensor(&w, "blk.0.attn_q.weight", 2, qd, LINATTN_GGML_Q2_K, 0);
     pad(&w, 32);
-    for (int i = 0; i < 2 * 144; i++)
+    for (int i = 0; i < 2 * 84; i++)
         u8(&w, 0);
     tu_write_file(p, w.p, w.n);
     free(w.p);
     linattn_weights *x;
     cr_expect_eq(linattn_weights_open_gguf(p, &x), LINATTN_ERR_UNSUPPORTED);
-    cr_expect(strstr(linattn_last_error(), "tensor 'blk.0.attn_q.weight' is Q4_K"), "%s",
+    cr_expect(strstr(linattn_last_error(), "tensor 'blk.0.attn_q.weight' is Q2_K"), "%s",
               linattn_last_error());
 }
 
@@ -1309,4 +1310,50 @@ Test(gguf, q8_0_prefill_is_token_by_token)
     linattn_model_free(m);
     free(one);
     free(all);
+}
+
+/* Every block type decoded as llama.cpp's gguf-py dequantizes it (an
+ * independent reading of the layouts): tests/data/gguf/blocks.txt holds,
+ * for 3 blocks of each type taken from the files README.md lists, the
+ * ggml type, the block's bytes in hex and gguf-py's values (hex floats). */
+Test(gguf, block_types_decode_as_ggml)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/gguf/blocks.txt", tu_data_dir());
+    size_t len;
+    char *text = tu_read_file(path, &len);
+    int lines = 0, types_seen[32] = {0};
+    for (char *p = text; *p; lines++) {
+        char *eol = strchr(p, '\n');
+        *eol = '\0';
+        char *e;
+        int type = (int)strtol(p, &e, 10);
+        size_t be, bb;
+        cr_assert(linattn_quant_block(type, &be, &bb), "line %d: type %d", lines + 1, type);
+        types_seen[type]++;
+        unsigned char blk[256];
+        const char *h = e + 1;
+        for (size_t i = 0; i < bb; i++) {
+            unsigned v;
+            cr_assert_eq(sscanf(h + 2 * i, "%2x", &v), 1);
+            blk[i] = (unsigned char)v;
+        }
+        int8_t q[256];
+        float s[16], m[16];
+        linattn_quant_decode(type, blk, q, s, m);
+        char *v = (char *)h + 2 * bb;
+        for (size_t i = 0; i < be; i++) {
+            double want = strtod(v, &e);
+            cr_assert_neq(e, v, "line %d: value %zu missing", lines + 1, i);
+            v = e;
+            float got = s[i / 16] * (float)q[i] - m[i / 16];
+            cr_expect_eq((double)got, want, "type %d line %d element %zu: %.9g, gguf-py %.9g", type,
+                         lines + 1, i, (double)got, want);
+        }
+        p = eol + 1;
+    }
+    static const int types[] = {2, 3, 6, 7, 8, 12, 13, 14};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        cr_expect_eq(types_seen[types[i]], 3, "type %d: %d blocks", types[i], types_seen[types[i]]);
+    free(text);
 }

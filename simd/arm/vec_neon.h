@@ -187,16 +187,21 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
 }
 
 /* The dot product of 32 int8 pairs as VL floats that sum to it: int16
- * products (vmull_s8, exact), pairwise into int32 (at most 8 * 128 * 128
- * a lane). */
+ * products (vmull_s8, exact), pairwise into int32; lanes 0-1 hold
+ * elements 0..15, lanes 2-3 elements 16..31. */
 LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
 {
     int8x16_t a0 = vld1q_s8(w), a1 = vld1q_s8(w + 16), b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
     int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)));
     s = vpadalq_s16(s, vmull_s8(vget_high_s8(a0), vget_high_s8(b0)));
-    s = vpadalq_s16(s, vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
-    s = vpadalq_s16(s, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
-    return vcvtq_f32_s32(s);
+    int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
+    t = vpadalq_s16(t, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
+    return vcvtq_f32_s32(vpaddq_s32(s, t));
+}
+/* Lane scales for vdot_i8x32's sums. */
+LINATTN_INLINE vf vscale2(float s0, float s1)
+{
+    return vcombine_f32(vdup_n_f32(s0), vdup_n_f32(s1));
 }
 
 #endif

@@ -1,5 +1,6 @@
 /* quant_body.h: gemv over ggml block-quantized weights (Q8_0) by integer dot products, written once over the vector vocabulary. */
 #include "../q8_0.h"
+#include "../quants.h"
 
 /* Columns of x quantized at a time (on the stack). */
 #define Q8_0_CHUNK 4096
@@ -39,6 +40,48 @@ void FN(gemv_q8_0)(float *y, const uint8_t *W, size_t ldw, const float *x, const
         for (size_t r = 0; r < rows; r += 4) {
             int nr = rows - r < 4 ? (int)(rows - r) : 4;
             q8_0_rows(y + r, Wc + r * ldw, ldw, xq, xd, nc / LINATTN_Q8_0_BLOCK, nr);
+        }
+    }
+}
+
+/* Any other ggml block type (simd/quants.h): each block decoded into int8
+ * values with a scale and an offset per 16, then the same integer dot
+ * products against x quantized as for Q8_0; the offsets meet the sums of
+ * x's quantized values per 16. */
+void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
+                    const float *b, size_t rows, size_t cols)
+{
+    int8_t xq[Q8_0_CHUNK], q[256];
+    float xd[Q8_0_CHUNK / 32], sc[16], mn[16];
+    int32_t xs[Q8_0_CHUNK / 16];
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
+        y[r] = b ? b[r] : 0.0f;
+    for (size_t c0 = 0; c0 < cols; c0 += Q8_0_CHUNK) {
+        size_t nc = cols - c0 < Q8_0_CHUNK ? cols - c0 : Q8_0_CHUNK;
+        linattn_q8_0_quantize(xq, xd, x + c0, nc);
+        for (size_t g = 0; g < nc / 16; g++) {
+            int32_t s = 0;
+            for (int i = 0; i < 16; i++)
+                s += xq[16 * g + i];
+            xs[g] = s;
+        }
+        for (size_t r = 0; r < rows; r++) {
+            const uint8_t *row = W + r * ldw + c0 / be * bb;
+            vf acc = vzero();
+            float off = 0.0f;
+            for (size_t e0 = 0; e0 < nc; e0 += be) {
+                linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
+                for (size_t c = 0; c < be / 32; c++) {
+                    size_t g = (e0 + 32 * c) / 32;
+                    vf t = vdot_i8x32(q + 32 * c, xq + 32 * g);
+                    acc = vfma(t, vscale2(sc[2 * c] * xd[g], sc[2 * c + 1] * xd[g]), acc);
+                    off += (mn[2 * c] * (float)xs[2 * g] + mn[2 * c + 1] * (float)xs[2 * g + 1]) *
+                           xd[g];
+                }
+            }
+            y[r] += vhsum(acc) - off;
         }
     }
 }

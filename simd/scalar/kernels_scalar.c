@@ -6,6 +6,7 @@
 #include "../f16.h"
 #include "../kernels.h"
 #include "../q8_0.h"
+#include "../quants.h"
 
 float linattn_dot_scalar(const float *a, const float *b, size_t n)
 {
@@ -343,6 +344,43 @@ void linattn_gemv_q8_0_scalar(float *y, const uint8_t *W, size_t ldw, const floa
                 acc += (float)s * (linattn_q8_0_scale(blk) * xd[g]);
             }
             y[r] = acc;
+        }
+    }
+}
+
+/* The SIMD kernels' arithmetic, one lane: per 16 values the exact integer
+ * dot product times scale d_x, less the offset times d_x times the sum of
+ * x's quantized values. */
+void linattn_gemv_quant_scalar(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
+                               const float *b, size_t rows, size_t cols)
+{
+    enum { CHUNK = 4096 };
+    int8_t xq[CHUNK], q[256];
+    float xd[CHUNK / 32], sc[16], mn[16];
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
+        y[r] = b ? b[r] : 0.0f;
+    for (size_t c0 = 0; c0 < cols; c0 += CHUNK) {
+        size_t nc = cols - c0 < CHUNK ? cols - c0 : CHUNK;
+        linattn_q8_0_quantize(xq, xd, x + c0, nc);
+        for (size_t r = 0; r < rows; r++) {
+            const uint8_t *row = W + r * ldw + c0 / be * bb;
+            float acc = 0.0f, off = 0.0f;
+            for (size_t e0 = 0; e0 < nc; e0 += be) {
+                linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
+                for (size_t g = 0; g < be / 16; g++) {
+                    int32_t dot = 0, sum = 0;
+                    for (int i = 0; i < 16; i++) {
+                        dot += (int32_t)q[16 * g + i] * xq[e0 + 16 * g + i];
+                        sum += xq[e0 + 16 * g + i];
+                    }
+                    float dx = xd[(e0 + 16 * g) / 32];
+                    acc += (float)dot * (sc[g] * dx);
+                    off += mn[g] * (float)sum * dx;
+                }
+            }
+            y[r] += acc - off;
         }
     }
 }

@@ -133,5 +133,11 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
+/* Lane scales for vdot_i8x32's sums: its lanes 0-3 hold elements 0..15,
+ * lanes 4-7 elements 16..31. */
+LINATTN_INLINE vf vscale2(float s0, float s1)
+{
+    return _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
+}
 
 #endif

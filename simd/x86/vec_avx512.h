@@ -113,5 +113,11 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1))));
 }
+/* Lane scales for vdot_i8x32's sums (lanes 0-3: elements 0..15, 4-7:
+ * 16..31, the rest zero). */
+LINATTN_INLINE vf vscale2(float s0, float s1)
+{
+    return _mm512_zextps256_ps512(_mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)));
+}
 
 #endif
