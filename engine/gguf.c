@@ -659,6 +659,28 @@ uint64_t linattn_gguf_data_offset(const linattn_gguf *g)
     return g->data_offset;
 }
 
+void linattn_gguf_kv_raw(const linattn_gguf *g, size_t i, const uint8_t **p, size_t *n)
+{
+    const struct kv *e = &g->kv[i];
+    if (e->type == LINATTN_GGUF_STRING) {
+        *p = e->value - 8; /* its u64 length */
+        *n = 8 + (size_t)e->len;
+    } else if (e->type == LINATTN_GGUF_ARRAY) {
+        size_t bytes = 0;
+        if (e->elem != LINATTN_GGUF_STRING)
+            bytes = (size_t)e->len * value_bytes[e->elem];
+        else if (e->len) {
+            const uint8_t *last = e->value + e->offsets[e->len - 1];
+            bytes = (size_t)(last - e->value) + 8 + (size_t)get_u64(last);
+        }
+        *p = e->value - 12; /* its elements' u32 type and u64 count */
+        *n = 12 + bytes;
+    } else {
+        *p = e->value;
+        *n = value_bytes[e->type];
+    }
+}
+
 const uint8_t *linattn_gguf_data(const linattn_gguf *g)
 {
     return g->base + g->data_offset;

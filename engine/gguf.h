@@ -107,6 +107,10 @@ uint64_t linattn_gguf_data_size(const linattn_gguf *g);
 size_t linattn_gguf_n_kv(const linattn_gguf *g);
 const char *linattn_gguf_kv_key(const linattn_gguf *g, size_t i);
 linattn_gguf_type linattn_gguf_kv_type(const linattn_gguf *g, size_t i);
+/* The bytes of entry i's value as the file holds them (after its type:
+ * a string's length, an array's element type and count, then the data),
+ * for copying it into another file. */
+void linattn_gguf_kv_raw(const linattn_gguf *g, size_t i, const uint8_t **p, size_t *n);
 /* Whether the key is present; and its type (LINATTN_ERR_FORMAT naming it if absent). */
 int linattn_gguf_has(const linattn_gguf *g, const char *key);
 linattn_status linattn_gguf_type_of(const linattn_gguf *g, const char *key,

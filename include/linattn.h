@@ -528,6 +528,25 @@ LINATTN_API linattn_status linattn_config_validate(const linattn_config *c);
  * the file's reader when it is one but damaged. On failure c is unchanged. */
 LINATTN_API linattn_status linattn_config_from_model(const char *path, linattn_config *c);
 
+/* Writes the model c names (its weights from any source with files:
+ * GGUF, llama2.c, Hugging Face, safetensors) to out as a GGUF file of
+ * architecture llama, which llama.cpp reads: norms F32, matrices as type
+ * says ("f32", "f16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k", and
+ * llama.cpp's mixes "q4_k_m", "q5_k_m": Q6_K for the output and for attn_v
+ * and ffn_down of some layers); a matrix whose rows are not whole blocks
+ * of the type gets Q8_0 (rows of 32s) or F16. Half-pairing q and k rows
+ * (Hugging Face) are reordered to the interleaved pairs GGUF holds. The
+ * vocabulary is copied from a GGUF tokenizer and converted from a llama2.c
+ * one; *wrote_vocab (may be NULL) says whether there was one to write.
+ * LINATTN_ERR_UNSUPPORTED for a model that is not llama-shaped (another
+ * attention, norm, FFN or positions, biases, a window), LINATTN_ERR_INVALID
+ * for an unknown type or random weights. The file is written whole or not
+ * at all. */
+LINATTN_API linattn_status linattn_quantize(const linattn_config *c, const char *out,
+                                            const char *type, int *wrote_vocab);
+/* The types linattn_quantize takes, for help text. */
+LINATTN_API const char *linattn_quantize_types(void);
+
 /* ------------------------------------------------------------------------ */
 /* Models and sessions                                                       */
 /* ------------------------------------------------------------------------ */

@@ -1357,3 +1357,180 @@ Test(gguf, block_types_decode_as_ggml)
         cr_expect_eq(types_seen[types[i]], 3, "type %d: %d blocks", types[i], types_seen[types[i]]);
     free(text);
 }
+
+/* ---- linattn_quantize -------------------------------------------------------------- */
+
+/* A llama-shaped model whose rows are whole K-quant blocks (d 256),
+ * random weights in a safetensors file and its config; returns the config's path. */
+static const char *write_k_model(void)
+{
+    static char ini[4200];
+    const int d = 256, ff = 512, V = 256;
+    static const char *const names[] = {"tok_emb.weight", "layers.0.norm1.weight",
+                                        "layers.0.attn.q.weight", "layers.0.attn.k.weight",
+                                        "layers.0.attn.v.weight", "layers.0.attn.o.weight",
+                                        "layers.0.norm2.weight", "layers.0.ffn.gate.weight",
+                                        "layers.0.ffn.up.weight", "layers.0.ffn.down.weight",
+                                        "norm_f.weight", "lm_head.weight"};
+    const int64_t shapes[][2] = {{V, d}, {d, 0}, {d, d}, {d, d}, {d, d}, {d, d},
+                                 {d, 0}, {ff, d}, {ff, d}, {d, ff}, {d, 0}, {V, d}};
+    linattn_tensor_out t[12];
+    float *data[12];
+    tu_rng_seed(77);
+    for (int i = 0; i < 12; i++) {
+        size_t n = (size_t)shapes[i][0] * (size_t)(shapes[i][1] ? shapes[i][1] : 1);
+        data[i] = malloc(n * sizeof *data[i]);
+        for (size_t j = 0; j < n; j++) {
+            /* a normal-ish spread with a few outliers, as trained weights have */
+            double u = 0;
+            for (int k = 0; k < 4; k++)
+                u += (double)tu_rng() / 4294967296.0 - 0.5;
+            data[i][j] = shapes[i][1] ? (float)(u * (tu_rng() % 64 ? 0.1 : 0.6))
+                                      : (float)(1.0 + 0.1 * u);
+        }
+        t[i] = (linattn_tensor_out){names[i], shapes[i][1] ? 2 : 1,
+                                    {shapes[i][0], shapes[i][1] ? shapes[i][1] : 0, 0}, data[i],
+                                    LINATTN_DTYPE_F32};
+    }
+    void *bytes;
+    size_t size;
+    cr_assert_eq(linattn_weights_write_mem(t, 12, &bytes, &size), LINATTN_OK);
+    tu_write_file(tu_path("k.safetensors"), bytes, size);
+    free(bytes);
+    for (int i = 0; i < 12; i++)
+        free(data[i]);
+    snprintf(ini, sizeof ini, "%s", tu_path("k.ini"));
+    tu_write_text(ini, "[model]\nweights = k.safetensors\nvocab_size = 256\nd_model = 256\n"
+                       "n_heads = 4\nn_layers = 1\nd_ff = 512\nattention = softmax\n"
+                       "norm = rmsnorm\nffn = swiglu\npositions = rope\nbias = false\n"
+                       "max_seq_len = 64\n");
+    return ini;
+}
+
+/* Each type's file: the tensors' types as llama.cpp's rules give them, and
+ * the matrices within the error their bits allow (relative RMS over the
+ * matrices; the weights here have an outlier in 64, which costs the
+ * 4-bit types most). The bounds are 1.5 to 2 times what each type
+ * measured here (q8_0 0.0042, q4_0 0.118, q4_k 0.095, q5_k 0.0195, q6_k
+ * 0.0126, q4_k_m 0.081, q5_k_m 0.0178); on the random llama2.c model of
+ * tests/data/gguf (d 256), llama.cpp's own quantizer errs 0 to 10% less
+ * (Q8_0 and Q4_0 equal, Q4_K_M 0.064 against 0.070, Q6_K 0.018 against
+ * 0.019). */
+Test(gguf, quantize_every_type)
+{
+    const char *ini = write_k_model();
+    linattn_config c;
+    cr_assert_eq(linattn_config_load(ini, &c), LINATTN_OK, "%s", linattn_last_error());
+    linattn_weights *src;
+    cr_assert_eq(linattn_weights_open(c.weights, &src), LINATTN_OK);
+    static const struct { const char *type; int q, out, v_down; double err; } cases[] = {
+        {"f32", 0, 0, 0, 0}, {"f16", 1, 1, 1, 4e-4},
+        {"q8_0", 8, 8, 8, 0.008}, {"q4_0", 2, 14, 2, 0.18},
+        {"q4_k", 12, 14, 12, 0.15}, {"q5_k", 13, 14, 13, 0.035},
+        {"q6_k", 14, 14, 14, 0.022}, {"q4_k_m", 12, 14, 14, 0.13},
+        {"q5_k_m", 13, 14, 14, 0.032},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char out[4200];
+        snprintf(out, sizeof out, "%s", tu_path("out.gguf"));
+        int vocab = -1;
+        cr_assert_eq(linattn_quantize(&c, out, cases[k].type, &vocab), LINATTN_OK, "%s: %s",
+                     cases[k].type, linattn_last_error());
+        cr_expect_eq(vocab, 0, "bytes tokenizer: no vocabulary");
+        linattn_gguf *g;
+        cr_assert_eq(linattn_gguf_open(out, &g), LINATTN_OK, "%s", linattn_last_error());
+        linattn_gguf_tensor gt;
+        cr_assert_eq(linattn_gguf_find_tensor(g, "blk.0.attn_q.weight", &gt), LINATTN_OK);
+        cr_expect_eq(gt.type, (uint32_t)cases[k].q, "%s: attn_q %u", cases[k].type, gt.type);
+        cr_assert_eq(linattn_gguf_find_tensor(g, "output.weight", &gt), LINATTN_OK);
+        cr_expect_eq(gt.type, (uint32_t)cases[k].out, "%s: output %u", cases[k].type, gt.type);
+        /* one layer: llama.cpp's use_more_bits gives it the _M mixes' Q6_K */
+        cr_assert_eq(linattn_gguf_find_tensor(g, "blk.0.ffn_down.weight", &gt), LINATTN_OK);
+        cr_expect_eq(gt.type, (uint32_t)cases[k].v_down, "%s: ffn_down %u", cases[k].type,
+                     gt.type);
+        cr_assert_eq(linattn_gguf_find_tensor(g, "blk.0.attn_norm.weight", &gt), LINATTN_OK);
+        cr_expect_eq(gt.type, (uint32_t)LINATTN_GGML_F32);
+        linattn_gguf_free(g);
+        linattn_weights *w;
+        cr_assert_eq(linattn_weights_open_gguf(out, &w), LINATTN_OK, "%s", linattn_last_error());
+        double num = 0, den = 0;
+        for (int i = 0; i < linattn_weights_count(src); i++) {
+            linattn_tensor_info info;
+            linattn_weights_tensor(src, i, &info);
+            const float *a, *b;
+            cr_assert_eq(linattn_weights_get(src, info.name, info.ndim, info.shape, &a),
+                         LINATTN_OK);
+            cr_assert_eq(linattn_weights_get(w, info.name, info.ndim, info.shape, &b), LINATTN_OK,
+                         "%s: %s", cases[k].type, linattn_last_error());
+            for (size_t j = 0; j < info.n_elements; j++) {
+                if (info.ndim == 1) {
+                    cr_assert_eq(a[j], b[j], "norms stay F32");
+                    continue;
+                }
+                num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+                den += (double)a[j] * a[j];
+            }
+        }
+        double err = sqrt(num / den);
+        fprintf(stderr, "quantize %-7s relative RMS error %.4f\n", cases[k].type, err);
+        cr_expect_leq(err, cases[k].err, "%s: relative RMS error %g", cases[k].type, err);
+        linattn_weights_close(w);
+        /* and the model runs from it */
+        linattn_model *m = model_of(out);
+        linattn_model_free(m);
+    }
+    linattn_weights_close(src);
+}
+
+/* The vocabulary goes along: a GGUF model quantized keeps its tokenizer
+ * (the same ids) and its text (greedy tokens near the F32 model's). */
+Test(gguf, quantize_keeps_the_vocabulary)
+{
+    char in[4200], out[4200];
+    snprintf(in, sizeof in, "%s/gguf/tiny-f32.gguf", tu_data_dir());
+    snprintf(out, sizeof out, "%s", tu_path("q8.gguf"));
+    linattn_config c;
+    cr_assert_eq(linattn_config_from_model(in, &c), LINATTN_OK);
+    int vocab = 0;
+    cr_assert_eq(linattn_quantize(&c, out, "q8_0", &vocab), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_expect_eq(vocab, 1);
+    linattn_model *a = model_of(in), *b = model_of(out);
+    const char *text = "Once upon a time, the cat sat on the mat.";
+    int x[64], y[64];
+    size_t nx, ny;
+    cr_assert_eq(linattn_tokenizer_encode(linattn_model_tokenizer(a), text, strlen(text), 1, x, 64,
+                                          &nx), LINATTN_OK);
+    cr_assert_eq(linattn_tokenizer_encode(linattn_model_tokenizer(b), text, strlen(text), 1, y, 64,
+                                          &ny), LINATTN_OK);
+    cr_expect(nx == ny && !memcmp(x, y, nx * sizeof *x), "the same ids");
+    linattn_model_free(a);
+    linattn_model_free(b);
+}
+
+Test(gguf, quantize_refusals)
+{
+    linattn_config c;
+    char out[4200];
+    snprintf(out, sizeof out, "%s", tu_path("x.gguf"));
+    char ini[1024];
+    snprintf(ini, sizeof ini, "%s/tiny-linear-llama-gqa-tied.ini", tu_data_dir());
+    cr_assert_eq(linattn_config_load(ini, &c), LINATTN_OK);
+    cr_expect_eq(linattn_quantize(&c, out, "q8_0", NULL), LINATTN_ERR_UNSUPPORTED);
+    cr_expect(strstr(linattn_last_error(), "attention is not softmax"), "%s", linattn_last_error());
+    snprintf(ini, sizeof ini, "%s/tiny-softmax-llama-gqa.ini", tu_data_dir());
+    cr_assert_eq(linattn_config_load(ini, &c), LINATTN_OK);
+    cr_expect_eq(linattn_quantize(&c, out, "q3_k", NULL), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "type 'q3_k': expected one of f32, f16, q8_0"), "%s",
+              linattn_last_error());
+    linattn_config r;
+    linattn_config_defaults(&r);
+    r = c;
+    snprintf(r.weights, sizeof r.weights, "random:1");
+    cr_expect_eq(linattn_quantize(&r, out, "q8_0", NULL), LINATTN_ERR_INVALID);
+    cr_expect(strstr(linattn_last_error(), "no file to read"), "%s", linattn_last_error());
+    FILE *f = fopen(out, "rb");
+    cr_expect_null(f, "nothing written on failure");
+    if (f)
+        fclose(f);
+}

@@ -22,8 +22,9 @@ static const char usage[] =
     "  chat        a conversation on stdin: 'generate --interactive'\n"
     "  detokenize  token ids back to text\n"
     "  eval        bits per byte of a text under a model, overall and by position\n"
-    "  generate    stream text from a model described by a config file\n"
+    "  generate    stream text from a model (a GGUF, llama2.c or Hugging Face file, or a config)\n"
     "  info        version, CPU features, selected ISA, threads (and a model summary)\n"
+    "  quantize    write a model as a GGUF file in ggml's block types (llama.cpp reads it)\n"
     "  serve       an HTTP server: OpenAI-style completions and constant-size streams\n"
     "  tokenize    text to token ids (or pieces) under a model's tokenizer\n"
     "\n"
@@ -345,6 +346,8 @@ static int run(int argc, char **argv)
         return cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize"))
         return cmd_tokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "quantize"))
+        return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve"))
 #ifdef LINATTN_HAVE_SERVE
         return cmd_serve(argc - 1, argv + 1);
