@@ -185,6 +185,21 @@ def cli(lang, text):
     return True
 
 
+def quantize(lang, text):
+    lines = [l for l in text.splitlines() if l.strip()]
+    if lang != "sh" or len(lines) != 2 or not lines[0].startswith("linattn quantize "):
+        return False
+    r = sh(lines[0])
+    out = lines[0].split()[3]
+    check(r.returncode == 0 and os.path.getsize(os.path.join(scratch, out)) > 1000,
+          "README: %s wrote %s (exit %d%s)" % (lines[0], out, r.returncode,
+                                              ", " + r.stderr.strip()[-160:] if r.returncode else ""))
+    r = sh(lines[1])
+    check(r.returncode == 0 and r.stdout.startswith("In the beginning") and len(r.stdout) > 60,
+          "README: %s ran the quantized file (exit %d)" % (lines[1], r.returncode))
+    return True
+
+
 def serve(lang, text):
     if "serve configs/" not in text or lang != "sh":
         return False
@@ -296,7 +311,7 @@ def layout(lang, text):
     return True
 
 
-KINDS = [quickstart, install, cli, serve, c_api, python, ini, layout]
+KINDS = [quickstart, install, cli, quantize, serve, c_api, python, ini, layout]
 
 try:
     for lang, line, text in blocks(os.path.join(ROOT, "README.md")):
