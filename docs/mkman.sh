@@ -27,7 +27,7 @@ fi
 # every --help first, so a program that cannot run fails the build here
 help=$(mktemp)
 trap 'rm -f "$help"' EXIT
-cmds="generate eval info attend tokenize detokenize"
+cmds="generate eval info quantize attend tokenize detokenize"
 # serve only where it is built (libmicrohttpd)
 "$exe" serve --help >/dev/null 2>&1 && cmds="$cmds serve"
 for cmd in "" $cmds; do
