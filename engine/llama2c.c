@@ -162,7 +162,8 @@ int linattn_llama2c_looks_like(const unsigned char *bytes, size_t avail)
     int32_t v[7];
     for (int i = 0; i < 7; i++)
         v[i] = get_i32(bytes + 4 * i);
-    int32_t vocab = v[5] < 0 ? -v[5] : v[5]; /* negative: an unshared classifier */
+    /* negative: an unshared classifier (INT32_MIN has no magnitude) */
+    int64_t vocab = v[5] < 0 ? -(int64_t)v[5] : v[5];
     /* dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len:
      * every one in range, so that text or another format is not taken */
     return v[0] > 0 && v[0] <= LINATTN_MAX_D_MODEL && v[1] > 0 && v[1] <= LINATTN_MAX_D_FF &&

@@ -680,3 +680,13 @@ Test(llama2c, model_given_alone)
     cr_expect_eq(linattn_config_from_model(tu_path("m.gguf"), &c), LINATTN_ERR_FORMAT);
     cr_expect_eq(linattn_config_from_model(cfg, &c), LINATTN_ERR_INVALID, "an INI is no model");
 }
+
+/* A header whose vocab_size is INT32_MIN (found by fuzz_gguf, through
+ * -m's detection): not a checkpoint, and no overflow on the way (UBSan). */
+Test(llama2c, looks_like_int32_min_vocab)
+{
+    int32_t h[7] = {64, 176, 2, 4, 4, INT32_MIN, 128};
+    cr_expect_eq(linattn_llama2c_looks_like((const unsigned char *)h, sizeof h), 0);
+    h[5] = -512;
+    cr_expect_eq(linattn_llama2c_looks_like((const unsigned char *)h, sizeof h), 1);
+}

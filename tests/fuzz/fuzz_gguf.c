@@ -1,10 +1,13 @@
-/* fuzz_gguf.c: libFuzzer target: the GGUF reader on any bytes (mapped from a file and from memory), then every value, element and tensor byte it hands out. */
+/* fuzz_gguf.c: libFuzzer target: the GGUF reader on any bytes (mapped from a file and from memory), every value, element and tensor byte it hands out, and what is built on it: the model's config, its tensors as fp32 (every block type decoded), its tokenizer. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../../engine/gguf.h"
+#include "../../engine/tokenizer.h"
+#include "../../engine/weights.h"
+#include "linattn.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -76,6 +79,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (linattn_gguf_open(path, &g) == LINATTN_OK) {
         read_all(g);
         linattn_gguf_free(g);
+    }
+    linattn_config c;
+    if (linattn_config_from_model(path, &c) == LINATTN_OK)
+        fuzz_sink += (uint64_t)c.d_model;
+    linattn_weights *w;
+    if (linattn_weights_open_gguf(path, &w) == LINATTN_OK) {
+        for (int i = 0; i < linattn_weights_count(w); i++) {
+            linattn_tensor_info t;
+            linattn_weights_tensor(w, i, &t);
+            const float *f;
+            if (t.n_elements <= (1u << 20) &&
+                linattn_weights_get(w, t.name, t.ndim, t.shape, &f) == LINATTN_OK && t.n_elements)
+                fuzz_sink += (uint64_t)(f[0] == f[t.n_elements - 1]);
+        }
+        linattn_weights_close(w);
+    }
+    linattn_tokenizer *tok;
+    if (tok_load_gguf(path, &tok) == LINATTN_OK) {
+        int ids[64];
+        size_t n;
+        if (linattn_tokenizer_encode(tok, "Hello world 42 \xc3\xa9", 15, 1, ids, 64, &n) ==
+            LINATTN_OK)
+            fuzz_sink += n;
+        linattn_tokenizer_free(tok);
     }
     close(fd);
     return 0;
