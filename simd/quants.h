@@ -85,7 +85,9 @@ static inline void linattn_quant_decode(int type, const uint8_t *blk, int8_t *q,
             p += 4;
         }
         /* byte j holds element j (low nibble) and j + 16 (high); bit j of
-         * qh is element j's fifth bit */
+         * qh is element j's fifth bit. Q4_0 and Q5_0's values q - 8, q -
+         * 16 are d q less an offset of 8 d, 16 d (the same values: each
+         * side is exact), so every type's q is unsigned */
         const int bias = has_m ? 0 : five ? 16 : 8;
         for (int j = 0; j < 16; j++) {
             int lo = p[j] & 0xF, hi = p[j] >> 4;
@@ -93,11 +95,11 @@ static inline void linattn_quant_decode(int type, const uint8_t *blk, int8_t *q,
                 lo |= (int)((qh >> j) & 1) << 4;
                 hi |= (int)((qh >> (j + 16)) & 1) << 4;
             }
-            q[j] = (int8_t)(lo - bias);
-            q[j + 16] = (int8_t)(hi - bias);
+            q[j] = (int8_t)lo;
+            q[j + 16] = (int8_t)hi;
         }
         scale[0] = scale[1] = d;
-        min[0] = min[1] = -m; /* w = d q + m */
+        min[0] = min[1] = has_m ? -m : (float)bias * d; /* w = d q + m, or d (q - bias) */
         return;
     }
     case LINATTN_QUANT_Q4_K:

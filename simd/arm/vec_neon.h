@@ -186,6 +186,13 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
         vst1q_f32(dst + q * ldd, r[q]);
 }
 
+/* The half at p (unaligned) as a float: fcvtl, exact. */
+LINATTN_INLINE float vhalf(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
 /* The dot product of 32 int8 pairs as VL floats that sum to it: int16
  * products (vmull_s8, exact), pairwise into int32; lanes 0-1 hold
  * elements 0..15, lanes 2-3 elements 16..31. */
@@ -197,6 +204,33 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
     t = vpadalq_s16(t, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
     return vcvtq_f32_s32(vpaddq_s32(s, t));
+}
+/* 4-bit values (0..15) dotted with 32 int8 x, laid out as vdot_i8x32's
+ * sums: vdot_nib32 the low (shift 0) or high (shift 4) nibbles of
+ * p[0..32), vdot_nib16 the low then the high nibbles of p[0..16). */
+LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x)
+{
+    int8x16_t a0 = vreinterpretq_s8_u8(q0), a1 = vreinterpretq_s8_u8(q1);
+    int8x16_t b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
+    int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)));
+    s = vpadalq_s16(s, vmull_s8(vget_high_s8(a0), vget_high_s8(b0)));
+    int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
+    t = vpadalq_s16(t, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
+    return vcvtq_f32_s32(vpaddq_s32(s, t));
+}
+LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
+{
+    uint8x16_t m = vdupq_n_u8(0x0F), v0 = vld1q_u8(p), v1 = vld1q_u8(p + 16);
+    if (shift) {
+        v0 = vshrq_n_u8(v0, 4);
+        v1 = vshrq_n_u8(v1, 4);
+    }
+    return neon_nib_dot(vandq_u8(v0, m), vandq_u8(v1, m), x);
+}
+LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
+{
+    uint8x16_t v = vld1q_u8(p);
+    return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x);
 }
 /* Lane scales for vdot_i8x32's sums. */
 LINATTN_INLINE vf vscale2(float s0, float s1)

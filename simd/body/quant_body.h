@@ -16,7 +16,7 @@ static inline void q8_0_rows(float *out, const uint8_t *W, size_t ldw, const int
         for (int q = 0; q < nr; q++) {
             const uint8_t *blk = W + (size_t)q * ldw + g * LINATTN_Q8_0_BYTES;
             vf t = vdot_i8x32((const int8_t *)(const void *)(blk + 2), xq + g * LINATTN_Q8_0_BLOCK);
-            acc[q] = vfma(t, vset1(linattn_q8_0_scale(blk) * xd[g]), acc[q]);
+            acc[q] = vfma(t, vset1(vhalf(blk) * xd[g]), acc[q]);
         }
     }
     if (nr == 4)
@@ -71,6 +71,38 @@ void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const floa
             const uint8_t *row = W + r * ldw + c0 / be * bb;
             vf acc = vzero();
             float off = 0.0f;
+            if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1) {
+                /* nibbles straight into the dot products: the same
+                 * arithmetic as the decode below, without the copy */
+                const int has_m = type == LINATTN_QUANT_Q4_1;
+                for (size_t g = 0; g < nc / 32; g++) {
+                    const uint8_t *blk = row + g * bb;
+                    float d = vhalf(blk);
+                    float m = has_m ? -vhalf(blk + 2) : 8.0f * d;
+                    vf t = vdot_nib16(blk + 2 + 2 * has_m, xq + 32 * g);
+                    acc = vfma(t, vset1(d * xd[g]), acc);
+                    off += (m * (float)xs[2 * g] + m * (float)xs[2 * g + 1]) * xd[g];
+                }
+                y[r] += vhsum(acc) - off;
+                continue;
+            }
+            if (type == LINATTN_QUANT_Q4_K) {
+                for (size_t e0 = 0; e0 < nc; e0 += 256) {
+                    const uint8_t *blk = row + e0 / 256 * bb;
+                    float d = vhalf(blk), dmin = vhalf(blk + 2);
+                    for (int j = 0; j < 8; j++) {
+                        int s, m;
+                        linattn_quant_k4_scale(blk + 4, j, &s, &m);
+                        size_t g = (e0 + 32 * (size_t)j) / 32;
+                        vf t = vdot_nib32(blk + 16 + 32 * (j / 2), 4 * (j % 2), xq + 32 * g);
+                        float es = d * (float)s, em = dmin * (float)m;
+                        acc = vfma(t, vset1(es * xd[g]), acc);
+                        off += (em * (float)xs[2 * g] + em * (float)xs[2 * g + 1]) * xd[g];
+                    }
+                }
+                y[r] += vhsum(acc) - off;
+                continue;
+            }
             for (size_t e0 = 0; e0 < nc; e0 += be) {
                 linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
                 for (size_t c = 0; c < be / 32; c++) {

@@ -104,6 +104,13 @@ LINATTN_INLINE void vtranspose_block(float *dst, size_t ldd, const float *src, s
     avx2_transpose_block(dst, ldd, src, lds, h, w);
 }
 
+/* The half at p (unaligned) as a float: F16C's vcvtph2ps, exact. */
+LINATTN_INLINE float vhalf(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
 /* The dot product of 32 int8 pairs as VL floats that sum to it: AVX2's
  * (vec_avx2.h) in the low 8 lanes, zeros above. */
 LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
@@ -112,6 +119,35 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1))));
+}
+/* 4-bit values dotted with 32 int8 x, as vdot_i8x32 lays them out (low 8
+ * lanes): vdot_nib32 the low (shift 0) or high (shift 4) nibbles of p[0..32)
+ * (a K-quant's sub-block), vdot_nib16 the low then the high nibbles of
+ * p[0..16) (Q4_0, Q4_1). The values are 0..15, unsigned: vpmaddubsw takes
+ * them as they are. */
+LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, b), _mm256_set1_epi16(1));
+}
+LINATTN_INLINE __m256i x86_nib32(const uint8_t *p, int shift)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(0x0F));
+}
+LINATTN_INLINE __m256i x86_nib16(const uint8_t *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(w, _mm256_set1_epi8(0x0F));
+}
+LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
+{
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_nib32(p, shift), x)));
+}
+LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
+{
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x)));
 }
 /* Lane scales for vdot_i8x32's sums (lanes 0-3: elements 0..15, 4-7:
  * 16..31, the rest zero). */

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define LINATTN_INLINE static inline __attribute__((always_inline))
 
