@@ -232,6 +232,27 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
     uint8x16_t v = vld1q_u8(p);
     return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x);
 }
+/* Q6_K's 32 values of one quarter (see vec_avx2.h) dotted with x. */
+LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
+{
+    uint8x16_t m = vdupq_n_u8(0x0F), l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
+    uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
+    if (shift) {
+        l0 = vshrq_n_u8(l0, 4);
+        l1 = vshrq_n_u8(l1, 4);
+    }
+    int8x16_t s = vnegq_s8(vdupq_n_s8((int8_t)(2 * k))); /* vshlq by a negative count: right */
+    h0 = vandq_u8(vshlq_u8(h0, s), vdupq_n_u8(3));
+    h1 = vandq_u8(vshlq_u8(h1, s), vdupq_n_u8(3));
+    int8x16_t v0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m), vshlq_n_u8(h0, 4))), vdupq_n_s8(32));
+    int8x16_t v1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m), vshlq_n_u8(h1, 4))), vdupq_n_s8(32));
+    int8x16_t b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
+    int32x4_t a = vpaddlq_s16(vmull_s8(vget_low_s8(v0), vget_low_s8(b0)));
+    a = vpadalq_s16(a, vmull_s8(vget_high_s8(v0), vget_high_s8(b0)));
+    int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(v1), vget_low_s8(b1)));
+    t = vpadalq_s16(t, vmull_s8(vget_high_s8(v1), vget_high_s8(b1)));
+    return vcvtq_f32_s32(vpaddq_s32(a, t));
+}
 /* Lane scales for vdot_i8x32's sums. */
 LINATTN_INLINE vf vscale2(float s0, float s1)
 {

@@ -103,6 +103,24 @@ void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const floa
                 y[r] += vhsum(acc) - off;
                 continue;
             }
+            if (type == LINATTN_QUANT_Q6_K) { /* values built in registers, no offsets */
+                for (size_t e0 = 0; e0 < nc; e0 += 256) {
+                    const uint8_t *blk = row + e0 / 256 * bb;
+                    const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
+                    float d = vhalf(blk + 208);
+                    for (int h = 0; h < 2; h++)
+                        for (int k = 0; k < 4; k++) {
+                            size_t g = (e0 + 128 * (size_t)h + 32 * (size_t)k) / 32;
+                            vf t = vdot_q6x32(blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
+                                              blk + 128 + 32 * h, k, xq + 32 * g);
+                            int i16 = 8 * h + 2 * k; /* the scales of its two 16s */
+                            float s0 = d * (float)s8[i16], s1 = d * (float)s8[i16 + 1];
+                            acc = vfma(t, vscale2(s0 * xd[g], s1 * xd[g]), acc);
+                        }
+                }
+                y[r] += vhsum(acc);
+                continue;
+            }
             for (size_t e0 = 0; e0 < nc; e0 += be) {
                 linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
                 for (size_t c = 0; c < be / 32; c++) {

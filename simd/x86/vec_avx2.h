@@ -169,6 +169,28 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
     return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x));
 }
+/* Q6_K's 32 values of one quarter (simd/quants.h): the nibbles of
+ * ql[0..32) (low, shift 0, or high, shift 4) with bits 2k, 2k+1 of
+ * qh[0..32) above them, less 32, dotted with 32 int8 x. */
+LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
+{
+    __m256i lo = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)ql), shift),
+                                  _mm256_set1_epi8(0x0F));
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)qh), 2 * k),
+                                  _mm256_set1_epi8(3));
+    __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63: no carry across bytes */
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(32));
+}
+LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
+{
+    return _mm256_cvtepi32_ps(x86_i8_dot(x86_q6_values(ql, shift, qh, k), x));
+}
 /* Lane scales for vdot_i8x32's sums: its lanes 0-3 hold elements 0..15,
  * lanes 4-7 elements 16..31. */
 LINATTN_INLINE vf vscale2(float s0, float s1)
