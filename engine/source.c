@@ -72,6 +72,29 @@ int linattn_source_head(const char *path, unsigned char *buf, size_t n, size_t *
     return 1;
 }
 
+linattn_status linattn_source_llama_arch(linattn_config *c, const linattn_source_keys *o,
+                                         linattn_rope_pairing pairing, const char *what)
+{
+    const int file = linattn_source_from_file(o);
+    struct { const char *k; int *field; int value; } arch[] = {
+        {"norm", (int *)&c->norm, LINATTN_NORM_RMSNORM},
+        {"norm_position", (int *)&c->norm_position, LINATTN_NORM_PRE},
+        {"ffn", (int *)&c->ffn, LINATTN_FFN_SWIGLU},
+        {"positions", (int *)&c->positions, LINATTN_POS_ROPE},
+        {"rope_pairing", (int *)&c->rope_pairing, (int)pairing},
+        {"bias", &c->bias, 0},
+    };
+    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
+        int v = *arch[i].field;
+        if (file && linattn_source_given(o, arch[i].k) && v != arch[i].value)
+            return linattn_source_error(o, LINATTN_ERR_INVALID, arch[i].k, "%s here, but %s has %s",
+                                        linattn_source_value_name(arch[i].k, v), what,
+                                        linattn_source_value_name(arch[i].k, arch[i].value));
+        *arch[i].field = arch[i].value;
+    }
+    return LINATTN_OK;
+}
+
 int linattn_source_beside(const char *dir, const char *name, const char *prefix, char *out,
                           size_t size)
 {

@@ -77,6 +77,13 @@ int linattn_source_head(const char *path, unsigned char *buf, size_t n, size_t *
 int linattn_source_beside(const char *dir, const char *name, const char *prefix, char *out,
                           size_t size);
 
+/* For complete(): a Llama model's architecture (rmsnorm before each block,
+ * SwiGLU, RoPE with the given pairing, no biases) into c. From a file, a
+ * key that says otherwise is an error: "VALUE here, but WHAT has VALUE"
+ * (what: "a Llama model (DIR/config.json)"); by hand the fields are set. */
+linattn_status linattn_source_llama_arch(linattn_config *c, const linattn_source_keys *o,
+                                         linattn_rope_pairing pairing, const char *what);
+
 /* random:SEED's seed: 1 with it in *seed, 0 when arg is not a whole
  * unsigned decimal that fits 64 bits. */
 int linattn_source_random_seed(const char *arg, uint64_t *seed);

@@ -280,23 +280,10 @@ static linattn_status complete(linattn_config *c, const char *path, const linatt
                                         path, floats[i].key, (double)floats[i].value);
         *floats[i].field = floats[i].value;
     }
-    struct { const char *k; int *field; int value; } arch[] = {
-        {"norm", (int *)&c->norm, LINATTN_NORM_RMSNORM},
-        {"norm_position", (int *)&c->norm_position, LINATTN_NORM_PRE},
-        {"ffn", (int *)&c->ffn, LINATTN_FFN_SWIGLU},
-        {"positions", (int *)&c->positions, LINATTN_POS_ROPE},
-        {"rope_pairing", (int *)&c->rope_pairing, LINATTN_ROPE_INTERLEAVED},
-        {"bias", &c->bias, 0},
-    };
-    for (size_t i = 0; i < N_OF(arch); i++) {
-        int v = *arch[i].field;
-        if (file && GIVEN(arch[i].k) && v != arch[i].value)
-            return linattn_source_error(o, LINATTN_ERR_INVALID, arch[i].k,
-                                        "%s here, but a GGUF llama model (%s) has %s",
-                                        linattn_source_value_name(arch[i].k, v), path,
-                                        linattn_source_value_name(arch[i].k, arch[i].value));
-        *arch[i].field = arch[i].value;
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "a GGUF llama model (%s)", path);
+    if ((st = linattn_source_llama_arch(c, o, LINATTN_ROPE_INTERLEAVED, what)) != LINATTN_OK)
+        return st;
     if (!GIVEN("tokenizer") && in.has_vocab &&
         (size_t)snprintf(c->tokenizer, sizeof c->tokenizer, GGUF_PREFIX "%s", path) >=
             sizeof c->tokenizer)

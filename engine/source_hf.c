@@ -89,24 +89,10 @@ static linattn_status complete(linattn_config *c, const char *dir, const linattn
                                         (double)floats[i].value);
         *floats[i].field = floats[i].value;
     }
-    /* a Llama model's architecture */
-    struct { const char *k; int *field; int value; } arch[] = {
-        {"norm", (int *)&c->norm, LINATTN_NORM_RMSNORM},
-        {"norm_position", (int *)&c->norm_position, LINATTN_NORM_PRE},
-        {"ffn", (int *)&c->ffn, LINATTN_FFN_SWIGLU},
-        {"positions", (int *)&c->positions, LINATTN_POS_ROPE},
-        {"rope_pairing", (int *)&c->rope_pairing, LINATTN_ROPE_HALF},
-        {"bias", &c->bias, 0},
-    };
-    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++) {
-        int v = *arch[i].field;
-        if (file && GIVEN(arch[i].k) && v != arch[i].value)
-            return linattn_source_error(o, LINATTN_ERR_INVALID, arch[i].k,
-                                        "%s here, but a Llama model (%s/config.json) has %s",
-                                        linattn_source_value_name(arch[i].k, v), dir,
-                                        linattn_source_value_name(arch[i].k, arch[i].value));
-        *arch[i].field = arch[i].value;
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "a Llama model (%s/config.json)", dir);
+    if ((st = linattn_source_llama_arch(c, o, LINATTN_ROPE_HALF, what)) != LINATTN_OK)
+        return st;
     if (!GIVEN("tokenizer")) {
         char *tok = mem_alloc(strlen(dir) + sizeof "/tokenizer.json");
         if (!tok)

@@ -122,6 +122,16 @@ static linattn_status load_spm(const linattn_gguf *g, const char *path,
     return st;
 }
 
+/* buf of at least n bytes (its old bytes dropped): 0 when out of memory. */
+static int room(char **buf, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return 1;
+    mem_free(*buf);
+    *cap = 2 * n + 64;
+    return (*buf = mem_alloc(*cap)) != NULL;
+}
+
 /* Byte-level BPE (model "gpt2"): a tokenizer.json of the same vocabulary,
  * merges and special tokens, read by the Hugging Face reader. */
 static linattn_status load_bpe(const linattn_gguf *g, const char *path,
@@ -168,13 +178,9 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
                              "not a string and an integer", path, (unsigned long long)i);
             break;
         }
-        if (len + 1 > cap) {
-            mem_free(buf);
-            cap = 2 * len + 64;
-            if (!(buf = mem_alloc(cap))) {
-                ok = 0;
-                break;
-            }
+        if (!room(&buf, &cap, len + 1)) {
+            ok = 0;
+            break;
         }
         if (memchr(s, '\0', len)) {
             st = linattn_err(LINATTN_ERR_UNSUPPORTED,
@@ -206,13 +212,9 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
                              path, (unsigned long long)i);
             break;
         }
-        if (len + 1 > cap) {
-            mem_free(buf);
-            cap = 2 * len + 64;
-            if (!(buf = mem_alloc(cap))) {
-                ok = 0;
-                break;
-            }
+        if (!room(&buf, &cap, len + 1)) {
+            ok = 0;
+            break;
         }
         memcpy(buf, s, len);
         buf[len] = '\0';

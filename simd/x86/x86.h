@@ -94,4 +94,58 @@ LINATTN_INLINE void avx2_transpose_block(float *dst, size_t ldd, const float *sr
         _mm256_store_ps(dst + q * ldd, r[q]);
 }
 
+/* The half at p (unaligned) as a float: F16C's vcvtph2ps, exact. */
+LINATTN_INLINE float x86_half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* Block-quantized dot products in 256 bits (AVX2; the AVX-512 vocabulary
+ * widens them), for vec_avx2.h and vec_avx512.h. */
+/* 4-bit values dotted with 32 int8 x, as 8 int32 sums (lanes 0-3: elements 0..15, 4-7: 16..31), for
+ * the vocabularies' vdot_nib32 the low (shift 0) or high (shift 4) nibbles of p[0..32)
+ * (a K-quant's sub-block), vdot_nib16 the low then the high nibbles of
+ * p[0..16) (Q4_0, Q4_1). The values are 0..15, unsigned: vpmaddubsw takes
+ * them as they are. */
+LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, b), _mm256_set1_epi16(1));
+}
+LINATTN_INLINE __m256i x86_nib32(const uint8_t *p, int shift)
+{
+    __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8(0x0F));
+}
+LINATTN_INLINE __m256i x86_nib16(const uint8_t *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+    return _mm256_and_si256(w, _mm256_set1_epi8(0x0F));
+}
+/* Q6_K's 32 values of one quarter (simd/quants.h): the nibbles of
+ * ql[0..32) (low, shift 0, or high, shift 4) with bits 2k, 2k+1 of
+ * qh[0..32) above them, less 32, dotted with 32 int8 x. */
+LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
+{
+    __m256i lo = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)ql), shift),
+                                  _mm256_set1_epi8(0x0F));
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)qh), 2 * k),
+                                  _mm256_set1_epi8(3));
+    __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63: no carry across bytes */
+    return _mm256_sub_epi8(v, _mm256_set1_epi8(32));
+}
+/* The int8 a and 32 int8 x: |a| times x with a's sign (vpmaddubsw:
+ * unsigned by signed, pairs in int16, at most 2 * 128 * 127), pairs then
+ * summed in int32. x must not hold -128 (the quantizer gives -127..127);
+ * a may. */
+LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
 #endif
