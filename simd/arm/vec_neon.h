@@ -232,6 +232,20 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
     uint8x16_t v = vld1q_u8(p);
     return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x);
 }
+/* Q5_K's sub-block j: bit j of qh above the nibbles (0..31), dotted with x. */
+LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
+{
+    uint8x16_t m = vdupq_n_u8(0x0F), l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
+    if (shift) {
+        l0 = vshrq_n_u8(l0, 4);
+        l1 = vshrq_n_u8(l1, 4);
+    }
+    int8x16_t s = vnegq_s8(vdupq_n_s8((int8_t)j));
+    uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(qh), s), vdupq_n_u8(1));
+    uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), s), vdupq_n_u8(1));
+    return neon_nib_dot(vorrq_u8(vandq_u8(l0, m), vshlq_n_u8(h0, 4)),
+                        vorrq_u8(vandq_u8(l1, m), vshlq_n_u8(h1, 4)), x);
+}
 /* Q6_K's 32 values of one quarter (see vec_avx2.h) dotted with x. */
 LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
 {

@@ -51,8 +51,8 @@ void FN(gemv_q8_0)(float *y, const uint8_t *W, size_t ldw, const float *x, const
 void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
                     const float *b, size_t rows, size_t cols)
 {
-    int8_t xq[Q8_0_CHUNK], q[256];
-    float xd[Q8_0_CHUNK / 32], sc[16], mn[16];
+    int8_t xq[Q8_0_CHUNK], q[256] = {0};
+    float xd[Q8_0_CHUNK / 32], sc[16] = {0}, mn[16] = {0};
     int32_t xs[Q8_0_CHUNK / 16];
     size_t be, bb;
     linattn_quant_block(type, &be, &bb);
@@ -86,15 +86,18 @@ void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const floa
                 y[r] += vhsum(acc) - off;
                 continue;
             }
-            if (type == LINATTN_QUANT_Q4_K) {
+            if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
+                const int five = type == LINATTN_QUANT_Q5_K;
                 for (size_t e0 = 0; e0 < nc; e0 += 256) {
-                    const uint8_t *blk = row + e0 / 256 * bb;
+                    const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
                     float d = vhalf(blk), dmin = vhalf(blk + 2);
                     for (int j = 0; j < 8; j++) {
                         int s, m;
                         linattn_quant_k4_scale(blk + 4, j, &s, &m);
                         size_t g = (e0 + 32 * (size_t)j) / 32;
-                        vf t = vdot_nib32(blk + 16 + 32 * (j / 2), 4 * (j % 2), xq + 32 * g);
+                        const uint8_t *p = ql + 32 * (j / 2);
+                        vf t = five ? vdot_q5kx32(p, 4 * (j % 2), blk + 16, j, xq + 32 * g)
+                                    : vdot_nib32(p, 4 * (j % 2), xq + 32 * g);
                         float es = d * (float)s, em = dmin * (float)m;
                         acc = vfma(t, vset1(es * xd[g]), acc);
                         off += (em * (float)xs[2 * g] + em * (float)xs[2 * g + 1]) * xd[g];

@@ -125,17 +125,23 @@ LINATTN_INLINE __m256i x86_nib16(const uint8_t *p)
     __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
     return _mm256_and_si256(w, _mm256_set1_epi8(0x0F));
 }
-/* Q6_K's 32 values of one quarter (simd/quants.h): the nibbles of
- * ql[0..32) (low, shift 0, or high, shift 4) with bits 2k, 2k+1 of
- * qh[0..32) above them, less 32, dotted with 32 int8 x. */
-LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
+/* 32 values of a K-quant sub-block (simd/quants.h): the nibbles of
+ * ql[0..32) (low, shift 0, or high, shift 4) with the bits of qh[0..32)
+ * from bit hshift on, masked by hmask, above them (Q5_K: one bit, Q6_K:
+ * two; no carry across bytes: the shifts are masked after). */
+LINATTN_INLINE __m256i x86_q_values(const uint8_t *ql, int shift, const uint8_t *qh, int hshift,
+                                    int hmask)
 {
     __m256i lo = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)ql), shift),
                                   _mm256_set1_epi8(0x0F));
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)qh), 2 * k),
-                                  _mm256_set1_epi8(3));
-    __m256i v = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63: no carry across bytes */
-    return _mm256_sub_epi8(v, _mm256_set1_epi8(32));
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *)(const void *)qh), hshift),
+                                  _mm256_set1_epi8((char)hmask));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+}
+/* Q6_K's quarter k: bits 2k, 2k+1 above the nibbles, less 32. */
+LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
+{
+    return _mm256_sub_epi8(x86_q_values(ql, shift, qh, 2 * k, 3), _mm256_set1_epi8(32));
 }
 /* The int8 a and 32 int8 x: |a| times x with a's sign (vpmaddubsw:
  * unsigned by signed, pairs in int16, at most 2 * 128 * 127), pairs then
