@@ -232,6 +232,20 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
     uint8x16_t v = vld1q_u8(p);
     return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x);
 }
+/* Q5_0 and Q5_1's 32 values: the nibbles of p[0..16) (low then high), bit i
+ * of qh as element i's fifth bit; dotted with x. */
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+{
+    static const uint8_t lo_idx[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+    static const uint8_t hi_idx[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+    static const uint8_t bits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    uint8x16_t b = vreinterpretq_u8_u32(vdupq_n_u32(qh)), m = vld1q_u8(bits);
+    uint8x16_t h0 = vandq_u8(vtstq_u8(vqtbl1q_u8(b, vld1q_u8(lo_idx)), m), vdupq_n_u8(0x10));
+    uint8x16_t h1 = vandq_u8(vtstq_u8(vqtbl1q_u8(b, vld1q_u8(hi_idx)), m), vdupq_n_u8(0x10));
+    uint8x16_t v = vld1q_u8(p);
+    return neon_nib_dot(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0F)), h0), vorrq_u8(vshrq_n_u8(v, 4), h1),
+                        x);
+}
 /* Q5_K's sub-block j: bit j of qh above the nibbles (0..31), dotted with x. */
 LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
 {

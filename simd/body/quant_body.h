@@ -71,15 +71,23 @@ void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const floa
             const uint8_t *row = W + r * ldw + c0 / be * bb;
             vf acc = vzero();
             float off = 0.0f;
-            if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1) {
-                /* nibbles straight into the dot products: the same
-                 * arithmetic as the decode below, without the copy */
-                const int has_m = type == LINATTN_QUANT_Q4_1;
+            if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1 ||
+                type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1) {
+                /* nibbles (and fifth bits) straight into the dot products:
+                 * the same arithmetic as the decode below, without the copy */
+                const int has_m = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1;
+                const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
                 for (size_t g = 0; g < nc / 32; g++) {
-                    const uint8_t *blk = row + g * bb;
+                    const uint8_t *blk = row + g * bb, *p = blk + 2 + 2 * has_m;
                     float d = vhalf(blk);
-                    float m = has_m ? -vhalf(blk + 2) : 8.0f * d;
-                    vf t = vdot_nib16(blk + 2 + 2 * has_m, xq + 32 * g);
+                    float m = has_m ? -vhalf(blk + 2) : (five ? 16.0f : 8.0f) * d;
+                    vf t;
+                    if (five) {
+                        uint32_t qh;
+                        memcpy(&qh, p, 4);
+                        t = vdot_q5x32(p + 4, qh, xq + 32 * g);
+                    } else
+                        t = vdot_nib16(p, xq + 32 * g);
                     acc = vfma(t, vset1(d * xd[g]), acc);
                     off += (m * (float)xs[2 * g] + m * (float)xs[2 * g + 1]) * xd[g];
                 }

@@ -141,6 +141,11 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
     return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x));
 }
+/* Q5_0 and Q5_1's 32 values (0..31, unsigned) dotted with x. */
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+{
+    return _mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x));
+}
 /* Q5_K's sub-block j: bit j of qh above the nibbles (0..31, unsigned). */
 LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
 {

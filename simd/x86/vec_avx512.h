@@ -121,6 +121,10 @@ LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x)));
 }
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+{
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x)));
+}
 LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
 {
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_q_values(ql, shift, qh, j, 1), x)));

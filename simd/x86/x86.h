@@ -138,6 +138,18 @@ LINATTN_INLINE __m256i x86_q_values(const uint8_t *ql, int shift, const uint8_t 
                                   _mm256_set1_epi8((char)hmask));
     return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
 }
+/* Q5_0 and Q5_1's 32 values: the nibbles of p[0..16) (low then high) with
+ * bit i of qh as element i's fifth bit (each byte of the bits spread to 8
+ * bytes, then tested against its own bit). */
+LINATTN_INLINE __m256i x86_q5_values(const uint8_t *p, uint32_t qh)
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+    return _mm256_or_si256(x86_nib16(p), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+}
 /* Q6_K's quarter k: bits 2k, 2k+1 above the nibbles, less 32. */
 LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
 {
