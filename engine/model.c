@@ -7,7 +7,6 @@
 #include "attention.h"
 #include "f16.h"
 #include "model.h"
-#include "../simd/q8_0.h"
 #include "../simd/quants.h"
 
 #ifdef LINATTN_HAVE_OPENMP
@@ -15,13 +14,11 @@
 #endif
 
 
-#define row_bytes linattn_dtype_row_bytes
-
 /* W's rows from `row` on (cols columns), its scales too. */
 static linattn_matrix matrix_rows(linattn_matrix W, size_t row, size_t cols)
 {
     linattn_matrix r = W;
-    r.data = (const char *)W.data + row * row_bytes(W.dtype, cols);
+    r.data = (const char *)W.data + row * linattn_dtype_row_bytes(W.dtype, cols);
     if (W.scales)
         r.scales = W.scales + row * (cols / LINATTN_Q8_GROUP);
     return r;
@@ -36,11 +33,11 @@ static void gemv_any(const linattn_kernels *k, float *y, linattn_matrix W, size_
     case LINATTN_DTYPE_BF16: k->gemv_bf16(y, W.data, cols, x, b, rows, cols); break;
     case LINATTN_DTYPE_I8: k->gemv_q8(y, W.data, W.scales, cols, x, b, rows, cols); break;
     case LINATTN_DTYPE_Q8_0:
-        k->gemv_q8_0(y, W.data, row_bytes(W.dtype, cols), x, b, rows, cols);
+        k->gemv_q8_0(y, W.data, linattn_dtype_row_bytes(W.dtype, cols), x, b, rows, cols);
         break;
     case LINATTN_DTYPE_F32: k->gemv(y, W.data, cols, x, b, rows, cols); break;
     default: /* the other block types */
-        k->gemv_quant(y, W.data, row_bytes(W.dtype, cols), linattn_dtype_quant(W.dtype), x, b,
+        k->gemv_quant(y, W.data, linattn_dtype_row_bytes(W.dtype, cols), linattn_dtype_quant(W.dtype), x, b,
                       rows, cols);
         break;
     }
@@ -61,7 +58,7 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
          * The weights go by in slices of about 256 KiB (within L2, as the
          * gemm body's A_IN_L2 assumes) that every row of the prompt passes
          * over before the next: read from memory once, not once a row. */
-        size_t rb = row_bytes(B.dtype, K), slice = rb ? (256u << 10) / rb : N;
+        size_t rb = linattn_dtype_row_bytes(B.dtype, K), slice = rb ? (256u << 10) / rb : N;
         slice = slice < 16 ? 16 : slice / 16 * 16; /* the decode path's 16-row cuts */
         for (size_t j0 = 0; j0 < N; j0 += slice) {
             size_t nj = N - j0 < slice ? N - j0 : slice;
@@ -70,7 +67,7 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
                 gemv_any(k, C + m * ldc + j0, Bj, K, A + m * K, C + m * ldc + j0, nj);
         }
         break;
-    } k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
+    }
     }
 }
 
@@ -201,15 +198,10 @@ static void embed_row(float *xr, linattn_matrix E, int token, int d)
             xr[i] = linattn_bf16_to_f32(((const uint16_t *)row)[i]);
     else if (linattn_dtype_quant(E.dtype)) {
         size_t be, bb;
-        int8_t q[256];
-        float s[16], mn[16];
         linattn_quant_block(linattn_dtype_quant(E.dtype), &be, &bb);
-        for (size_t e0 = 0; e0 < (size_t)d; e0 += be) {
-            linattn_quant_decode(linattn_dtype_quant(E.dtype),
-                                 (const uint8_t *)row + e0 / be * bb, q, s, mn);
-            for (size_t e = 0; e < be; e++)
-                xr[e0 + e] = s[e / 16] * (float)q[e] - mn[e / 16];
-        }
+        for (size_t e0 = 0; e0 < (size_t)d; e0 += be)
+            linattn_quant_values(linattn_dtype_quant(E.dtype), (const uint8_t *)row + e0 / be * bb,
+                                 xr + e0);
     }
     else
         memcpy(xr, row, (size_t)d * sizeof(float));

@@ -415,7 +415,7 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
     linattn_tokenizer *tok = NULL;
     out_tensor *t = NULL;
     kvbuf kv = {0};
-    float *row = NULL, *perm = NULL;
+    float *perm = NULL;
     uint8_t *qrow = NULL;
     safe_file f;
     int file_open = 0;
@@ -430,7 +430,7 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
         st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", out_path);
         goto done;
     }
-    size_t max_cols = 1, max_elems = 1;
+    size_t max_cols = 1, max_perm = 0; /* the longest row; the largest q or k to reorder */
     for (int i = 0; i < n; i++) {
         linattn_tensor_info info;
         linattn_weights_tensor(w, i, &info);
@@ -451,8 +451,10 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
                        (strstr(info.name, "attn.q.") || strstr(info.name, "attn.k."));
         size_t elems = info.n_elements;
         t[i].bytes = tensor_bytes(t[i].type, elems);
-        max_elems = elems > max_elems ? elems : max_elems;
-        max_cols = (size_t)t[i].cols > max_cols ? (size_t)t[i].cols : max_cols;
+        if (t[i].permute)
+            max_perm = elems > max_perm ? elems : max_perm;
+        size_t cols = t[i].cols ? (size_t)t[i].cols : (size_t)t[i].rows; /* a vector: one row */
+        max_cols = cols > max_cols ? cols : max_cols;
     }
     /* metadata */
     const char *slash = strrchr(c->path, '/');
@@ -522,10 +524,9 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
     file_open = 1;
     safe_file_write(&f, head.p, head.n);
     mem_free(head.p);
-    row = mem_alloc(max_elems * sizeof *row);
-    perm = mem_alloc(max_elems * sizeof *perm);
-    qrow = mem_alloc(tensor_bytes(LINATTN_GGML_F32, max_cols) + 64);
-    if (!row || !perm || !qrow) {
+    perm = max_perm ? mem_alloc(max_perm * sizeof *perm) : NULL;
+    qrow = mem_alloc(tensor_bytes(LINATTN_GGML_F32, max_cols));
+    if ((max_perm && !perm) || !qrow) {
         st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory", out_path);
         goto done;
     }
@@ -556,7 +557,6 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
 done:
     if (file_open)
         safe_file_abort(&f);
-    mem_free(row);
     mem_free(perm);
     mem_free(qrow);
     mem_free(kv.p);

@@ -142,7 +142,6 @@ static linattn_status read_info(const char *path, gguf_info *in)
                          "tokenizer = gguf:%s beside the weights", path, path);
         goto done;
     }
-    in->max_seq_len = 0;
     if ((st = get_dim(g, path, "embedding_length", &in->d_model, 1)) ||
         (st = get_dim(g, path, "block_count", &in->n_layers, 1)) ||
         (st = get_dim(g, path, "feed_forward_length", &in->d_ff, 1)) ||

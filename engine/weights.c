@@ -15,7 +15,6 @@
 #include "f16.h"
 #include "file.h"
 #include "gguf.h"
-#include "../simd/q8_0.h"
 #include "../simd/quants.h"
 #include "hf.h"
 #include "internal.h"
@@ -564,16 +563,12 @@ static linattn_status to_f32(linattn_weights *w, struct tensor *t)
             break;
         case LINATTN_DTYPE_I8:
             break;
-        default: { /* a block type: one block at its first element */
+        default: { /* a block type (whole blocks: the reader checked): one block
+                    * at its first element */
             size_t be, bb;
             linattn_quant_block(linattn_dtype_quant(t->dtype), &be, &bb);
-            if (i % be == 0) {
-                int8_t q[256];
-                float s[16], m[16];
-                linattn_quant_decode(linattn_dtype_quant(t->dtype), src + i / be * bb, q, s, m);
-                for (size_t e = 0; e < be && i + e < n; e++)
-                    dst[i + e] = s[e / 16] * (float)q[e] - m[e / 16];
-            }
+            if (i % be == 0)
+                linattn_quant_values(linattn_dtype_quant(t->dtype), src + i / be * bb, dst + i);
             break;
         }
         }

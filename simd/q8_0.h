@@ -14,12 +14,6 @@
 #define LINATTN_Q8_0_BLOCK 32
 #define LINATTN_Q8_0_BYTES 34
 
-static inline float linattn_q8_0_scale(const uint8_t *block)
-{
-    uint16_t h;
-    memcpy(&h, block, sizeof h);
-    return linattn_f16_to_f32(h);
-}
 
 /* Activations quantized for an integer dot product with Q8_0 weights, as
  * ggml's quantize_row_q8_0 does on x86 and arm (so that linattn's Q8_0

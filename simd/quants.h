@@ -59,7 +59,8 @@ static inline void linattn_quant_k4_scale(const uint8_t *s, int j, int *sc, int 
 /* One block of type at blk, as q[elems] (int8) with scale[elems / 16] and
  * min[elems / 16]: element e is scale[e / 16] q[e] - min[e / 16] (in
  * fp32, as ggml's dequantize_row_* forms it: a K-quant's scale is d times
- * its 6-bit scale, rounded once). */
+ * its 6-bit scale, rounded once). q has room for 256, scale and min for
+ * 16 (the largest block); a type that is none of these gives zeros. */
 static inline void linattn_quant_decode(int type, const uint8_t *blk, int8_t *q, float *scale,
                                         float *min)
 {
@@ -143,9 +144,25 @@ static inline void linattn_quant_decode(int type, const uint8_t *blk, int8_t *q,
         }
         return;
     }
-    default:
+    default: /* not a block type: zeros, so every caller reads defined values */
+        memset(q, 0, 256);
+        memset(scale, 0, 16 * sizeof *scale);
+        memset(min, 0, 16 * sizeof *min);
         return;
     }
+}
+
+/* One block's values as floats (out[elems]): scale q - min, as the
+ * loader's fp32 copies and the embedding rows take them. */
+static inline void linattn_quant_values(int type, const uint8_t *blk, float *out)
+{
+    int8_t q[256];
+    float scale[16], min[16];
+    size_t elems, bytes;
+    linattn_quant_decode(type, blk, q, scale, min);
+    linattn_quant_block(type, &elems, &bytes);
+    for (size_t e = 0; e < elems; e++)
+        out[e] = scale[e / 16] * (float)q[e] - min[e / 16];
 }
 
 #endif

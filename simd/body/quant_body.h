@@ -51,8 +51,8 @@ void FN(gemv_q8_0)(float *y, const uint8_t *W, size_t ldw, const float *x, const
 void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
                     const float *b, size_t rows, size_t cols)
 {
-    int8_t xq[Q8_0_CHUNK], q[256] = {0};
-    float xd[Q8_0_CHUNK / 32], sc[16] = {0}, mn[16] = {0};
+    int8_t xq[Q8_0_CHUNK], q[256];
+    float xd[Q8_0_CHUNK / 32], sc[16], mn[16];
     int32_t xs[Q8_0_CHUNK / 16];
     size_t be, bb;
     linattn_quant_block(type, &be, &bb);

@@ -341,7 +341,7 @@ void linattn_gemv_q8_0_scalar(float *y, const uint8_t *W, size_t ldw, const floa
                 int32_t s = 0;
                 for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
                     s += (int32_t)qw[i] * xq[g * LINATTN_Q8_0_BLOCK + i];
-                acc += (float)s * (linattn_q8_0_scale(blk) * xd[g]);
+                acc += (float)s * (linattn_quant_half(blk) * xd[g]);
             }
             y[r] = acc;
         }
@@ -355,8 +355,8 @@ void linattn_gemv_quant_scalar(float *y, const uint8_t *W, size_t ldw, int type,
                                const float *b, size_t rows, size_t cols)
 {
     enum { CHUNK = 4096 };
-    int8_t xq[CHUNK], q[256] = {0};
-    float xd[CHUNK / 32], sc[16] = {0}, mn[16] = {0};
+    int8_t xq[CHUNK], q[256];
+    float xd[CHUNK / 32], sc[16], mn[16];
     size_t be, bb;
     linattn_quant_block(type, &be, &bb);
     for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
