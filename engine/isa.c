@@ -31,23 +31,28 @@
 #else
 #define BUILT_NEON 0
 #endif
+/* caps: the capabilities the ISA uses when the CPU has them (not ISAs of
+ * their own: the ISA's table with its dot-product kernels swapped). */
 static const struct isa_entry {
     const char *name;
-    unsigned flags;
+    unsigned flags, caps;
     int built;
 } isa_table[LINATTN_ISA_COUNT] = {
-    [LINATTN_ISA_AUTO] = {"auto", 0, 1},
-    [LINATTN_ISA_SCALAR] = {"scalar", 0, 1},
-    [LINATTN_ISA_AVX2] = {"avx2", LINATTN_CPU_AVX2, BUILT_AVX2},
-    [LINATTN_ISA_AVX512] = {"avx512", LINATTN_CPU_AVX2 | LINATTN_CPU_AVX512, BUILT_AVX512},
-    [LINATTN_ISA_NEON] = {"neon", LINATTN_CPU_NEON, BUILT_NEON},
+    [LINATTN_ISA_AUTO] = {"auto", 0, 0, 1},
+    [LINATTN_ISA_SCALAR] = {"scalar", 0, 0, 1},
+    [LINATTN_ISA_AVX2] = {"avx2", LINATTN_CPU_AVX2, LINATTN_CPU_AVXVNNI, BUILT_AVX2},
+    [LINATTN_ISA_AVX512] = {"avx512", LINATTN_CPU_AVX2 | LINATTN_CPU_AVX512,
+                            LINATTN_CPU_AVX512VNNI, BUILT_AVX512},
+    [LINATTN_ISA_NEON] = {"neon", LINATTN_CPU_NEON, LINATTN_CPU_DOTPROD, BUILT_NEON},
 };
 
-/* One table per ISA, filled when first chosen (under choose_lock, so only
- * for an ISA the CPU runs); the table in force is swapped atomically so
- * threads reading it never see a half-written one. */
-static linattn_kernels tables[LINATTN_ISA_COUNT];
-static int filled[LINATTN_ISA_COUNT];
+/* One table per ISA and set of its capabilities (none, or all the CPU has
+ * after the mask), filled when first chosen (under choose_lock, so only for
+ * an ISA the CPU runs); the table in force is swapped atomically so threads
+ * reading it never see a half-written one, and a filled table never
+ * changes. */
+static linattn_kernels tables[LINATTN_ISA_COUNT][2];
+static int filled[LINATTN_ISA_COUNT][2];
 static _Atomic(const linattn_kernels *) current;
 static _Atomic linattn_isa current_isa;
 static _Atomic linattn_isa_source current_source;
@@ -139,13 +144,15 @@ static linattn_status choose(linattn_isa isa, linattn_isa_source source)
                            linattn_isa_name(isa), linattn_isa_source_name(source),
                            linattn_cpu_features_str());
     linattn_isa chosen = isa == LINATTN_ISA_AUTO ? best_isa() : isa;
-    if (!filled[chosen]) {
-        linattn_kernels_init(&tables[chosen], isa_table[chosen].flags);
-        filled[chosen] = 1;
+    unsigned caps = linattn_cpu_features() & isa_table[chosen].caps;
+    int c = caps != 0; /* an ISA has one capability today */
+    if (!filled[chosen][c]) {
+        linattn_kernels_init(&tables[chosen][c], isa_table[chosen].flags | caps);
+        filled[chosen][c] = 1;
     }
     atomic_store(&current_isa, chosen);
     atomic_store(&current_source, source);
-    atomic_store(&current, &tables[chosen]);
+    atomic_store(&current, &tables[chosen][c]);
     return LINATTN_OK;
 }
 

@@ -53,18 +53,18 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
     case LINATTN_DTYPE_I8: k->gemm_nt_q8(C, ldc, A, K, B.data, B.scales, K, M, N, K); break;
     case LINATTN_DTYPE_F32: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
     default: {
-        /* block types: row by row, each activation quantized as the
-         * one-token path does, so a prefill's rows are the decode step's.
-         * The weights go by in slices of about 256 KiB (within L2, as the
-         * gemm body's A_IN_L2 assumes) that every row of the prompt passes
-         * over before the next: read from memory once, not once a row. */
+        /* block types: gemm_quant, whose rows are the one-row gemv's bit
+         * for bit (each activation quantized as the one-token path does),
+         * so a prefill's rows are the decode step's. The weights go by in
+         * slices of about 256 KiB (within L2, as the gemm body's A_IN_L2
+         * assumes) that every row of the prompt passes over before the
+         * next: read from memory once, not once a row. */
         size_t rb = linattn_dtype_row_bytes(B.dtype, K), slice = rb ? (256u << 10) / rb : N;
         slice = slice < 16 ? 16 : slice / 16 * 16; /* the decode path's 16-row cuts */
+        int type = linattn_dtype_quant(B.dtype);
         for (size_t j0 = 0; j0 < N; j0 += slice) {
             size_t nj = N - j0 < slice ? N - j0 : slice;
-            linattn_matrix Bj = matrix_rows(B, j0, K);
-            for (size_t m = 0; m < M; m++)
-                gemv_any(k, C + m * ldc + j0, Bj, K, A + m * K, C + m * ldc + j0, nj);
+            k->gemm_quant(C + j0, ldc, A, K, matrix_rows(B, j0, K).data, rb, type, M, nj, K);
         }
         break;
     }

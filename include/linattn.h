@@ -89,11 +89,17 @@ typedef enum linattn_isa_source {
 #define LINATTN_CPU_AVX2 (1u << 0) /* AVX2 and FMA, with OS YMM support */
 #define LINATTN_CPU_NEON (1u << 1)
 #define LINATTN_CPU_AVX512 (1u << 2) /* AVX-512 F, BW, DQ, VL, with OS ZMM support */
+/* Capabilities: an ISA uses them when present (integer dot products for the
+ * block-quantized kernels), they are not ISAs of their own. */
+#define LINATTN_CPU_AVXVNNI (1u << 3)    /* AVX-VNNI (VEX vpdpbusd), used by avx2 */
+#define LINATTN_CPU_AVX512VNNI (1u << 4) /* AVX-512 VNNI, used by avx512 */
+#define LINATTN_CPU_DOTPROD (1u << 5)    /* Armv8.2 dot product (sdot), used by neon */
 
 LINATTN_API unsigned linattn_cpu_features(void);
 /* Remove features (for tests and benchmarks); a mask only removes. */
 LINATTN_API void linattn_cpu_mask(unsigned mask);
-/* "avx2 fma avx512" / "avx2 fma" / "neon" / "none", for messages. */
+/* "avx2 fma avx512 avx512vnni" / "avx2 fma" / "neon dotprod" / "none"...,
+ * for messages: the ISA features then the capabilities present. */
 LINATTN_API const char *linattn_cpu_features_str(void);
 
 /* "auto", "scalar", "avx2", "avx512", "neon". */

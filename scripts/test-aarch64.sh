@@ -28,9 +28,22 @@ fi
 ninja -C "$build"
 
 status=0
-echo "--- checkasm --require neon (qemu-aarch64)"
-# the inline exp on every 64th run of floats: every float would take minutes under qemu
-qemu-aarch64 "$build/tests/checkasm" --require neon --exp-step 64 "$@" || status=1
+echo "--- checkasm --require neon --require neon+dotprod (qemu-aarch64)"
+# the inline exp on every 64th run of floats: every float would take minutes under qemu;
+# qemu's default CPU (max) has dotprod
+qemu-aarch64 "$build/tests/checkasm" --require neon --require neon+dotprod --exp-step 64 "$@" ||
+    status=1
+
+echo "--- linattn info on a CPU without dotprod (qemu-aarch64 -cpu cortex-a53)"
+if info=$(qemu-aarch64 -cpu cortex-a53 "$build/linattn" info); then
+    echo "$info" | grep -qx 'cpu features: neon' && echo "$info" | grep -q '^isa: neon' || {
+        echo "test-aarch64: without dotprod, linattn info says: $info" >&2
+        status=1
+    }
+else
+    echo "test-aarch64: linattn info failed under qemu -cpu cortex-a53" >&2
+    status=1
+fi
 
 echo "--- linattn info (qemu-aarch64)"
 if info=$(qemu-aarch64 "$build/linattn" info); then

@@ -1,10 +1,14 @@
-/* cpu.c: detects AVX2+FMA+F16C and AVX-512 (x86-64) or NEON (aarch64) once; built with no ISA flags. */
+/* cpu.c: detects AVX2+FMA+F16C, AVX-512 and the VNNI capabilities (x86-64) or NEON and dotprod (aarch64) once; built with no ISA flags. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <unistd.h>
+#include <stdio.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 #include "linattn.h"
@@ -36,15 +40,33 @@ static void detect(void)
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl"))
         detected |= LINATTN_CPU_AVX512;
+    /* __builtin_cpu_supports("avxvnni") is the CPUID bit alone: the tier
+     * it serves has checked the YMM state above */
+    if ((detected & LINATTN_CPU_AVX2) && __builtin_cpu_supports("avxvnni"))
+        detected |= LINATTN_CPU_AVXVNNI;
+    if ((detected & LINATTN_CPU_AVX512) && __builtin_cpu_supports("avx512vnni"))
+        detected |= LINATTN_CPU_AVX512VNNI;
 #elif defined(__aarch64__)
     detected |= LINATTN_CPU_NEON; /* baseline on aarch64 */
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP)
+        detected |= LINATTN_CPU_DOTPROD;
+#endif
 #endif
 }
 
 unsigned linattn_cpu_features(void)
 {
     pthread_once(&detect_once, detect);
-    return detected & atomic_load(&keep_mask);
+    unsigned f = detected & atomic_load(&keep_mask);
+    /* a capability goes with the ISA that uses it */
+    if (!(f & LINATTN_CPU_AVX2))
+        f &= ~(LINATTN_CPU_AVXVNNI | LINATTN_CPU_AVX512);
+    if (!(f & LINATTN_CPU_AVX512))
+        f &= ~LINATTN_CPU_AVX512VNNI;
+    if (!(f & LINATTN_CPU_NEON))
+        f &= ~LINATTN_CPU_DOTPROD;
+    return f;
 }
 
 void linattn_cpu_mask(unsigned mask)
@@ -64,14 +86,33 @@ size_t linattn_cpu_l1d_bytes(void)
     return b;
 }
 
+/* One string per feature set, all made once: a caller keeps the pointer,
+ * and a later mask must not rewrite what it holds. */
+static char features_text[64][48];
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+static void make_features_text(void)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {
+        {LINATTN_CPU_AVX2, " avx2 fma"}, {LINATTN_CPU_AVX512, " avx512"},
+        {LINATTN_CPU_AVX512VNNI, " avx512vnni"}, {LINATTN_CPU_AVXVNNI, " avxvnni"},
+        {LINATTN_CPU_NEON, " neon"}, {LINATTN_CPU_DOTPROD, " dotprod"},
+    };
+    for (unsigned f = 0; f < 64; f++) {
+        char buf[sizeof features_text[0]] = "";
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (f & names[i].bit)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", names[i].name);
+        snprintf(features_text[f], sizeof features_text[0], "%s", n ? buf + 1 : "none");
+    }
+}
+
 const char *linattn_cpu_features_str(void)
 {
-    unsigned f = linattn_cpu_features();
-    if ((f & LINATTN_CPU_AVX2) && (f & LINATTN_CPU_AVX512))
-        return "avx2 fma avx512";
-    if (f & LINATTN_CPU_AVX2)
-        return "avx2 fma";
-    if (f & LINATTN_CPU_NEON)
-        return "neon";
-    return "none";
+    pthread_once(&features_once, make_features_text);
+    return features_text[linattn_cpu_features() & 63u];
 }

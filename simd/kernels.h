@@ -80,6 +80,11 @@
  *              offset per 16, x quantized as for gemv_q8_0, integer dot
  *              products, then w = scale q - offset summed in fp32 onto b
  *              (y may alias b).
+ * gemm_quant   C[M x N] += A[M x K] . W^T with W's N rows in ggml blocks of
+ *              type (ldw bytes apart): row i of C is, bit for bit, this ISA's
+ *              gemv_q8_0 (type Q8_0) or gemv_quant (the others) of W and
+ *              A's row i onto C's row i as b. The prefill's rows are the
+ *              decode step's, with each weight block read for several rows.
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
@@ -137,19 +142,29 @@
     X(gemm_nt_q8, void,                                                                            \
       (float *C, size_t ldc, const float *A, size_t lda, const int8_t *B, const float *S,         \
        size_t ldb, size_t M, size_t N, size_t K))                                                  \
-    X(gemv_q8_0, void,                                                                             \
-      (float *y, const uint8_t *W, size_t ldw, const float *x, const float *b, size_t rows,       \
-       size_t cols))                                                                               \
-    X(gemv_quant, void,                                                                            \
-      (float *y, const uint8_t *W, size_t ldw, int type, const float *x, const float *b,         \
-       size_t rows, size_t cols))                                                                  \
     X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
        size_t N, size_t K))                                                                        \
     X(linear_block_rows, void,                                                                     \
       (float *out, size_t ldo, const float *phiq, const float *S, const float *z, const float *K, \
        const float *V, const float *pw, const float *c, int n0, int m, size_t dk, size_t dv,      \
-       float eps))
+       float eps))                                                                                 \
+    LINATTN_DOT_KERNELS(X)
+
+/* The kernels built on integer dot products: an ISA's capability (AVX-VNNI,
+ * AVX-512 VNNI, Armv8.2 dotprod) gives them again in its own files,
+ * linattn_<name>_<isa><capability>, bit for bit the ISA's own (the integer
+ * sums are exact either way), and the ladder swaps them in. */
+#define LINATTN_DOT_KERNELS(X)                                                                     \
+    X(gemv_q8_0, void,                                                                             \
+      (float *y, const uint8_t *W, size_t ldw, const float *x, const float *b, size_t rows,       \
+       size_t cols))                                                                               \
+    X(gemv_quant, void,                                                                            \
+      (float *y, const uint8_t *W, size_t ldw, int type, const float *x, const float *b,         \
+       size_t rows, size_t cols))                                                                  \
+    X(gemm_quant, void,                                                                            \
+      (float *C, size_t ldc, const float *A, size_t lda, const uint8_t *W, size_t ldw, int type,  \
+       size_t M, size_t N, size_t K))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;
@@ -170,10 +185,17 @@ LINATTN_KERNELS(LINATTN_DECL_scalar)
 LINATTN_KERNELS(LINATTN_DECL_avx2)
 LINATTN_KERNELS(LINATTN_DECL_avx512)
 LINATTN_KERNELS(LINATTN_DECL_neon)
+#define LINATTN_DECL_avx2vnni(name, ret, params) LINATTN_KERNEL_DECL(avx2vnni, name, ret, params)
+#define LINATTN_DECL_avx512vnni(name, ret, params) LINATTN_KERNEL_DECL(avx512vnni, name, ret, params)
+#define LINATTN_DECL_neondot(name, ret, params) LINATTN_KERNEL_DECL(neondot, name, ret, params)
+LINATTN_DOT_KERNELS(LINATTN_DECL_avx2vnni)
+LINATTN_DOT_KERNELS(LINATTN_DECL_avx512vnni)
+LINATTN_DOT_KERNELS(LINATTN_DECL_neondot)
 
 /* Fills k with the scalar kernels, then climbs the ladder (scalar -> avx2 ->
  * avx512 on x86-64, scalar -> neon on aarch64) as far as the flags (LINATTN_CPU_*
- * bits) allow. flags = 0 gives pure scalar. Built without ISA flags: only
+ * bits) allow, each step's dot-product kernels replaced when its capability
+ * is among the flags. flags = 0 gives pure scalar. Built without ISA flags: only
  * stores pointers. */
 void linattn_kernels_init(linattn_kernels *k, unsigned flags);
 

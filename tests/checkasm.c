@@ -134,6 +134,8 @@ static const struct tolerance {
      "each block's dot product is an exact integer, so only the fp32 sum of the cols/32 scaled "
      "block terms (per lane, then the lanes) differs: under (cols/32 + log2 VL + 3) u of the "
      "absolute sum of W x_q; c = 8 with the bias"},
+    [K_gemm_quant] = {TOL_EXACT, 0, "bit for bit this ISA's gemv_q8_0 / gemv_quant, row by row",
+     "each row of C is the one-row kernel's sum onto it (the kernels' own checks bound those)"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
      "x quantized as for gemv_q8_0; per 16 values an exact integer dot product scaled once "
      "(s d_x, then the product), the offsets' term m sum(q_x) d_x likewise, each summed over "
@@ -1749,6 +1751,58 @@ static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc
             }
 }
 
+/* Rows of C against this ISA's one-row kernels run on copies: exact. */
+static void check_gemm_quant(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    (void)sc;
+    static const int types[] = {LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q4_1,
+                                LINATTN_QUANT_Q5_0, LINATTN_QUANT_Q5_1, LINATTN_QUANT_Q4_K,
+                                LINATTN_QUANT_Q5_K, LINATTN_QUANT_Q6_K};
+    static const size_t Ms[] = {1, 2, 3, 4, 5, 7, 9}, Ns[] = {1, 3, 4, 5, 9, 16};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+            for (size_t bi = 0; bi < sizeof Ns / sizeof Ns[0]; bi++) {
+                int type = types[ti];
+                size_t be, bb;
+                linattn_quant_block(type, &be, &bb);
+                size_t M = Ms[a], N = Ns[bi];
+                /* past one chunk of x (4096 columns) now and then */
+                size_t K = (rnd_below(6) == 0 ? 4096 / be + 1 + rnd_below(3) : 1 + rnd_below(5)) * be;
+                size_t ldw = K / be * bb + rnd_below(3) * 5;
+                size_t lda = K + rnd_below(4), ldc = N + rnd_below(4);
+                buf bW, bA, bC, bx;
+                const uint8_t *W = quant_matrix_new(&bW, type, N, K, ldw);
+                float *A = matrix_new(&bA, M, K, lda, 0, 0);
+                float *C = matrix_new(&bC, M, N, ldc, 0, 1);
+                float *want = malloc(M * N * sizeof *want), *x = buf_new(&bx, K);
+                for (size_t i = 0; i < M; i++) {
+                    float *row = want + i * N;
+                    memcpy(x, A + i * lda, K * sizeof *x);
+                    memcpy(row, C + i * ldc, N * sizeof *row);
+                    if (type == LINATTN_QUANT_Q8_0)
+                        k->gemv_q8_0(row, W, ldw, x, row, N, K);
+                    else
+                        k->gemv_quant(row, W, ldw, type, x, row, N, K);
+                }
+                k->gemm_quant(C, ldc, A, lda, W, ldw, type, M, N, K);
+                snprintf(shape, sizeof shape, "type=%d M=%zu N=%zu K=%zu C", type, M, N, K);
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++) {
+                        float got = C[i * ldc + j], w = want[i * N + j];
+                        note(r, memcmp(&got, &w, sizeof got) ? INFINITY : 0.0, 1, 0.0, shape,
+                             i * N + j, got, w, w);
+                    }
+                check_guards(r, &bC, "C");
+                if (!gaps_ok(&bC, M, N, ldc))
+                    fail(r, "%s: wrote into the gap between rows", shape);
+                free(want);
+                buf_free(&bW);
+                buf_free(&bA);
+                buf_free(&bC);
+                buf_free(&bx);
+            }
+}
+
 static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     const double c = tol_of("gemm_nt_q8")->c;
@@ -1796,10 +1850,11 @@ static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc
 typedef struct isa {
     const char *name;
     linattn_kernels k;
+    int base; /* a capability's table: the index of its ISA's own; else -1 */
 } isa;
 
-static isa isas[LINATTN_ISA_COUNT];
-static int n_isas;
+static isa isas[2 * LINATTN_ISA_COUNT];
+static int n_isas, n_base_isas; /* the ISAs come first, their capabilities after */
 
 /* An ISA counts only if its table differs from scalar somewhere: a build
  * without its kernels would otherwise "pass" by testing scalar twice. */
@@ -1808,11 +1863,26 @@ static int table_differs(const linattn_kernels *a, const linattn_kernels *b)
     return memcmp(a, b, sizeof *a) != 0;
 }
 
+/* The capability each ISA uses when present (engine/isa.c's table). */
+static const struct {
+    linattn_isa isa;
+    unsigned cap;
+    const char *name;
+} isa_caps[] = {
+    {LINATTN_ISA_AVX2, LINATTN_CPU_AVXVNNI, "avx2+avxvnni"},
+    {LINATTN_ISA_AVX512, LINATTN_CPU_AVX512VNNI, "avx512+vnni"},
+    {LINATTN_ISA_NEON, LINATTN_CPU_DOTPROD, "neon+dotprod"},
+};
+#define ALL_CAPS (LINATTN_CPU_AVXVNNI | LINATTN_CPU_AVX512VNNI | LINATTN_CPU_DOTPROD)
+
 /* Every ISA of the library's table (linattn_isa) this CPU and build run,
- * each with the kernel table the library would use. */
+ * each with the kernel table the library would use: first with its
+ * capabilities masked off, then, when the CPU has one, with it. */
 static void find_isas(void)
 {
     n_isas = 0;
+    unsigned all = linattn_cpu_features();
+    linattn_cpu_mask(~ALL_CAPS);
     for (int isa = LINATTN_ISA_SCALAR; isa < LINATTN_ISA_COUNT; isa++) {
         const linattn_kernels *k;
         if (linattn_set_isa((linattn_isa)isa) != LINATTN_OK ||
@@ -1820,9 +1890,74 @@ static void find_isas(void)
             continue;
         isas[n_isas].k = *k;
         isas[n_isas].name = linattn_isa_name((linattn_isa)isa);
+        isas[n_isas].base = -1;
         if (n_isas == 0 || table_differs(&isas[n_isas].k, &isas[0].k))
             n_isas++;
     }
+    n_base_isas = n_isas;
+    linattn_cpu_mask(~0u);
+    for (int at = 1; at < n_base_isas; at++) /* the capabilities after every ISA */
+        for (size_t c = 0; c < sizeof isa_caps / sizeof isa_caps[0]; c++) {
+            const linattn_kernels *k;
+            if (strcmp(linattn_isa_name(isa_caps[c].isa), isas[at].name) ||
+                !(all & isa_caps[c].cap) || linattn_set_isa(isa_caps[c].isa) != LINATTN_OK ||
+                linattn_kernels_current(&k) != LINATTN_OK || !table_differs(k, &isas[at].k))
+                continue;
+            isas[n_isas].k = *k;
+            isas[n_isas].name = isa_caps[c].name;
+            isas[n_isas].base = at;
+            n_isas++;
+        }
+}
+
+/* The kernels a capability replaces (simd/kernels.h). */
+static const int is_dot_kernel[N_KERNELS] = {
+#define K_DOT(name, ret, params) [K_##name] = 1,
+    LINATTN_DOT_KERNELS(K_DOT)
+#undef K_DOT
+};
+
+/* A capability's dot-product kernels give its ISA's own results bit for
+ * bit (the integer sums are exact both ways, and the float steps the
+ * same): the checks against scalar and float64 run for it as for any
+ * table, and this pins the rest. Returns the failures. */
+static int check_caps_exact(void)
+{
+    int failed = 0;
+    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q4_1, LINATTN_QUANT_Q5_0,
+                                LINATTN_QUANT_Q5_1, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K,
+                                LINATTN_QUANT_Q5_K, LINATTN_QUANT_Q6_K};
+    for (int i = 0; i < n_isas; i++) {
+        if (isas[i].base < 0)
+            continue;
+        const linattn_kernels *k = &isas[i].k, *b = &isas[isas[i].base].k;
+        size_t bad = 0, n = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            size_t be, bb, rows = 9, cols = 2 * 256;
+            linattn_quant_block(types[ti], &be, &bb);
+            size_t ldw = cols / be * bb;
+            buf bW, bx;
+            const uint8_t *W = quant_matrix_new(&bW, types[ti], rows, cols, ldw);
+            float *x = buf_new(&bx, cols), y0[9], y1[9];
+            fill(x, cols, FILL_RANDOM, -1, 1);
+            k->gemv_quant(y0, W, ldw, types[ti], x, NULL, rows, cols);
+            b->gemv_quant(y1, W, ldw, types[ti], x, NULL, rows, cols);
+            for (size_t r = 0; r < rows; r++, n++)
+                bad += memcmp(&y0[r], &y1[r], sizeof y0[r]) != 0;
+            if (types[ti] == LINATTN_QUANT_Q8_0) {
+                k->gemv_q8_0(y0, W, ldw, x, NULL, rows, cols);
+                b->gemv_q8_0(y1, W, ldw, x, NULL, rows, cols);
+                for (size_t r = 0; r < rows; r++, n++)
+                    bad += memcmp(&y0[r], &y1[r], sizeof y0[r]) != 0;
+            }
+            buf_free(&bW);
+            buf_free(&bx);
+        }
+        printf("%-4s %-19s %-7s %zu of %zu outputs differ from %s's\n", bad ? "FAIL" : "ok",
+               "dot kernels exact", isas[i].name, bad, n, isas[isas[i].base].name);
+        failed += bad != 0;
+    }
+    return failed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1939,7 +2074,7 @@ static void print_result(size_t kern, const char *isa_name, const report *r)
         snprintf(worst, sizeof worst, "worst %.3g ulp (tol %g)", r->worst, t->c);
     else
         snprintf(worst, sizeof worst, "worst %.3g of bound", r->worst);
-    printf("%-4s %-19s %-7s %s\n", r->failed ? "FAIL" : "ok", kernel_names[kern], isa_name, worst);
+    printf("%-4s %-19s %-12s %s\n", r->failed ? "FAIL" : "ok", kernel_names[kern], isa_name, worst);
     if (r->failed)
         printf("     first failure (%d in all): %s\n", r->failed, r->detail);
 }
@@ -2201,7 +2336,7 @@ static int run_exp_sweep(unsigned step, int all)
     float *y[LINATTN_ISA_COUNT];
     exp_report rep[LINATTN_ISA_COUNT];
     memset(rep, 0, sizeof rep);
-    for (int i = 1; i < n_isas; i++)
+    for (int i = 1; i < n_base_isas; i++)
         y[i] = aligned_alloc(64, SWEEP_CHUNK * sizeof *y[i]);
     double sleef_worst = 0, sleef_worst_x = 0, apart = 0; /* apart: max |inline - SLEEF| in ulps */
     uint64_t sleef_n = 0;
@@ -2212,11 +2347,11 @@ static int run_exp_sweep(unsigned step, int all)
             continue;
         for (uint32_t j = 0; j < SWEEP_CHUNK; j++)
             x[j] = float_of((uint32_t)base + j);
-        for (int i = 1; i < n_isas; i++)
+        for (int i = 1; i < n_base_isas; i++)
             (void)isas[i].k.exp_sub_sum(y[i], x, 0.0f, SWEEP_CHUNK);
         int64_t want = sweep_expect((uint32_t)base, (uint32_t)base + SWEEP_CHUNK - 1);
         int all_ok = want >= 0;
-        for (int i = 1; i < n_isas && all_ok; i++)
+        for (int i = 1; i < n_base_isas && all_ok; i++)
             all_ok = sweep_uniform_ok(y[i], SWEEP_CHUNK, (uint32_t)want);
         if (all_ok)
             continue;
@@ -2224,7 +2359,7 @@ static int run_exp_sweep(unsigned step, int all)
             ref[j] = exp_ref(x[j]);
             rounded[j] = (float)ref[j];
         }
-        for (int i = 1; i < n_isas; i++) {
+        for (int i = 1; i < n_base_isas; i++) {
             exp_report *e = &rep[i];
             e->full += SWEEP_CHUNK;
             for (uint32_t j = 0; j < SWEEP_CHUNK; j++) {
@@ -2251,14 +2386,14 @@ static int run_exp_sweep(unsigned step, int all)
                 sleef_worst = es;
                 sleef_worst_x = x[j];
             }
-            for (int i = 1; i < n_isas; i++) {
+            for (int i = 1; i < n_base_isas; i++) {
                 double d = isnan(ref[j]) ? 0.0 : ulp_err(y[i][j], (double)sl);
                 apart = d > apart ? d : apart;
             }
         }
     }
     int failed = 0;
-    for (int i = 1; i < n_isas; i++) {
+    for (int i = 1; i < n_base_isas; i++) {
         exp_report *e = &rep[i];
         printf("%-4s %-19s %-7s worst %.3g ulp (tol %g) at x = %.9g; %.2f%% of %.3g not "
                "correctly rounded\n",
@@ -2273,7 +2408,7 @@ static int run_exp_sweep(unsigned step, int all)
     printf("     SLEEF u10 on %.3g of them: worst %.3g ulp at x = %.9g; inline within %.3g ulp "
            "of SLEEF (%.1f s)\n",
            (double)sleef_n, sleef_worst, sleef_worst_x, apart, (now_ns() - t0) * 1e-9);
-    for (int i = 1; i < n_isas; i++)
+    for (int i = 1; i < n_base_isas; i++)
         free(y[i]);
     free(x);
     free(rounded);
@@ -2294,7 +2429,8 @@ static const char usage[] =
     "1..1000 with unaligned pointers, guard floats and special values.\n"
     "\n"
     "  --seed N       reproduce a run (the seed is printed first)\n"
-    "  --require ISA  fail unless ISA (avx2, avx512, neon) was among those tested\n"
+    "  --require ISA  fail unless ISA (avx2, avx512, neon, or an ISA with its\n"
+    "                 capability: avx2+avxvnni, avx512+vnni, neon+dotprod) was tested\n"
     "  --kernel NAME  only this kernel (exp: only the sweep of the inline exp)\n"
     "  --exp-step S   the inline exp on every S-th run of 4096 fp32 bit patterns\n"
     "                 in [-104, 89] (default 1: every float there), every 16 S-th\n"
@@ -2384,6 +2520,8 @@ int main(int argc, char **argv)
         if (only && strcmp(only, kernel_names[kern]))
             continue;
         for (int i = 0; i < n_isas; i++) {
+            if (isas[i].base >= 0 && !is_dot_kernel[kern])
+                continue; /* the capability's table has its ISA's other kernels */
             /* the same inputs for every ISA of a kernel */
             rng_state = seed * 1000 + kern;
             report r = {0};
@@ -2396,10 +2534,17 @@ int main(int argc, char **argv)
                 passed++;
         }
     }
+    if (!only || !strcmp(only, "gemv_quant")) {
+        int f = check_caps_exact();
+        failed += f;
+        for (int i = 0; i < n_isas; i++)
+            passed += isas[i].base >= 0;
+        passed -= f;
+    }
     if (!only || !strcmp(only, "exp")) {
         int f = run_exp_sweep(exp_step, exp_all);
         failed += f;
-        passed += n_isas - 1 - f;
+        passed += n_base_isas - 1 - f;
     }
     printf("isas tested:");
     for (int i = 0; i < n_isas; i++)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "linattn.h"
+#include "../engine/internal.h"
 #include "../simd/kernels.h"
 #include "testutil.h"
 
@@ -137,7 +138,9 @@ Test(isa, avx512_is_a_step_above_avx2)
         linattn_isa isa;
         cr_assert_eq(linattn_get_isa(&isa, NULL), LINATTN_OK);
         cr_assert_eq(isa, LINATTN_ISA_AVX2);
-        cr_assert_str_eq(linattn_cpu_features_str(), "avx2 fma");
+        cr_assert_str_eq(linattn_cpu_features_str(),
+                         (all & LINATTN_CPU_AVXVNNI) ? "avx2 fma avxvnni" : "avx2 fma",
+                         "AVX-512 masked takes its VNNI with it");
         linattn_cpu_mask(~0u);
         linattn_kernels two, five;
         linattn_kernels_init(&two, LINATTN_CPU_AVX2);
@@ -152,6 +155,45 @@ Test(isa, avx512_is_a_step_above_avx2)
     }
 }
 #endif
+
+/* A capability (VNNI, AVX-VNNI, dotprod) swaps the dot-product kernels of
+ * its ISA and nothing else, follows the mask, and is named in the features. */
+Test(isa, capabilities_swap_only_the_dot_kernels)
+{
+    const unsigned caps = LINATTN_CPU_AVXVNNI | LINATTN_CPU_AVX512VNNI | LINATTN_CPU_DOTPROD;
+    unsigned all = linattn_cpu_features();
+    linattn_kernels base, with;
+    memset(&base, 0, sizeof base); /* the padding too: compared whole below */
+    memset(&with, 0, sizeof with);
+    linattn_kernels_init(&base, all & ~caps);
+    linattn_kernels_init(&with, all);
+    /* the best ISA's capability: AVX-VNNI serves avx2 only when there is no AVX-512 */
+    int has = (all & LINATTN_CPU_AVX512) ? (all & LINATTN_CPU_AVX512VNNI) != 0
+              : (all & LINATTN_CPU_AVX2) ? (all & LINATTN_CPU_AVXVNNI) != 0
+                                           : (all & LINATTN_CPU_DOTPROD) != 0;
+    linattn_kernels same = with;
+    same.gemv_q8_0 = base.gemv_q8_0;
+    same.gemv_quant = base.gemv_quant;
+    same.gemm_quant = base.gemm_quant;
+    cr_assert(!memcmp(&same, &base, sizeof same), "only the dot-product kernels change");
+    if (has) {
+        cr_assert(with.gemv_q8_0 != base.gemv_q8_0 && with.gemv_quant != base.gemv_quant &&
+                  with.gemm_quant != base.gemm_quant);
+        cr_assert(strstr(linattn_cpu_features_str(), "vnni") ||
+                  strstr(linattn_cpu_features_str(), "dotprod"), "%s", linattn_cpu_features_str());
+    }
+    const linattn_kernels *k;
+    linattn_cpu_mask(~caps);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    cr_assert_eq(linattn_kernels_current(&k), LINATTN_OK);
+    cr_assert(k->gemv_q8_0 == base.gemv_q8_0, "masked: the ISA's own");
+    cr_assert(!strstr(linattn_cpu_features_str(), "vnni") &&
+              !strstr(linattn_cpu_features_str(), "dotprod"), "%s", linattn_cpu_features_str());
+    linattn_cpu_mask(~0u);
+    cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
+    cr_assert_eq(linattn_kernels_current(&k), LINATTN_OK);
+    cr_assert(k->gemv_q8_0 == with.gemv_q8_0, "unmasked: the capability's");
+}
 
 Test(isa, kernel_tables_filled_and_distinct)
 {

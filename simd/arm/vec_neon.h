@@ -11,7 +11,11 @@
 #define LINATTN_INLINE static inline __attribute__((always_inline))
 
 #define VL 4                             /* floats per vector */
-#define FN(name) linattn_##name##_neon   /* the kernel names of this ISA */
+#if defined(__ARM_FEATURE_DOTPROD) /* the capability's own files: the dot-product kernels alone */
+#define FN(name) linattn_##name##_neondot
+#else
+#define FN(name) linattn_##name##_neon /* the kernel names of this ISA */
+#endif
 /* Rows of a gemm micro-tile: 20 accumulators + 2 B vectors + 10 A values
  * = 32 registers. GCC turns the broadcasts into scalar loads, all issued at
  * the top of a k step, and by-element FMAs, so every row's A value holds a
@@ -193,30 +197,39 @@ LINATTN_INLINE float vhalf(const uint8_t *p)
     memcpy(&h, p, sizeof h);
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
-/* The dot product of 32 int8 pairs as VL floats that sum to it: int16
- * products (vmull_s8, exact), pairwise into int32; lanes 0-1 hold
- * elements 0..15, lanes 2-3 elements 16..31. */
-LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
+/* The dot products of 32 int8 pairs a . b (a0, b0: elements 0..15; a1,
+ * b1: 16..31) as 4 exact int32 sums: lane 0 elements 0-3 and 8-11, lane 1
+ * 4-7 and 12-15, lanes 2-3 the same of 16..31. With dotprod, sdot gives the
+ * sums of 4 and two zips put them in that order, so both give the same
+ * lanes (and the same floats after). */
+LINATTN_INLINE int32x4_t neon_dot32(int8x16_t a0, int8x16_t a1, int8x16_t b0, int8x16_t b1)
 {
-    int8x16_t a0 = vld1q_s8(w), a1 = vld1q_s8(w + 16), b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
+#if defined(__ARM_FEATURE_DOTPROD)
+    int64x2_t s = vreinterpretq_s64_s32(vdotq_s32(vdupq_n_s32(0), a0, b0));
+    int64x2_t t = vreinterpretq_s64_s32(vdotq_s32(vdupq_n_s32(0), a1, b1));
+    return vaddq_s32(vreinterpretq_s32_s64(vzip1q_s64(s, t)),
+                     vreinterpretq_s32_s64(vzip2q_s64(s, t)));
+#else
     int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)));
     s = vpadalq_s16(s, vmull_s8(vget_high_s8(a0), vget_high_s8(b0)));
     int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
     t = vpadalq_s16(t, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
-    return vcvtq_f32_s32(vpaddq_s32(s, t));
+    return vpaddq_s32(s, t);
+#endif
+}
+/* The dot product of 32 int8 pairs as VL floats that sum to it: lanes 0-1
+ * hold elements 0..15, lanes 2-3 elements 16..31. */
+LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
+{
+    return vcvtq_f32_s32(neon_dot32(vld1q_s8(w), vld1q_s8(w + 16), vld1q_s8(x), vld1q_s8(x + 16)));
 }
 /* 4-bit values (0..15) dotted with 32 int8 x, laid out as vdot_i8x32's
  * sums: vdot_nib32 the low (shift 0) or high (shift 4) nibbles of
  * p[0..32), vdot_nib16 the low then the high nibbles of p[0..16). */
 LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x)
 {
-    int8x16_t a0 = vreinterpretq_s8_u8(q0), a1 = vreinterpretq_s8_u8(q1);
-    int8x16_t b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
-    int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(a0), vget_low_s8(b0)));
-    s = vpadalq_s16(s, vmull_s8(vget_high_s8(a0), vget_high_s8(b0)));
-    int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(a1), vget_low_s8(b1)));
-    t = vpadalq_s16(t, vmull_s8(vget_high_s8(a1), vget_high_s8(b1)));
-    return vcvtq_f32_s32(vpaddq_s32(s, t));
+    return vcvtq_f32_s32(neon_dot32(vreinterpretq_s8_u8(q0), vreinterpretq_s8_u8(q1),
+                                    vld1q_s8(x), vld1q_s8(x + 16)));
 }
 LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
 {
@@ -274,12 +287,7 @@ LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, in
     h1 = vandq_u8(vshlq_u8(h1, s), vdupq_n_u8(3));
     int8x16_t v0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m), vshlq_n_u8(h0, 4))), vdupq_n_s8(32));
     int8x16_t v1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m), vshlq_n_u8(h1, 4))), vdupq_n_s8(32));
-    int8x16_t b0 = vld1q_s8(x), b1 = vld1q_s8(x + 16);
-    int32x4_t a = vpaddlq_s16(vmull_s8(vget_low_s8(v0), vget_low_s8(b0)));
-    a = vpadalq_s16(a, vmull_s8(vget_high_s8(v0), vget_high_s8(b0)));
-    int32x4_t t = vpaddlq_s16(vmull_s8(vget_low_s8(v1), vget_low_s8(b1)));
-    t = vpadalq_s16(t, vmull_s8(vget_high_s8(v1), vget_high_s8(b1)));
-    return vcvtq_f32_s32(vpaddq_s32(a, t));
+    return vcvtq_f32_s32(neon_dot32(v0, v1, vld1q_s8(x), vld1q_s8(x + 16)));
 }
 /* Lane scales for vdot_i8x32's sums. */
 LINATTN_INLINE vf vscale2(float s0, float s1)

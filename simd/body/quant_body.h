@@ -1,148 +1,226 @@
-/* quant_body.h: gemv over ggml block-quantized weights (Q8_0) by integer dot products, written once over the vector vocabulary. */
+/* quant_body.h: gemv and gemm over ggml block-quantized weights by integer dot products, written once over the vector vocabulary. */
 #include "../q8_0.h"
 #include "../quants.h"
 
 /* Columns of x quantized at a time (on the stack). */
 #define Q8_0_CHUNK 4096
+/* Rows of x a gemm_quant tile takes at once (each weight block is loaded
+ * and decoded once for them); a vocabulary with few registers sets fewer. */
+#ifndef QUANT_XR
+#define QUANT_XR 4
+#endif
 
-/* Up to 4 rows of W (stride ldw bytes) against the quantized x (nb
- * blocks): out[q] += sum over blocks of d_w d_x (q_w . q_x). */
-static inline void q8_0_rows(float *out, const uint8_t *W, size_t ldw, const int8_t *xq,
-                             const float *xd, size_t nb, int nr)
+/* x's rows as the dot products take them: per row nc int8 values (xq),
+ * one scale per 32 (xd) and the sum of each 16 values (xs, for offsets). */
+typedef struct quant_x {
+    int8_t q[QUANT_XR][Q8_0_CHUNK];
+    float d[QUANT_XR][Q8_0_CHUNK / 32];
+    int32_t s[QUANT_XR][Q8_0_CHUNK / 16];
+} quant_x;
+
+/* Up to 4 rows of W (stride ldw bytes) in Q8_0 against nx quantized x rows
+ * (nb blocks): C[j ldc + q] += sum over blocks of d_w d_x (q_w . q_x). Each
+ * (row, x row) sums as the one-row gemv does, so a tile's rows are its. */
+LINATTN_INLINE void q8_0_rows(float *C, size_t ldc, const uint8_t *W, size_t ldw,
+                             const quant_x *X, size_t nb, int nr, int nx)
 {
-    vf acc[4] = {vzero(), vzero(), vzero(), vzero()};
+    vf acc[QUANT_XR][4];
+    for (int j = 0; j < QUANT_XR; j++)
+        for (int q = 0; q < 4; q++)
+            acc[j][q] = vzero();
     for (size_t g = 0; g < nb; g++) {
 #pragma GCC unroll 4
         for (int q = 0; q < nr; q++) {
             const uint8_t *blk = W + (size_t)q * ldw + g * LINATTN_Q8_0_BYTES;
-            vf t = vdot_i8x32((const int8_t *)(const void *)(blk + 2), xq + g * LINATTN_Q8_0_BLOCK);
-            acc[q] = vfma(t, vset1(vhalf(blk) * xd[g]), acc[q]);
+            const int8_t *w = (const int8_t *)(const void *)(blk + 2);
+            float d = vhalf(blk);
+#pragma GCC unroll 4
+            for (int j = 0; j < nx; j++) {
+                vf t = vdot_i8x32(w, X->q[j] + g * LINATTN_Q8_0_BLOCK);
+                acc[j][q] = vfma(t, vset1(d * X->d[j][g]), acc[j][q]);
+            }
         }
     }
-    if (nr == 4)
-        vhsum4_add(out, acc[0], acc[1], acc[2], acc[3]);
-    else
-        for (int q = 0; q < nr; q++)
-            out[q] += vhsum(acc[q]);
+    for (int j = 0; j < nx; j++) {
+        if (nr == 4)
+            vhsum4_add(C + (size_t)j * ldc, acc[j][0], acc[j][1], acc[j][2], acc[j][3]);
+        else
+            for (int q = 0; q < nr; q++)
+                C[(size_t)j * ldc + q] += vhsum(acc[j][q]);
+    }
+}
+
+/* One row of W in another block type (simd/quants.h; nc columns) against
+ * nx quantized x rows: C[j ldc] += the row . x_j. Each block decoded (or
+ * built in registers) once for all nx rows; per row the same steps as the
+ * one-row gemv, so a tile's rows are its. The offsets (a block's minimum,
+ * or Q4_0's 8) meet the sums of x's quantized values per 16. */
+LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type, size_t be,
+                             size_t bb, const quant_x *X, size_t nc, int nx)
+{
+    vf acc[QUANT_XR];
+    float off[QUANT_XR];
+    for (int j = 0; j < QUANT_XR; j++) {
+        acc[j] = vzero();
+        off[j] = 0.0f;
+    }
+    if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1 ||
+        type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1) {
+        /* nibbles (and fifth bits) straight into the dot products: the same
+         * arithmetic as the decode below, without the copy */
+        const int has_m = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1;
+        const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
+        for (size_t g = 0; g < nc / 32; g++) {
+            const uint8_t *blk = row + g * bb, *p = blk + 2 + 2 * has_m;
+            float d = vhalf(blk);
+            float m = has_m ? -vhalf(blk + 2) : (five ? 16.0f : 8.0f) * d;
+            uint32_t qh = 0;
+            if (five)
+                memcpy(&qh, p, 4);
+#pragma GCC unroll 4
+            for (int j = 0; j < nx; j++) {
+                vf t = five ? vdot_q5x32(p + 4, qh, X->q[j] + 32 * g)
+                            : vdot_nib16(p, X->q[j] + 32 * g);
+                float dx = X->d[j][g];
+                acc[j] = vfma(t, vset1(d * dx), acc[j]);
+                off[j] += (m * (float)X->s[j][2 * g] + m * (float)X->s[j][2 * g + 1]) * dx;
+            }
+        }
+    } else if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
+        const int five = type == LINATTN_QUANT_Q5_K;
+        for (size_t e0 = 0; e0 < nc; e0 += 256) {
+            const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
+            float d = vhalf(blk), dmin = vhalf(blk + 2);
+            for (int i = 0; i < 8; i++) {
+                int s, m;
+                linattn_quant_k4_scale(blk + 4, i, &s, &m);
+                size_t g = (e0 + 32 * (size_t)i) / 32;
+                const uint8_t *p = ql + 32 * (i / 2);
+                float es = d * (float)s, em = dmin * (float)m;
+#pragma GCC unroll 4
+                for (int j = 0; j < nx; j++) {
+                    vf t = five ? vdot_q5kx32(p, 4 * (i % 2), blk + 16, i, X->q[j] + 32 * g)
+                                : vdot_nib32(p, 4 * (i % 2), X->q[j] + 32 * g);
+                    float dx = X->d[j][g];
+                    acc[j] = vfma(t, vset1(es * dx), acc[j]);
+                    off[j] += (em * (float)X->s[j][2 * g] + em * (float)X->s[j][2 * g + 1]) * dx;
+                }
+            }
+        }
+    } else if (type == LINATTN_QUANT_Q6_K) { /* values built in registers, no offsets */
+        for (size_t e0 = 0; e0 < nc; e0 += 256) {
+            const uint8_t *blk = row + e0 / 256 * bb;
+            const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
+            float d = vhalf(blk + 208);
+            for (int h = 0; h < 2; h++)
+                for (int k = 0; k < 4; k++) {
+                    size_t g = (e0 + 128 * (size_t)h + 32 * (size_t)k) / 32;
+                    int i16 = 8 * h + 2 * k; /* the scales of its two 16s */
+                    float s0 = d * (float)s8[i16], s1 = d * (float)s8[i16 + 1];
+#pragma GCC unroll 4
+                    for (int j = 0; j < nx; j++) {
+                        vf t = vdot_q6x32(blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
+                                          blk + 128 + 32 * h, k, X->q[j] + 32 * g);
+                        float dx = X->d[j][g];
+                        acc[j] = vfma(t, vscale2(s0 * dx, s1 * dx), acc[j]);
+                    }
+                }
+        }
+    } else {
+        int8_t q[256];
+        float sc[16], mn[16];
+        for (size_t e0 = 0; e0 < nc; e0 += be) {
+            linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
+            for (size_t c = 0; c < be / 32; c++) {
+                size_t g = (e0 + 32 * c) / 32;
+                for (int j = 0; j < nx; j++) {
+                    vf t = vdot_i8x32(q + 32 * c, X->q[j] + 32 * g);
+                    float dx = X->d[j][g];
+                    acc[j] = vfma(t, vscale2(sc[2 * c] * dx, sc[2 * c + 1] * dx), acc[j]);
+                    off[j] += (mn[2 * c] * (float)X->s[j][2 * g] +
+                               mn[2 * c + 1] * (float)X->s[j][2 * g + 1]) * dx;
+                }
+            }
+        }
+    }
+    for (int j = 0; j < nx; j++)
+        C[(size_t)j * ldc] += vhsum(acc[j]) - off[j];
+}
+
+/* Every row of W (one chunk of nc columns) against the nx rows of X. */
+LINATTN_INLINE void quant_panel(float *C, size_t ldc, const uint8_t *Wc, size_t ldw, int type,
+                                size_t be, size_t bb, const quant_x *X, size_t nc, size_t N,
+                                int nx)
+{
+    if (type == LINATTN_QUANT_Q8_0) {
+        size_t r = 0;
+        for (; r + 4 <= N; r += 4)
+            q8_0_rows(C + r, ldc, Wc + r * ldw, ldw, X, nc / LINATTN_Q8_0_BLOCK, 4, nx);
+        if (r < N)
+            q8_0_rows(C + r, ldc, Wc + r * ldw, ldw, X, nc / LINATTN_Q8_0_BLOCK, (int)(N - r), nx);
+    } else
+        for (size_t r = 0; r < N; r++)
+            quant_row(C + r, ldc, Wc + r * ldw, type, be, bb, X, nc, nx);
+}
+
+/* C[M x N] (stride ldc) += A[M x K] (stride lda) . W^T, W's N rows in ggml
+ * blocks of type (Q8_0 as gemv_q8_0, the others as gemv_quant): QUANT_XR
+ * rows of A at a time, quantized per chunk of columns, every row of W
+ * against them. */
+static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const uint8_t *W,
+                       size_t ldw, int type, size_t M, size_t N, size_t K)
+{
+    quant_x X;
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    const int q8 = type == LINATTN_QUANT_Q8_0;
+#if QUANT_XR > 4
+#error "quant_gemm's switch takes tiles of up to 4 rows"
+#endif
+    for (size_t m0 = 0; m0 < M; m0 += QUANT_XR) {
+        int nx = M - m0 < QUANT_XR ? (int)(M - m0) : QUANT_XR;
+        float *Cm = C + m0 * ldc;
+        for (size_t c0 = 0; c0 < K; c0 += Q8_0_CHUNK) {
+            size_t nc = K - c0 < Q8_0_CHUNK ? K - c0 : Q8_0_CHUNK;
+            for (int j = 0; j < nx; j++) {
+                linattn_q8_0_quantize(X.q[j], X.d[j], A + (m0 + (size_t)j) * lda + c0, nc);
+                if (!q8)
+                    for (size_t g = 0; g < nc / 16; g++) {
+                        int32_t s = 0;
+                        for (int i = 0; i < 16; i++)
+                            s += X.q[j][16 * g + i];
+                        X.s[j][g] = s;
+                    }
+            }
+            const uint8_t *Wc = W + c0 / be * bb;
+            switch (nx) { /* constant tile sizes: the accumulators stay in registers */
+            case 1: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 1); break;
+            case 2: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 2); break;
+            case 3: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 3); break;
+            default: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, QUANT_XR); break;
+            }
+        }
+    }
 }
 
 void FN(gemv_q8_0)(float *y, const uint8_t *W, size_t ldw, const float *x, const float *b,
                    size_t rows, size_t cols)
 {
-    int8_t xq[Q8_0_CHUNK];
-    float xd[Q8_0_CHUNK / LINATTN_Q8_0_BLOCK];
     for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
         y[r] = b ? b[r] : 0.0f;
-    for (size_t c0 = 0; c0 < cols; c0 += Q8_0_CHUNK) {
-        size_t nc = cols - c0 < Q8_0_CHUNK ? cols - c0 : Q8_0_CHUNK;
-        linattn_q8_0_quantize(xq, xd, x + c0, nc);
-        const uint8_t *Wc = W + c0 / LINATTN_Q8_0_BLOCK * LINATTN_Q8_0_BYTES;
-        for (size_t r = 0; r < rows; r += 4) {
-            int nr = rows - r < 4 ? (int)(rows - r) : 4;
-            q8_0_rows(y + r, Wc + r * ldw, ldw, xq, xd, nc / LINATTN_Q8_0_BLOCK, nr);
-        }
-    }
+    quant_gemm(y, 0, x, 0, W, ldw, LINATTN_QUANT_Q8_0, 1, rows, cols);
 }
 
-/* Any other ggml block type (simd/quants.h): each block decoded into int8
- * values with a scale and an offset per 16, then the same integer dot
- * products against x quantized as for Q8_0; the offsets meet the sums of
- * x's quantized values per 16. */
 void FN(gemv_quant)(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
                     const float *b, size_t rows, size_t cols)
 {
-    int8_t xq[Q8_0_CHUNK], q[256];
-    float xd[Q8_0_CHUNK / 32], sc[16], mn[16];
-    int32_t xs[Q8_0_CHUNK / 16];
-    size_t be, bb;
-    linattn_quant_block(type, &be, &bb);
     for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
         y[r] = b ? b[r] : 0.0f;
-    for (size_t c0 = 0; c0 < cols; c0 += Q8_0_CHUNK) {
-        size_t nc = cols - c0 < Q8_0_CHUNK ? cols - c0 : Q8_0_CHUNK;
-        linattn_q8_0_quantize(xq, xd, x + c0, nc);
-        for (size_t g = 0; g < nc / 16; g++) {
-            int32_t s = 0;
-            for (int i = 0; i < 16; i++)
-                s += xq[16 * g + i];
-            xs[g] = s;
-        }
-        for (size_t r = 0; r < rows; r++) {
-            const uint8_t *row = W + r * ldw + c0 / be * bb;
-            vf acc = vzero();
-            float off = 0.0f;
-            if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1 ||
-                type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1) {
-                /* nibbles (and fifth bits) straight into the dot products:
-                 * the same arithmetic as the decode below, without the copy */
-                const int has_m = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1;
-                const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
-                for (size_t g = 0; g < nc / 32; g++) {
-                    const uint8_t *blk = row + g * bb, *p = blk + 2 + 2 * has_m;
-                    float d = vhalf(blk);
-                    float m = has_m ? -vhalf(blk + 2) : (five ? 16.0f : 8.0f) * d;
-                    vf t;
-                    if (five) {
-                        uint32_t qh;
-                        memcpy(&qh, p, 4);
-                        t = vdot_q5x32(p + 4, qh, xq + 32 * g);
-                    } else
-                        t = vdot_nib16(p, xq + 32 * g);
-                    acc = vfma(t, vset1(d * xd[g]), acc);
-                    off += (m * (float)xs[2 * g] + m * (float)xs[2 * g + 1]) * xd[g];
-                }
-                y[r] += vhsum(acc) - off;
-                continue;
-            }
-            if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
-                const int five = type == LINATTN_QUANT_Q5_K;
-                for (size_t e0 = 0; e0 < nc; e0 += 256) {
-                    const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
-                    float d = vhalf(blk), dmin = vhalf(blk + 2);
-                    for (int j = 0; j < 8; j++) {
-                        int s, m;
-                        linattn_quant_k4_scale(blk + 4, j, &s, &m);
-                        size_t g = (e0 + 32 * (size_t)j) / 32;
-                        const uint8_t *p = ql + 32 * (j / 2);
-                        vf t = five ? vdot_q5kx32(p, 4 * (j % 2), blk + 16, j, xq + 32 * g)
-                                    : vdot_nib32(p, 4 * (j % 2), xq + 32 * g);
-                        float es = d * (float)s, em = dmin * (float)m;
-                        acc = vfma(t, vset1(es * xd[g]), acc);
-                        off += (em * (float)xs[2 * g] + em * (float)xs[2 * g + 1]) * xd[g];
-                    }
-                }
-                y[r] += vhsum(acc) - off;
-                continue;
-            }
-            if (type == LINATTN_QUANT_Q6_K) { /* values built in registers, no offsets */
-                for (size_t e0 = 0; e0 < nc; e0 += 256) {
-                    const uint8_t *blk = row + e0 / 256 * bb;
-                    const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
-                    float d = vhalf(blk + 208);
-                    for (int h = 0; h < 2; h++)
-                        for (int k = 0; k < 4; k++) {
-                            size_t g = (e0 + 128 * (size_t)h + 32 * (size_t)k) / 32;
-                            vf t = vdot_q6x32(blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
-                                              blk + 128 + 32 * h, k, xq + 32 * g);
-                            int i16 = 8 * h + 2 * k; /* the scales of its two 16s */
-                            float s0 = d * (float)s8[i16], s1 = d * (float)s8[i16 + 1];
-                            acc = vfma(t, vscale2(s0 * xd[g], s1 * xd[g]), acc);
-                        }
-                }
-                y[r] += vhsum(acc);
-                continue;
-            }
-            for (size_t e0 = 0; e0 < nc; e0 += be) {
-                linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
-                for (size_t c = 0; c < be / 32; c++) {
-                    size_t g = (e0 + 32 * c) / 32;
-                    vf t = vdot_i8x32(q + 32 * c, xq + 32 * g);
-                    acc = vfma(t, vscale2(sc[2 * c] * xd[g], sc[2 * c + 1] * xd[g]), acc);
-                    off += (mn[2 * c] * (float)xs[2 * g] + mn[2 * c + 1] * (float)xs[2 * g + 1]) *
-                           xd[g];
-                }
-            }
-            y[r] += vhsum(acc) - off;
-        }
-    }
+    quant_gemm(y, 0, x, 0, W, ldw, type, 1, rows, cols);
+}
+
+void FN(gemm_quant)(float *C, size_t ldc, const float *A, size_t lda, const uint8_t *W,
+                    size_t ldw, int type, size_t M, size_t N, size_t K)
+{
+    quant_gemm(C, ldc, A, lda, W, ldw, type, M, N, K);
 }

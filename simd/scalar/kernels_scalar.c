@@ -384,3 +384,16 @@ void linattn_gemv_quant_scalar(float *y, const uint8_t *W, size_t ldw, int type,
         }
     }
 }
+
+/* Row by row: the contract's definition. */
+void linattn_gemm_quant_scalar(float *C, size_t ldc, const float *A, size_t lda, const uint8_t *W,
+                               size_t ldw, int type, size_t M, size_t N, size_t K)
+{
+    for (size_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        if (type == LINATTN_QUANT_Q8_0)
+            linattn_gemv_q8_0_scalar(c, W, ldw, A + i * lda, c, N, K);
+        else
+            linattn_gemv_quant_scalar(c, W, ldw, type, A + i * lda, c, N, K);
+    }
+}

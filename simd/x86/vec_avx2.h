@@ -7,7 +7,11 @@
 #include "x86.h"
 
 #define VL 8                             /* floats per vector */
-#define FN(name) linattn_##name##_avx2   /* the kernel names of this ISA */
+#if defined(__AVXVNNI__) /* the capability's own files: the dot-product kernels alone */
+#define FN(name) linattn_##name##_avx2vnni
+#else
+#define FN(name) linattn_##name##_avx2 /* the kernel names of this ISA */
+#endif
 #define GEMM_MR 6                        /* rows of a gemm micro-tile: 12 + 3 of 16 registers */
 
 typedef __m256 vf;

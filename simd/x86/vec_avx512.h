@@ -7,7 +7,11 @@
 #include "x86.h"
 
 #define VL 16                             /* floats per vector */
-#define FN(name) linattn_##name##_avx512  /* the kernel names of this ISA */
+#if defined(__AVX512VNNI__) /* the capability's own files: the dot-product kernels alone */
+#define FN(name) linattn_##name##_avx512vnni
+#else
+#define FN(name) linattn_##name##_avx512 /* the kernel names of this ISA */
+#endif
 #define GEMM_MR 12                        /* rows of a gemm micro-tile: 24 + 3 of 32 registers */
 
 typedef __m512 vf;

@@ -109,10 +109,24 @@ LINATTN_INLINE float x86_half(const uint8_t *p)
  * (a K-quant's sub-block), vdot_nib16 the low then the high nibbles of
  * p[0..16) (Q4_0, Q4_1). The values are 0..15, unsigned: vpmaddubsw takes
  * them as they are. */
+/* Unsigned bytes u by signed bytes b, each 4 summed in int32 (lane i:
+ * bytes 4i..4i+3): one vpdpbusd with a VNNI capability, vpmaddubsw then
+ * vpmaddwd without. The same exact sums either way: the int16 pairs of
+ * vpmaddubsw never saturate on the callers' ranges (u <= 128, |b| <= 127). */
+LINATTN_INLINE __m256i x86_dot_u8i8(__m256i u, __m256i b)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, b);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, b);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), _mm256_set1_epi16(1));
+#endif
+}
 LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, b), _mm256_set1_epi16(1));
+    return x86_dot_u8i8(q, b);
 }
 LINATTN_INLINE __m256i x86_nib32(const uint8_t *p, int shift)
 {
@@ -162,8 +176,7 @@ LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t
 LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+    return x86_dot_u8i8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
 }
 
 #endif

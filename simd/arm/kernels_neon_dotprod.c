@@ -1,0 +1,4 @@
+/* kernels_neon_dotprod.c: the dot-product kernels again with Armv8.2 sdot (built with -march=armv8.2-a+dotprod), for CPUs with the dotprod capability. */
+#include "vec_neon.h"
+
+#include "../body/quant_body.h"

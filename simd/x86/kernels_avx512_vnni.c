@@ -1,0 +1,4 @@
+/* kernels_avx512_vnni.c: the dot-product kernels again with AVX-512 VNNI vpdpbusd (built with the avx512 flags and -mavx512vnni), for AVX-512 CPUs with that capability. */
+#include "vec_avx512.h"
+
+#include "../body/quant_body.h"
