@@ -1,4 +1,4 @@
-/* cmd_eval.c: `linattn eval`: bits per byte of a text, overall and by position, at prefill speed. */
+/* cmd_eval.c: `linattn eval`: bits per byte of a text, overall and by position, at prefill speed; or llama-perplexity's chunked perplexity. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,8 +13,8 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: linattn eval CONFIG --text FILE [--block N] [--window N] [--threads N]\n"
-    "                    [--isa ISA] [--json FILE]\n"
+    "usage: linattn eval CONFIG --text FILE [--block N | --window N | --ctx N]\n"
+    "                    [--threads N] [--isa ISA] [--json FILE]\n"
     "\n"
     "Feeds FILE byte by byte to the model CONFIG describes and reports how well\n"
     "it predicts each next byte: cross-entropy in bits per byte, overall and\n"
@@ -32,6 +32,8 @@ static const char usage[] =
     "  --text FILE    the text (a regular file; at most 1 GiB)\n"
     "  --block N      bytes per reported block (default 4096)\n"
     "  --window N     fresh streams of N bytes instead of one stream\n"
+    "  --ctx N        llama.cpp's llama-perplexity instead (below): chunks of N\n"
+    "                 tokens, the second half of each scored, perplexity per token\n"
     "  --threads N    threads (0 = auto: the cores other processes leave free)\n"
     "  --isa ISA      auto|scalar|avx2|avx512|neon\n"
     "  --json FILE    also write the figures as JSON:\n"
@@ -46,7 +48,20 @@ static const char usage[] =
     "encoded (bos first when the tokenizer adds one) and each token after the\n"
     "first is scored: bits per byte are its bits over the bytes it decodes to,\n"
     "a token counts in the block where its bytes start, and --window counts\n"
-    "tokens.\n";
+    "tokens.\n"
+    "\n"
+    "--ctx N scores what llama-perplexity -c N scores: the text is encoded once\n"
+    "(bos first when the tokenizer adds one) and cut into floor(T / N) chunks of\n"
+    "N tokens (the rest is not read); each chunk is a fresh stream whose first\n"
+    "token is replaced by bos (when the tokenizer adds one), and only the\n"
+    "tokens at positions N/2 + 1 .. N - 1 of a chunk are scored (N - N/2 - 1 a\n"
+    "chunk), each predicted from all the chunk before it. It prints the\n"
+    "perplexity exp(mean -ln p) after each chunk and at the end with\n"
+    "llama-perplexity's error estimate; T must be at least 2 N, N at least 4\n"
+    "(and at most max_seq_len for a softmax model without a window). JSON:\n"
+    "  {\"perplexity\": P, \"perplexity_error\": E, \"nll\": X, \"tokens\": N,\n"
+    "   \"chunks\": C, \"ctx\": N, \"tokens_per_second\": R, \"running\": [P1, ...]}\n"
+    "(nll: the mean -ln p in nats; running: the perplexity after each chunk).\n";
 
 #define MAX_TEXT_BYTES (1ull << 30)
 /* Tokens per feed: the logits of a slice (slice x vocab floats) are held at once. */
@@ -55,7 +70,7 @@ static const char usage[] =
  * linattn_tokenizer_cut) */
 #define PART_BYTES ((size_t)1 << 20)
 
-enum { OPT_TEXT = 256, OPT_BLOCK, OPT_WINDOW, OPT_THREADS, OPT_ISA, OPT_JSON };
+enum { OPT_TEXT = 256, OPT_BLOCK, OPT_WINDOW, OPT_CTX, OPT_THREADS, OPT_ISA, OPT_JSON };
 
 static double now_s(void)
 {
@@ -74,6 +89,12 @@ static double bits_of(const float *logits, int vocab, int target)
     for (int i = 0; i < vocab; i++)
         sum += exp((double)logits[i] - mx);
     return (log(sum) + mx - (double)logits[target]) / log(2.0);
+}
+
+/* -ln p(target): the same log-sum-exp in nats, as llama-perplexity reports. */
+static double nats_of(const float *logits, int vocab, int target)
+{
+    return bits_of(logits, vocab, target) * log(2.0);
 }
 
 /* Blocks of the file by the offset of the predicted byte. */
@@ -244,12 +265,124 @@ static int write_json(const char *path, double bpb, size_t bytes, double tps,
     return rc;
 }
 
+/* --ctx: llama-perplexity's figure (tools/perplexity/perplexity.cpp,
+ * perplexity()) from every token of the text, r->tok[0..r->count). Chunk k is
+ * tokens [k ctx, (k+1) ctx), a fresh stream with bos (if the tokenizer adds
+ * one) in place of its first token; the logits after positions
+ * first .. ctx-2 (first = ctx/2) score the tokens after them. Feeding stops
+ * before position ctx-1: its logits score nothing and cannot change the
+ * earlier ones. */
+static int score_chunks(eval_run *r, size_t ctx, int bos, const char *config_path,
+                        const char *text_path, size_t text_bytes, const char *json, int threads)
+{
+    const size_t nchunk = r->count / ctx, first = ctx / 2;
+    int *chunk = malloc(ctx * sizeof *chunk);
+    double *running = malloc(nchunk * sizeof *running);
+    if (!chunk || !running) {
+        free(chunk);
+        free(running);
+        return cli_fail("eval", "out of memory");
+    }
+    double nll = 0, nll2 = 0, t0 = now_s();
+    size_t count = 0;
+    int rc = 1;
+    for (size_t k = 0; k < nchunk; k++) {
+        memcpy(chunk, r->tok + k * ctx, ctx * sizeof *chunk);
+        if (bos >= 0)
+            chunk[0] = bos;
+        linattn_session_reset(r->sess);
+        for (size_t at = 0; at < ctx - 1;) {
+            size_t c = ctx - 1 - at < SLICE ? ctx - 1 - at : SLICE;
+            linattn_status st = linattn_session_feed_all(r->sess, chunk + at, (int)c, r->logits);
+            if (st != LINATTN_OK) {
+                rc = cli_fail_status("eval", st);
+                goto out;
+            }
+            for (size_t i = at < first ? first - at : 0; i < c; i++) {
+                const float *row = r->logits + i * (size_t)r->vocab;
+                double x = nats_of(row, r->vocab, chunk[at + i + 1]);
+                if (!isfinite(x)) {
+                    int bad = 0;
+                    while (bad + 1 < r->vocab && isfinite(row[bad]))
+                        bad++;
+                    rc = cli_fail("eval", "the model's logits after token %zu of the text (0-based) "
+                                          "are not finite (logit %d is %g): no perplexity",
+                                  k * ctx + at + i, bad, (double)row[bad]);
+                    goto out;
+                }
+                nll += x;
+                nll2 += x * x;
+                count++;
+            }
+            at += c;
+        }
+        running[k] = exp(nll / (double)count);
+        if (r->tty)
+            fprintf(stderr, "\reval chunk %zu/%zu", k + 1, nchunk);
+    }
+    if (r->tty)
+        fputs("\r\033[K", stderr);
+    double secs = now_s() - t0;
+    double tps = secs > 0 ? (double)(nchunk * (ctx - 1)) / secs : 0;
+    /* llama-perplexity's estimate: the standard error of the mean -ln p,
+     * carried to the perplexity (d exp(m) = exp(m) dm) */
+    double mean = nll / (double)count, var = nll2 / (double)count - mean * mean;
+    double ppl = exp(mean), err = var > 0 && count > 1 ? sqrt(var / (double)(count - 1)) * ppl : 0;
+    if (json) {
+        int finite = isfinite(ppl) && isfinite(err) && isfinite(tps);
+        size_t cap = 512 + nchunk * 32, len = 0;
+        char *buf = finite ? malloc(cap) : NULL;
+        if (!finite) {
+            rc = cli_fail("eval", "a figure for the JSON output is not finite");
+            goto out;
+        }
+        if (!buf) {
+            rc = cli_fail("eval", "out of memory");
+            goto out;
+        }
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "{\"perplexity\": %.6f, \"perplexity_error\": %.6f, \"nll\": %.8f, "
+                                "\"tokens\": %zu, \"chunks\": %zu, \"ctx\": %zu, "
+                                "\"tokens_per_second\": %.1f, \"running\": [",
+                                ppl, err, mean, count, nchunk, ctx, tps);
+        for (size_t k = 0; k < nchunk; k++)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%.6f", k ? ", " : "", running[k]);
+        len += (size_t)snprintf(buf + len, cap - len, "]}\n");
+        linattn_status st = cli_write_file(json, "the JSON output", buf, len);
+        free(buf);
+        if (st != LINATTN_OK) {
+            rc = cli_fail_status("json", st);
+            goto out;
+        }
+    }
+    linattn_isa cur = LINATTN_ISA_SCALAR;
+    linattn_get_isa(&cur, NULL);
+    printf("%s on %s (%zu bytes), chunks of %zu tokens as llama-perplexity -c %zu\n", config_path,
+           text_path, text_bytes, ctx, ctx);
+    printf("tokenizer %s (%s): %zu tokens, %zu chunks, bos %s; positions %zu..%zu of each scored\n",
+           linattn_tokenizer_name(r->tokz), linattn_tokenizer_path(r->tokz), r->count, nchunk,
+           bos >= 0 ? "at each chunk's start" : "none", first + 1, ctx - 1);
+    for (size_t k = 0; k < nchunk; k++)
+        printf("[%zu]%.4f,", k + 1, running[k]);
+    printf("\n");
+    printf("perplexity %.4f +/- %.5f over %zu tokens (mean -ln p %.6f); %.0f tokens/s "
+           "(isa %s, threads %d)\n",
+           ppl, err, count, mean, tps, linattn_isa_name(cur),
+           threads > 0 ? threads : linattn_max_threads());
+    rc = cli_stdout_ok() ? 0 : 1;
+out:
+    free(chunk);
+    free(running);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"text", required_argument, 0, OPT_TEXT},
         {"block", required_argument, 0, OPT_BLOCK},
         {"window", required_argument, 0, OPT_WINDOW},
+        {"ctx", required_argument, 0, OPT_CTX},
         {"threads", required_argument, 0, OPT_THREADS},
         {"isa", required_argument, 0, OPT_ISA},
         {"json", required_argument, 0, OPT_JSON},
@@ -257,15 +390,17 @@ int cmd_eval(int argc, char **argv)
         {0, 0, 0, 0},
     };
     const char *text_path = NULL, *isa = NULL, *json = NULL;
-    long block = 4096, window = 0, threads = -1;
+    long block = 4096, window = 0, ctx = 0, threads = -1;
+    int block_given = 0;
     int c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_TEXT: text_path = optarg; break;
-        case OPT_BLOCK: if (cli_parse_long("eval", "--block", optarg, 1, LONG_MAX, &block)) return 1; break;
+        case OPT_BLOCK: if (cli_parse_long("eval", "--block", optarg, 1, LONG_MAX, &block)) return 1; block_given = 1; break;
         case OPT_WINDOW: if (cli_parse_long("eval", "--window", optarg, 1, INT_MAX, &window)) return 1; break;
+        case OPT_CTX: if (cli_parse_long("eval", "--ctx", optarg, 4, INT_MAX, &ctx)) return 1; break;
         case OPT_THREADS: if (cli_parse_long("eval", "--threads", optarg, 0, 1024, &threads)) return 1; break;
         case OPT_ISA: isa = optarg; break;
         case OPT_JSON: json = optarg; break;
@@ -282,6 +417,11 @@ int cmd_eval(int argc, char **argv)
         return cli_fail("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!text_path)
         return cli_fail("eval", "no --text FILE given");
+    /* --ctx is llama-perplexity's figure: its own chunks, no blocks */
+    if (ctx && window)
+        return cli_fail("eval", "--ctx and --window exclude each other (--ctx makes its own chunks)");
+    if (ctx && block_given)
+        return cli_fail("eval", "--block has no meaning with --ctx (it reports per chunk)");
     if (json && safe_file_check(json, "the JSON output") != LINATTN_OK)
         return cli_fail_status("json", LINATTN_ERR_IO);
     const char *config_path = argv[optind];
@@ -332,8 +472,13 @@ int cmd_eval(int argc, char **argv)
     /* a bounded model must hold each stream: the whole file, or a window */
     int bounded = (cfg->attention == LINATTN_ATTN_SOFTMAX && cfg->window == 0) ||
                   cfg->positions == LINATTN_POS_LEARNED;
+    if (ctx && bounded && ctx > cfg->max_seq_len) {
+        cli_fail("eval", "--ctx %ld is longer than the model's max_seq_len (%d)", ctx,
+                 cfg->max_seq_len);
+        goto out;
+    }
     size_t ntok = n;
-    if (bounded && !window && !bytes_tok) { /* the whole file's tokens, counted a part at a time */
+    if (bounded && !window && !ctx && !bytes_tok) { /* the whole file's tokens, counted a part at a time */
         ntok = 0;
         for (size_t from = 0, to; from < n; from = to) {
             size_t k = 0;
@@ -347,7 +492,7 @@ int cmd_eval(int argc, char **argv)
         }
     }
     /* tokens fed per stream: a window, or all but the last token */
-    if (bounded && (window ? (size_t)window : ntok - 1) > (size_t)cfg->max_seq_len &&
+    if (!ctx && bounded && (window ? (size_t)window : ntok - 1) > (size_t)cfg->max_seq_len &&
         (window || ntok >= 2)) {
         if (window)
             cli_fail("eval", "--window %ld is longer than the model's max_seq_len (%d)", window,
@@ -379,6 +524,21 @@ int cmd_eval(int argc, char **argv)
     r.blocks = blocks;
     r.tty = isatty(STDERR_FILENO);
 
+    if (ctx) { /* every token first: the chunks are counted in tokens */
+        for (size_t from = 0, to; from < n; from = to) {
+            to = linattn_tokenizer_cut(tokz, (const char *)text, n, from, PART_BYTES);
+            if (take_part(&r, (const char *)text, from, to, add_bos))
+                goto out;
+        }
+        if (r.count < 2 * (size_t)ctx) {
+            cli_fail("eval", "%s: %zu tokens; --ctx %ld needs at least %ld, as llama-perplexity does",
+                     text_path, r.count, ctx, 2 * ctx);
+            goto out;
+        }
+        rc = score_chunks(&r, (size_t)ctx, add_bos ? linattn_tokenizer_bos(tokz) : -1, config_path,
+                          text_path, n, json, cfg->threads);
+        goto out;
+    }
     double t0 = now_s();
     for (size_t from = 0, to; from < n; from = to) {
         to = linattn_tokenizer_cut(tokz, (const char *)text, n, from, PART_BYTES);
