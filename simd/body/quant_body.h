@@ -10,11 +10,21 @@
 #define QUANT_XR 4
 #endif
 
-/* x's rows as the dot products take them: per row nc int8 values (xq),
- * one scale per 32 (xd) and the sum of each 16 values (xs, for offsets). */
+/* Bytes ahead a one-row pass over W prefetches (its rows follow each other
+ * in memory: one stream). Without it this 2-vCPU VM read a 44 MB Q8_0
+ * model at 4.6 GB/s, with it near the triad's figure (docs/vs_llamacpp.md). */
+#define QUANT_PF 1024
+
+/* Lanes of an 8-float step (a K-quant's 8 sub-blocks). */
+#define QUANT_V8 (VL < 8 ? VL : 8)
+
+/* x's rows as the dot products take them: per row nc int8 values (q), one
+ * scale per 32 (d), the sum of each 16 values (s) and, for the offsets,
+ * each 32's sum times its scale (ms: d (s0 + s1), one rounding). */
 typedef struct quant_x {
     int8_t q[QUANT_XR][Q8_0_CHUNK];
     float d[QUANT_XR][Q8_0_CHUNK / 32];
+    float ms[QUANT_XR][Q8_0_CHUNK / 32];
     int32_t s[QUANT_XR][Q8_0_CHUNK / 16];
 } quant_x;
 
@@ -34,6 +44,8 @@ LINATTN_INLINE void q8_0_rows(float *C, size_t ldc, const uint8_t *W, size_t ldw
             const uint8_t *blk = W + (size_t)q * ldw + g * LINATTN_Q8_0_BYTES;
             const int8_t *w = (const int8_t *)(const void *)(blk + 2);
             float d = vhalf(blk);
+            /* the next 4 rows' block: the stream runs ahead of the loads */
+            __builtin_prefetch(blk + 4 * ldw);
 #pragma GCC unroll 4
             for (int j = 0; j < nx; j++) {
                 vf t = vdot_i8x32(w, X->q[j] + g * LINATTN_Q8_0_BLOCK);
@@ -72,6 +84,7 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
         const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
         for (size_t g = 0; g < nc / 32; g++) {
             const uint8_t *blk = row + g * bb, *p = blk + 2 + 2 * has_m;
+            __builtin_prefetch(blk + QUANT_PF);
             float d = vhalf(blk);
             float m = has_m ? -vhalf(blk + 2) : (five ? 16.0f : 8.0f) * d;
             uint32_t qh = 0;
@@ -81,35 +94,53 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
             for (int j = 0; j < nx; j++) {
                 vf t = five ? vdot_q5x32(p + 4, qh, X->q[j] + 32 * g)
                             : vdot_nib16(p, X->q[j] + 32 * g);
-                float dx = X->d[j][g];
-                acc[j] = vfma(t, vset1(d * dx), acc[j]);
-                off[j] += (m * (float)X->s[j][2 * g] + m * (float)X->s[j][2 * g + 1]) * dx;
+                acc[j] = vfma(t, vset1(d * X->d[j][g]), acc[j]);
+                off[j] += m * X->ms[j][g];
             }
         }
     } else if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
+        /* per super-block: the 8 sub-blocks' scales times x's, and their
+         * offsets against x's sums, as vectors; then 8 dot products */
         const int five = type == LINATTN_QUANT_Q5_K;
+        vf offv[QUANT_XR];
+        for (int j = 0; j < QUANT_XR; j++)
+            offv[j] = vzero();
         for (size_t e0 = 0; e0 < nc; e0 += 256) {
             const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
-            float d = vhalf(blk), dmin = vhalf(blk + 2);
+            for (size_t b = 0; b < bb; b += 64)
+                __builtin_prefetch(blk + QUANT_PF + b);
+            float d = vhalf(blk), dmin = vhalf(blk + 2), es[8], em[8], sx[QUANT_XR][8];
             for (int i = 0; i < 8; i++) {
-                int s, m;
-                linattn_quant_k4_scale(blk + 4, i, &s, &m);
-                size_t g = (e0 + 32 * (size_t)i) / 32;
+                int sc, m;
+                linattn_quant_k4_scale(blk + 4, i, &sc, &m);
+                es[i] = d * (float)sc;
+                em[i] = dmin * (float)m;
+            }
+            size_t g0 = e0 / 32;
+            for (int j = 0; j < nx; j++)
+                for (int h = 0; h < 8; h += QUANT_V8) {
+                    vmask mk = vmask_n(QUANT_V8);
+                    vstore_m(sx[j] + h, vmul(vload_m(es + h, mk), vload_m(X->d[j] + g0 + h, mk)), mk);
+                    offv[j] = vfma(vload_m(em + h, mk), vload_m(X->ms[j] + g0 + h, mk), offv[j]);
+                }
+            for (int i = 0; i < 8; i++) {
                 const uint8_t *p = ql + 32 * (i / 2);
-                float es = d * (float)s, em = dmin * (float)m;
 #pragma GCC unroll 4
                 for (int j = 0; j < nx; j++) {
-                    vf t = five ? vdot_q5kx32(p, 4 * (i % 2), blk + 16, i, X->q[j] + 32 * g)
-                                : vdot_nib32(p, 4 * (i % 2), X->q[j] + 32 * g);
-                    float dx = X->d[j][g];
-                    acc[j] = vfma(t, vset1(es * dx), acc[j]);
-                    off[j] += (em * (float)X->s[j][2 * g] + em * (float)X->s[j][2 * g + 1]) * dx;
+                    const int8_t *xq = X->q[j] + 32 * (g0 + (size_t)i);
+                    vf t = five ? vdot_q5kx32(p, 4 * (i % 2), blk + 16, i, xq)
+                                : vdot_nib32(p, 4 * (i % 2), xq);
+                    acc[j] = vfma(t, vbcast(&sx[j][i]), acc[j]);
                 }
             }
         }
+        for (int j = 0; j < nx; j++)
+            off[j] = vhsum(offv[j]);
     } else if (type == LINATTN_QUANT_Q6_K) { /* values built in registers, no offsets */
         for (size_t e0 = 0; e0 < nc; e0 += 256) {
             const uint8_t *blk = row + e0 / 256 * bb;
+            for (size_t b = 0; b < bb; b += 64)
+                __builtin_prefetch(blk + QUANT_PF + b);
             const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
             float d = vhalf(blk + 208);
             for (int h = 0; h < 2; h++)
@@ -184,13 +215,16 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
             size_t nc = K - c0 < Q8_0_CHUNK ? K - c0 : Q8_0_CHUNK;
             for (int j = 0; j < nx; j++) {
                 linattn_q8_0_quantize(X.q[j], X.d[j], A + (m0 + (size_t)j) * lda + c0, nc);
-                if (!q8)
+                if (!q8) {
                     for (size_t g = 0; g < nc / 16; g++) {
                         int32_t s = 0;
                         for (int i = 0; i < 16; i++)
                             s += X.q[j][16 * g + i];
                         X.s[j][g] = s;
                     }
+                    for (size_t g = 0; g < nc / 32; g++)
+                        X.ms[j][g] = X.d[j][g] * (float)(X.s[j][2 * g] + X.s[j][2 * g + 1]);
+                }
             }
             const uint8_t *Wc = W + c0 / be * bb;
             switch (nx) { /* constant tile sizes: the accumulators stay in registers */
