@@ -56,6 +56,20 @@ static inline void linattn_quant_k4_scale(const uint8_t *s, int j, int *sc, int 
     }
 }
 
+/* All 8 scales and mins of a Q4_K/Q5_K block's 12 packed bytes at s at
+ * once (each as linattn_quant_k4_scale gives it), by 32-bit words. */
+static inline void linattn_quant_k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])
+{
+    uint32_t u[3], o[4];
+    memcpy(u, s, 12);
+    o[0] = u[0] & 0x3F3F3F3Fu;                                           /* sc 0..3 */
+    o[1] = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);  /* sc 4..7 */
+    o[2] = u[1] & 0x3F3F3F3Fu;                                           /* mn 0..3 */
+    o[3] = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4); /* mn 4..7 */
+    memcpy(sc, o, 8);
+    memcpy(mn, o + 2, 8);
+}
+
 /* One block of type at blk, as q[elems] (int8) with scale[elems / 16] and
  * min[elems / 16]: element e is scale[e / 16] q[e] - min[e / 16] (in
  * fp32, as ggml's dequantize_row_* forms it: a K-quant's scale is d times

@@ -137,7 +137,9 @@ static const struct tolerance {
     [K_gemm_quant] = {TOL_EXACT, 0, "bit for bit this ISA's gemv_q8_0 / gemv_quant, row by row",
      "each row of C is the one-row kernel's sum onto it (the kernels' own checks bound those)"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
-     "x quantized as for gemv_q8_0; per 16 values an exact integer dot product scaled once "
+     "x quantized as for gemv_q8_0 (the K-quants: as Q8_K, one fp32 scale per 256, their "
+     "super-block's integer sum scaled once, fewer roundings); per 16 values an exact integer "
+     "dot product scaled once "
      "(s d_x, then the product), the offsets' term m sum(q_x) d_x likewise, each summed over "
      "the row's cols/16 groups in fp32, the two taken apart once: bounded by the absolute "
      "sums of both parts, not of w x (a Q4_1 or K-quant offset may cancel its scale's term)"},
@@ -1722,7 +1724,16 @@ static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc
                 sc->gemv_quant(ys, W, ldw, type, x, bp, rows, cols);
                 int8_t *xq = malloc(cols), q[256];
                 float *xd = malloc(cols / 32 * sizeof *xd), s16[16], m16[16];
-                linattn_q8_0_quantize(xq, xd, x, cols);
+                /* the K-quants take x as Q8_K (a scale per 256), the rest as Q8_0 */
+                int kq = type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K ||
+                         type == LINATTN_QUANT_Q6_K;
+                size_t per = kq ? 256 : 32;
+                if (kq) {
+                    int32_t *bs = malloc(cols / 16 * sizeof *bs);
+                    linattn_q8_K_quantize(xq, xd, bs, x, cols);
+                    free(bs);
+                } else
+                    linattn_q8_0_quantize(xq, xd, x, cols);
                 snprintf(shape, sizeof shape, "type=%d rows=%zu cols=%zu ldw=%zu bias=%d y", type,
                          rows, cols, ldw, bias);
                 for (size_t i = 0; i < rows; i++) {
@@ -1730,7 +1741,7 @@ static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc
                     for (size_t e0 = 0; e0 < cols; e0 += be) {
                         linattn_quant_decode(type, W + i * ldw + e0 / be * bb, q, s16, m16);
                         for (size_t e = 0; e < be; e++) {
-                            double xv = (double)xd[(e0 + e) / 32] * xq[e0 + e];
+                            double xv = (double)xd[(e0 + e) / per] * xq[e0 + e];
                             double sq = (double)s16[e / 16] * q[e], mv = m16[e / 16];
                             ref += (sq - mv) * xv;
                             abs += (fabs(sq) + fabs(mv)) * fabs(xv);

@@ -231,14 +231,22 @@ LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x)
     return vcvtq_f32_s32(neon_dot32(vreinterpretq_s8_u8(q0), vreinterpretq_s8_u8(q1),
                                     vld1q_s8(x), vld1q_s8(x + 16)));
 }
-LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
+/* The low (shift 0) or high (shift 4) nibbles of p[0..32) in v[0..2). */
+LINATTN_INLINE void neon_nib32(const uint8_t *p, int shift, uint8x16_t v[2])
 {
     uint8x16_t m = vdupq_n_u8(0x0F), v0 = vld1q_u8(p), v1 = vld1q_u8(p + 16);
     if (shift) {
         v0 = vshrq_n_u8(v0, 4);
         v1 = vshrq_n_u8(v1, 4);
     }
-    return neon_nib_dot(vandq_u8(v0, m), vandq_u8(v1, m), x);
+    v[0] = vandq_u8(v0, m);
+    v[1] = vandq_u8(v1, m);
+}
+LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
+{
+    uint8x16_t v[2];
+    neon_nib32(p, shift, v);
+    return neon_nib_dot(v[0], v[1], x);
 }
 LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
@@ -260,35 +268,69 @@ LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
                         x);
 }
 /* Q5_K's sub-block j: bit j of qh above the nibbles (0..31), dotted with x. */
-LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
+LINATTN_INLINE void neon_q5k32(const uint8_t *ql, int shift, const uint8_t *qh, int j,
+                               uint8x16_t v[2])
 {
-    uint8x16_t m = vdupq_n_u8(0x0F), l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
-    if (shift) {
-        l0 = vshrq_n_u8(l0, 4);
-        l1 = vshrq_n_u8(l1, 4);
-    }
+    neon_nib32(ql, shift, v);
     int8x16_t s = vnegq_s8(vdupq_n_s8((int8_t)j));
     uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(qh), s), vdupq_n_u8(1));
     uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), s), vdupq_n_u8(1));
-    return neon_nib_dot(vorrq_u8(vandq_u8(l0, m), vshlq_n_u8(h0, 4)),
-                        vorrq_u8(vandq_u8(l1, m), vshlq_n_u8(h1, 4)), x);
+    v[0] = vorrq_u8(v[0], vshlq_n_u8(h0, 4));
+    v[1] = vorrq_u8(v[1], vshlq_n_u8(h1, 4));
 }
-/* Q6_K's 32 values of one quarter (see vec_avx2.h) dotted with x. */
+LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
+{
+    uint8x16_t v[2];
+    neon_q5k32(ql, shift, qh, j, v);
+    return neon_nib_dot(v[0], v[1], x);
+}
+/* Q6_K's 32 values of one quarter (see vec_avx2.h), -32..31. */
+LINATTN_INLINE void neon_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k,
+                               int8x16_t v[2])
+{
+    uint8x16_t l[2];
+    neon_nib32(ql, shift, l);
+    int8x16_t s = vnegq_s8(vdupq_n_s8((int8_t)(2 * k))); /* vshlq by a negative count: right */
+    uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(qh), s), vdupq_n_u8(3));
+    uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), s), vdupq_n_u8(3));
+    v[0] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l[0], vshlq_n_u8(h0, 4))), vdupq_n_s8(32));
+    v[1] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l[1], vshlq_n_u8(h1, 4))), vdupq_n_s8(32));
+}
 LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
 {
-    uint8x16_t m = vdupq_n_u8(0x0F), l0 = vld1q_u8(ql), l1 = vld1q_u8(ql + 16);
-    uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
-    if (shift) {
-        l0 = vshrq_n_u8(l0, 4);
-        l1 = vshrq_n_u8(l1, 4);
-    }
-    int8x16_t s = vnegq_s8(vdupq_n_s8((int8_t)(2 * k))); /* vshlq by a negative count: right */
-    h0 = vandq_u8(vshlq_u8(h0, s), vdupq_n_u8(3));
-    h1 = vandq_u8(vshlq_u8(h1, s), vdupq_n_u8(3));
-    int8x16_t v0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m), vshlq_n_u8(h0, 4))), vdupq_n_s8(32));
-    int8x16_t v1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l1, m), vshlq_n_u8(h1, 4))), vdupq_n_s8(32));
-    return vcvtq_f32_s32(neon_dot32(v0, v1, vld1q_s8(x), vld1q_s8(x + 16)));
+    int8x16_t v[2];
+    neon_q6x32(ql, shift, qh, k, v);
+    return vcvtq_f32_s32(neon_dot32(v[0], v[1], vld1q_s8(x), vld1q_s8(x + 16)));
 }
+/* A K-quant super-block's integer sum (see simd/x86/x86.h): the 32 values
+ * times x's 32 int8 (Q8_K) times the sub-block's scale (Q6_K: s0 for
+ * elements 0..15 in lanes 0-1, s1 for 16..31 in lanes 2-3), added in int32. */
+typedef int32x4_t vk;
+LINATTN_INLINE vk vk_zero(void) { return vdupq_n_s32(0); }
+LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
+{
+    uint8x16_t v[2];
+    neon_nib32(p, shift, v);
+    return vmlaq_n_s32(acc, neon_dot32(vreinterpretq_s8_u8(v[0]), vreinterpretq_s8_u8(v[1]),
+                                       vld1q_s8(x), vld1q_s8(x + 16)), sc);
+}
+LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh, int j,
+                           const int8_t *x, int sc)
+{
+    uint8x16_t v[2];
+    neon_q5k32(ql, shift, qh, j, v);
+    return vmlaq_n_s32(acc, neon_dot32(vreinterpretq_s8_u8(v[0]), vreinterpretq_s8_u8(v[1]),
+                                       vld1q_s8(x), vld1q_s8(x + 16)), sc);
+}
+LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh, int k,
+                           const int8_t *x, int s0, int s1)
+{
+    int8x16_t v[2];
+    neon_q6x32(ql, shift, qh, k, v);
+    return vmlaq_s32(acc, neon_dot32(v[0], v[1], vld1q_s8(x), vld1q_s8(x + 16)),
+                     vcombine_s32(vdup_n_s32(s0), vdup_n_s32(s1)));
+}
+LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
 /* Lane scales for vdot_i8x32's sums. */
 LINATTN_INLINE vf vscale2(float s0, float s1)
 {

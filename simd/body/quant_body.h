@@ -15,18 +15,24 @@
  * model at 4.6 GB/s, with it near the triad's figure (docs/vs_llamacpp.md). */
 #define QUANT_PF 1024
 
-/* Lanes of an 8-float step (a K-quant's 8 sub-blocks). */
-#define QUANT_V8 (VL < 8 ? VL : 8)
-
 /* x's rows as the dot products take them: per row nc int8 values (q), one
  * scale per 32 (d), the sum of each 16 values (s) and, for the offsets,
- * each 32's sum times its scale (ms: d (s0 + s1), one rounding). */
+ * each 32's sum times its scale (ms: d (s0 + s1), one rounding); for the
+ * K-quants q and s of Q8_K and its scales dk instead. */
 typedef struct quant_x {
     int8_t q[QUANT_XR][Q8_0_CHUNK];
     float d[QUANT_XR][Q8_0_CHUNK / 32];
     float ms[QUANT_XR][Q8_0_CHUNK / 32];
     int32_t s[QUANT_XR][Q8_0_CHUNK / 16];
+    float dk[QUANT_XR][Q8_0_CHUNK / 256]; /* the K-quants': q and s as Q8_K, its scales, */
+    int32_t s32[QUANT_XR][Q8_0_CHUNK / 32]; /* and its sums per 32 */
 } quant_x;
+
+/* The K-quants take x as Q8_K (one fp32 scale per 256), as ggml does. */
+static inline int quant_is_k(int type)
+{
+    return type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K;
+}
 
 /* Up to 4 rows of W (stride ldw bytes) in Q8_0 against nx quantized x rows
  * (nb blocks): C[j ldc + q] += sum over blocks of d_w d_x (q_w . q_x). Each
@@ -99,63 +105,63 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
             }
         }
     } else if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
-        /* per super-block: the 8 sub-blocks' scales times x's, and their
-         * offsets against x's sums, as vectors; then 8 dot products */
+        /* per super-block, in integers: the 8 sub-blocks' dot products
+         * times their 6-bit scales, and their 6-bit mins times x's sums;
+         * then each scaled once (d d_x, dmin d_x), as ggml's
+         * vec_dot_q4_K_q8_K */
         const int five = type == LINATTN_QUANT_Q5_K;
-        vf offv[QUANT_XR];
-        for (int j = 0; j < QUANT_XR; j++)
-            offv[j] = vzero();
         for (size_t e0 = 0; e0 < nc; e0 += 256) {
             const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
             for (size_t b = 0; b < bb; b += 64)
                 __builtin_prefetch(blk + QUANT_PF + b);
-            float d = vhalf(blk), dmin = vhalf(blk + 2), es[8], em[8], sx[QUANT_XR][8];
-            for (int i = 0; i < 8; i++) {
-                int sc, m;
-                linattn_quant_k4_scale(blk + 4, i, &sc, &m);
-                es[i] = d * (float)sc;
-                em[i] = dmin * (float)m;
+            float d = vhalf(blk), dmin = vhalf(blk + 2);
+            uint8_t sc[8], mn[8];
+            linattn_quant_k4_scales(blk + 4, sc, mn);
+            size_t sb = e0 / 256;
+            vk sum[QUANT_XR];
+            for (int j = 0; j < nx; j++) {
+                const int32_t *s32 = X->s32[j] + 8 * sb;
+                int32_t summ = 0;
+                for (int i = 0; i < 8; i++)
+                    summ += mn[i] * s32[i];
+                off[j] += dmin * X->dk[j][sb] * (float)summ;
+                sum[j] = vk_zero();
             }
-            size_t g0 = e0 / 32;
-            for (int j = 0; j < nx; j++)
-                for (int h = 0; h < 8; h += QUANT_V8) {
-                    vmask mk = vmask_n(QUANT_V8);
-                    vstore_m(sx[j] + h, vmul(vload_m(es + h, mk), vload_m(X->d[j] + g0 + h, mk)), mk);
-                    offv[j] = vfma(vload_m(em + h, mk), vload_m(X->ms[j] + g0 + h, mk), offv[j]);
-                }
             for (int i = 0; i < 8; i++) {
                 const uint8_t *p = ql + 32 * (i / 2);
 #pragma GCC unroll 4
                 for (int j = 0; j < nx; j++) {
-                    const int8_t *xq = X->q[j] + 32 * (g0 + (size_t)i);
-                    vf t = five ? vdot_q5kx32(p, 4 * (i % 2), blk + 16, i, xq)
-                                : vdot_nib32(p, 4 * (i % 2), xq);
-                    acc[j] = vfma(t, vbcast(&sx[j][i]), acc[j]);
+                    const int8_t *xq = X->q[j] + e0 + 32 * (size_t)i;
+                    sum[j] = five ? vk_q5k32(sum[j], p, 4 * (i % 2), blk + 16, i, xq, sc[i])
+                                  : vk_nib32(sum[j], p, 4 * (i % 2), xq, sc[i]);
                 }
             }
+            for (int j = 0; j < nx; j++)
+                acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
         }
-        for (int j = 0; j < nx; j++)
-            off[j] = vhsum(offv[j]);
-    } else if (type == LINATTN_QUANT_Q6_K) { /* values built in registers, no offsets */
+    } else if (type == LINATTN_QUANT_Q6_K) { /* values -32..31, int8 scales per 16; no offsets */
         for (size_t e0 = 0; e0 < nc; e0 += 256) {
             const uint8_t *blk = row + e0 / 256 * bb;
             for (size_t b = 0; b < bb; b += 64)
                 __builtin_prefetch(blk + QUANT_PF + b);
             const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
             float d = vhalf(blk + 208);
+            size_t sb = e0 / 256;
+            vk sum[QUANT_XR];
+            for (int j = 0; j < nx; j++)
+                sum[j] = vk_zero();
             for (int h = 0; h < 2; h++)
                 for (int k = 0; k < 4; k++) {
-                    size_t g = (e0 + 128 * (size_t)h + 32 * (size_t)k) / 32;
                     int i16 = 8 * h + 2 * k; /* the scales of its two 16s */
-                    float s0 = d * (float)s8[i16], s1 = d * (float)s8[i16 + 1];
 #pragma GCC unroll 4
-                    for (int j = 0; j < nx; j++) {
-                        vf t = vdot_q6x32(blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
-                                          blk + 128 + 32 * h, k, X->q[j] + 32 * g);
-                        float dx = X->d[j][g];
-                        acc[j] = vfma(t, vscale2(s0 * dx, s1 * dx), acc[j]);
-                    }
+                    for (int j = 0; j < nx; j++)
+                        sum[j] = vk_q6x32(sum[j], blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
+                                          blk + 128 + 32 * h, k,
+                                          X->q[j] + e0 + 128 * (size_t)h + 32 * (size_t)k,
+                                          s8[i16], s8[i16 + 1]);
                 }
+            for (int j = 0; j < nx; j++)
+                acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
         }
     } else {
         int8_t q[256];
@@ -214,7 +220,14 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
         for (size_t c0 = 0; c0 < K; c0 += Q8_0_CHUNK) {
             size_t nc = K - c0 < Q8_0_CHUNK ? K - c0 : Q8_0_CHUNK;
             for (int j = 0; j < nx; j++) {
-                linattn_q8_0_quantize(X.q[j], X.d[j], A + (m0 + (size_t)j) * lda + c0, nc);
+                const float *a = A + (m0 + (size_t)j) * lda + c0;
+                if (quant_is_k(type)) {
+                    linattn_q8_K_quantize(X.q[j], X.dk[j], X.s[j], a, nc);
+                    for (size_t g = 0; g < nc / 32; g++)
+                        X.s32[j][g] = X.s[j][2 * g] + X.s[j][2 * g + 1];
+                    continue;
+                }
+                linattn_q8_0_quantize(X.q[j], X.d[j], a, nc);
                 if (!q8) {
                     for (size_t g = 0; g < nc / 16; g++) {
                         int32_t s = 0;

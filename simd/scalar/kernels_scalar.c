@@ -348,6 +348,60 @@ void linattn_gemv_q8_0_scalar(float *y, const uint8_t *W, size_t ldw, const floa
     }
 }
 
+/* The K-quants with x as Q8_K (one fp32 scale per 256), the SIMD kernels'
+ * arithmetic in one lane: per super-block the exact integer sum of each
+ * sub-block's integer scale times its dot product (Q6_K: per 16), and of
+ * the mins times x's sums, each then scaled once (ggml's
+ * vec_dot_q4_K_q8_K ... q6_K_q8_K). y holds b already. */
+static void gemv_k_scalar(float *y, const uint8_t *W, size_t ldw, int type, const float *x,
+                          size_t rows, size_t cols)
+{
+    enum { CHUNK = 4096 };
+    int8_t xq[CHUNK], q[256];
+    float xd[CHUNK / 256], sc[16], mn[16];
+    int32_t bs[CHUNK / 16];
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    for (size_t c0 = 0; c0 < cols; c0 += CHUNK) {
+        size_t nc = cols - c0 < CHUNK ? cols - c0 : CHUNK;
+        linattn_q8_K_quantize(xq, xd, bs, x + c0, nc);
+        for (size_t r = 0; r < rows; r++) {
+            const uint8_t *row = W + r * ldw + c0 / be * bb;
+            float acc = 0.0f, off = 0.0f;
+            for (size_t e0 = 0; e0 < nc; e0 += 256) {
+                const uint8_t *blk = row + e0 / 256 * bb;
+                linattn_quant_decode(type, blk, q, sc, mn); /* the values q */
+                int32_t sumi = 0, summ = 0;
+                float d;
+                if (type == LINATTN_QUANT_Q6_K) {
+                    const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
+                    d = linattn_quant_half(blk + 208);
+                    for (int g = 0; g < 16; g++) {
+                        int32_t dot = 0;
+                        for (int i = 0; i < 16; i++)
+                            dot += (int32_t)q[16 * g + i] * xq[e0 + 16 * (size_t)g + i];
+                        sumi += s8[g] * dot;
+                    }
+                } else {
+                    d = linattn_quant_half(blk);
+                    for (int g = 0; g < 8; g++) {
+                        int s, m;
+                        int32_t dot = 0;
+                        linattn_quant_k4_scale(blk + 4, g, &s, &m);
+                        for (int i = 0; i < 32; i++)
+                            dot += (int32_t)q[32 * g + i] * xq[e0 + 32 * (size_t)g + i];
+                        sumi += s * dot;
+                        summ += m * (bs[(e0 + 32 * (size_t)g) / 16] + bs[(e0 + 32 * (size_t)g) / 16 + 1]);
+                    }
+                    off += linattn_quant_half(blk + 2) * xd[e0 / 256] * (float)summ;
+                }
+                acc += (float)sumi * (d * xd[e0 / 256]);
+            }
+            y[r] += acc - off;
+        }
+    }
+}
+
 /* The SIMD kernels' arithmetic, one lane: per 16 values the exact integer
  * dot product times scale d_x, less the offset times d_x times the sum of
  * x's quantized values. */
@@ -361,6 +415,10 @@ void linattn_gemv_quant_scalar(float *y, const uint8_t *W, size_t ldw, int type,
     linattn_quant_block(type, &be, &bb);
     for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
         y[r] = b ? b[r] : 0.0f;
+    if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K) {
+        gemv_k_scalar(y, W, ldw, type, x, rows, cols);
+        return;
+    }
     for (size_t c0 = 0; c0 < cols; c0 += CHUNK) {
         size_t nc = cols - c0 < CHUNK ? cols - c0 : CHUNK;
         linattn_q8_0_quantize(xq, xd, x + c0, nc);

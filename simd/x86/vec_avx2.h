@@ -159,6 +159,8 @@ LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, in
 {
     return _mm256_cvtepi32_ps(x86_i8_dot(x86_q6_values(ql, shift, qh, k), x));
 }
+/* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32. */
+LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(_mm256_cvtepi32_ps(s), vset1(d), acc); }
 /* Lane scales for vdot_i8x32's sums: its lanes 0-3 hold elements 0..15,
  * lanes 4-7 elements 16..31. */
 LINATTN_INLINE vf vscale2(float s0, float s1)

@@ -137,6 +137,12 @@ LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, in
 {
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_i8_dot(x86_q6_values(ql, shift, qh, k), x)));
 }
+/* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32,
+ * in the low 8 lanes. */
+LINATTN_INLINE vf vk_fma(vk s, float d, vf acc)
+{
+    return vfma(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(s)), vset1(d), acc);
+}
 /* Lane scales for vdot_i8x32's sums (lanes 0-3: elements 0..15, 4-7:
  * 16..31, the rest zero). */
 LINATTN_INLINE vf vscale2(float s0, float s1)

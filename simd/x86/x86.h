@@ -123,6 +123,21 @@ LINATTN_INLINE __m256i x86_dot_u8i8(__m256i u, __m256i b)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), _mm256_set1_epi16(1));
 #endif
 }
+/* acc + the pair sums of u (unsigned bytes) by x's 32 signed bytes
+ * (vpmaddubsw, exact on the callers' ranges) times the int16 scales sc,
+ * pairs of pairs summed (vpmaddwd; with VNNI vpdpwssd, which adds into
+ * acc in the same step). 8 exact int32 lanes, lane i: bytes 4i..4i+3. */
+LINATTN_INLINE __m256i x86_dot_scaled_acc(__m256i acc, __m256i u, __m256i b, __m256i sc)
+{
+    __m256i p = _mm256_maddubs_epi16(u, b);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(acc, p, sc);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpwssd_avx_epi32(acc, p, sc);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
+#endif
+}
 LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
@@ -177,6 +192,35 @@ LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
     return x86_dot_u8i8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+}
+
+/* The K-quants' sub-block steps of the vocabulary (simd/body/quant_body.h),
+ * the same in AVX2 and AVX-512: a super-block's integer sum vk, plus the 32
+ * values times x's 32 int8 (Q8_K) times the sub-block's integer scale
+ * (Q6_K: one per 16, s0 for elements 0..15 in lanes 0-3, s1 for 16..31 in
+ * lanes 4-7); vk_zero starts one, the vocabulary's vk_fma ends it. */
+typedef __m256i vk;
+LINATTN_INLINE vk vk_zero(void) { return _mm256_setzero_si256(); }
+LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
+{
+    return x86_dot_scaled_acc(acc, x86_nib32(p, shift),
+                              _mm256_loadu_si256((const __m256i *)(const void *)x),
+                              _mm256_set1_epi16((short)sc));
+}
+LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
+                         int j, const int8_t *x, int sc)
+{
+    return x86_dot_scaled_acc(acc, x86_q_values(ql, shift, qh, j, 1),
+                              _mm256_loadu_si256((const __m256i *)(const void *)x),
+                              _mm256_set1_epi16((short)sc));
+}
+LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
+                         int k, const int8_t *x, int s0, int s1)
+{
+    __m256i a = x86_q6_values(ql, shift, qh, k);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+    return x86_dot_scaled_acc(acc, _mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a), sc);
 }
 
 #endif
