@@ -74,6 +74,7 @@ void linattn_tokenizer_free(linattn_tokenizer *t)
     mem_free(t->added_strip);
     mem_free(t->canon);
     tok_trie_free(t->added_ac);
+    tok_split_free(t);
     mem_free(t);
 }
 

@@ -54,6 +54,30 @@ typedef enum hf_form {
 /* Where a metaspace prefix goes. */
 enum { PREPEND_NEVER, PREPEND_FIRST, PREPEND_ALWAYS };
 
+/* How a split keeps what its pattern matches (Hugging Face's
+ * SplitDelimiterBehavior). */
+typedef enum split_behavior {
+    SPLIT_ISOLATED,    /* matches and the text between them, each a piece */
+    SPLIT_REMOVED,     /* matches dropped */
+    SPLIT_MERGED_PREV, /* a match joins the piece before it */
+    SPLIT_MERGED_NEXT, /* ...the piece after it */
+    SPLIT_CONTIGUOUS,  /* adjacent matches are one piece */
+} split_behavior;
+
+/* Most splits a pre-tokenizer sequence may hold. */
+#define TOK_MAX_SPLITS 16
+
+/* What a split's pattern does at a cut (see tok_split_can_cut). */
+enum { SPLIT_CUT_UNKNOWN, SPLIT_CUT_BOUNDARY, SPLIT_CUT_NEUTRAL };
+
+/* One regular-expression split of the pre-tokenizer (pretok.c). */
+typedef struct tok_split {
+    void *code;        /* pcre2_code_8, JIT-compiled when the platform lets it */
+    split_behavior behavior;
+    int invert;        /* the pattern says what to keep, not where to split */
+    int cut;           /* SPLIT_CUT_*: what it does at "a| b" (tok_split_can_cut) */
+} tok_split;
+
 struct linattn_tokenizer {
     tok_kind kind;
     char *source;        /* the file read ("" for bytes) */
@@ -103,6 +127,10 @@ struct linattn_tokenizer {
                           * starts with the replacement gets no second one */
     int meta_split;      /* metaspace pre-tokenizer splits words before each replacement */
     int add_prefix_space, use_regex; /* byte-level */
+    tok_split split[TOK_MAX_SPLITS]; /* the pre-tokenizer's splits, in order: each one
+                          * splits the pieces of the one before; the last one's
+                          * pieces are the words BPE merges within */
+    int n_split;
     int strip_start;     /* decoding drops one leading space at the start and after bos */
 };
 
@@ -193,6 +221,45 @@ linattn_status tok_load_hf_root(const char *path, const struct cJSON *root,
  * (sentencepiece scores, byte fallback) as a llama2.c tokenizer, "gpt2"
  * (byte-level BPE merges) as a Hugging Face one. */
 linattn_status tok_load_gguf(const char *path, linattn_tokenizer **out);
+
+/* The pre-tokenizer's splits (pretok.c). Adds one to t->split: pattern
+ * (a regular expression, or a literal string when literal) compiled for
+ * UTF-8 with Unicode properties; where names it in messages ("FILE:
+ * pre_tokenizer[2]"). */
+linattn_status tok_split_add(linattn_tokenizer *t, const char *where, const char *pattern,
+                             int literal, split_behavior behavior, int invert);
+/* A llama.cpp BPE pre-type (tokenizer.ggml.pre): its patterns (NULL
+ * ends them), each an Isolated split, and what llama.cpp sets with it. */
+typedef struct tok_pre_type {
+    const char *names;             /* the names llama.cpp knows it by, space-separated */
+    const char *const *patterns;
+    int ignore_merges, add_bos;
+} tok_pre_type;
+/* The pre-type named name[0..len), or NULL when llama.cpp has no such name
+ * or linattn does not do it. */
+const tok_pre_type *tok_pre_type_find(const char *name, size_t len);
+/* The patterns of llama.cpp's source that the table holds changed, as
+ * {llama.cpp's, linattn's}, ending with NULLs: llama.cpp gives them a text
+ * whose non-ASCII spaces are U+000B, and linattn's match as they do then. */
+extern const char *const tok_pre_adapted[][2];
+/* GPT-2's word pattern, as the ByteLevel pre-tokenizer (use_regex) applies it. */
+extern const char tok_gpt2_pattern[];
+void tok_split_free(linattn_tokenizer *t);
+/* Match space for one encoding at a time (one thread): NULL when out of
+ * memory (recorded), or when t has no splits (then nothing to free). */
+linattn_status tok_split_begin(const linattn_tokenizer *t, void **md);
+void tok_split_end(void *md);
+/* Runs the splits over s[0..n) and hands each final piece, in order, to
+ * fn; stops at fn's first error. base: where s starts in the whole text,
+ * for messages. */
+typedef linattn_status (*tok_piece_fn)(void *ctx, const char *s, size_t n);
+linattn_status tok_split_run(const linattn_tokenizer *t, void *md, const char *s, size_t n,
+                             size_t base, tok_piece_fn fn, void *ctx);
+/* Whether every split gives the same pieces when s is cut at p as when
+ * it is not: text[p - 1] an ASCII letter, text[p] ' ', text[p + 1] an
+ * ASCII letter (the caller checks), and each split's pattern one whose
+ * behaviour there is known (a table of the patterns real tokenizers use). */
+int tok_split_can_cut(const linattn_tokenizer *t);
 
 /* Appends id; LINATTN_ERR_NOMEM (recorded) when it cannot grow. */
 linattn_status tok_push(tok_vec *v, int id);

@@ -148,24 +148,52 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
         return linattn_err(LINATTN_ERR_FORMAT,
                            "%s: tokenizer.ggml.token_type has %llu entries for %llu tokens", path,
                            (unsigned long long)types.count, (unsigned long long)tokens->count);
-    /* which pre-tokenizer: GPT-2's regular expression is the one linattn
-     * has; the others (llama-bpe, qwen2, ...) are approximated by it, as
-     * tokenizer.json's Split pre-tokenizers are */
+    /* which pre-tokenizer: llama.cpp's regular expressions for the type
+     * (without the key, its "default", as llama.cpp takes it); a type it
+     * does not know, or one linattn does not do, is refused by name, as
+     * llama.cpp refuses unknown ones: another split would give other ids */
     const char *pre = "default";
     size_t pre_len = 7;
     if (linattn_gguf_has(g, "tokenizer.ggml.pre") &&
         (st = linattn_gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len)) != LINATTN_OK)
         return st;
+    const tok_pre_type *type = tok_pre_type_find(pre, pre_len);
+    if (!type)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: tokenizer.ggml.pre '%.*s' is not supported (llama.cpp's "
+                           "pre-tokenizer types made of regular expressions alone: "
+                           "docs/tokenizers.md)", path, (int)(pre_len < 40 ? pre_len : 40), pre);
     cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
     cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
     cJSON *mlist = cJSON_AddArrayToObject(model, "merges");
     cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
     cJSON *pt = cJSON_AddObjectToObject(root, "pre_tokenizer");
-    int ok = root && model && vocab && mlist && added && pt &&
+    cJSON *seq = cJSON_AddArrayToObject(pt, "pretokenizers");
+    int ok = root && model && vocab && mlist && added && pt && seq &&
              cJSON_AddStringToObject(model, "type", "BPE") &&
-             cJSON_AddStringToObject(pt, "type", "ByteLevel") &&
-             cJSON_AddFalseToObject(pt, "add_prefix_space") &&
-             cJSON_AddTrueToObject(pt, "use_regex");
+             cJSON_AddBoolToObject(model, "ignore_merges", type->ignore_merges) &&
+             cJSON_AddStringToObject(pt, "type", "Sequence");
+    /* each pattern an Isolated split, then the bytes as GPT-2's characters */
+    for (int i = 0; ok && type->patterns[i]; i++) {
+        cJSON *sp = cJSON_CreateObject();
+        if (!sp || !cJSON_AddItemToArray(seq, sp)) {
+            cJSON_Delete(sp);
+            ok = 0;
+            break;
+        }
+        cJSON *pat = cJSON_AddObjectToObject(sp, "pattern");
+        ok = pat && cJSON_AddStringToObject(sp, "type", "Split") &&
+             cJSON_AddStringToObject(pat, "Regex", type->patterns[i]) &&
+             cJSON_AddStringToObject(sp, "behavior", "Isolated") &&
+             cJSON_AddFalseToObject(sp, "invert");
+    }
+    cJSON *bl = ok ? cJSON_CreateObject() : NULL;
+    if (bl && !cJSON_AddItemToArray(seq, bl)) {
+        cJSON_Delete(bl);
+        bl = NULL;
+    }
+    ok = ok && bl && cJSON_AddStringToObject(bl, "type", "ByteLevel") &&
+         cJSON_AddFalseToObject(bl, "add_prefix_space") && cJSON_AddFalseToObject(bl, "use_regex");
     char *buf = NULL;
     size_t cap = 0;
     for (uint64_t i = 0; ok && st == LINATTN_OK && i < tokens->count; i++) {
@@ -234,10 +262,8 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
     if (st != LINATTN_OK)
         return st;
     linattn_tokenizer *t = *out;
-    t->name = (pre_len == 5 && !memcmp(pre, "gpt-2", 5)) || (pre_len == 7 && !memcmp(pre, "default", 7))
-                  ? "gguf gpt2 (byte-level BPE)"
-                  : "gguf gpt2 (byte-level BPE; its pre-tokenizer approximated by GPT-2's)";
-    if ((st = special_ids(g, path, t, 0)) != LINATTN_OK) {
+    t->name = "gguf gpt2 (byte-level BPE)";
+    if ((st = special_ids(g, path, t, type->add_bos)) != LINATTN_OK) {
         linattn_tokenizer_free(t);
         *out = NULL;
     }

@@ -1,4 +1,4 @@
-/* tokenizer_hf.c: Hugging Face tokenizer.json BPE (byte-level and sentencepiece forms), added tokens, bos/eos from the files beside it. */
+/* tokenizer_hf.c: Hugging Face tokenizer.json BPE (byte-level and sentencepiece forms, Split pre-tokenizers), added tokens, bos/eos from the files beside it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ static int json_id(const cJSON *v, long hi, long *out)
 }
 
 /* ------------------------------------------------------------------------ */
-/* GPT-2's byte <-> character map and pre-tokenizer split                   */
+/* GPT-2's byte <-> character map                                           */
 /* ------------------------------------------------------------------------ */
 
 /* The printable bytes stand for themselves; the others (0-32, 127-160,
@@ -108,77 +108,6 @@ static int get_utf8(const unsigned char *s, size_t n, int *len)
     }
     *len = l;
     return cp;
-}
-
-enum cls { C_SPACE, C_LETTER, C_NUMBER, C_OTHER };
-
-/* GPT-2's classes (\s, \p{L}, \p{N}, the rest), approximated: ASCII and
- * Latin-1 exactly, the common Unicode spaces, digits and punctuation and
- * symbol blocks; every other non-ASCII character counts as a letter. */
-static enum cls classify(int cp)
-{
-    if (cp < 0)
-        return C_OTHER;
-    if (cp == ' ' || (cp >= 9 && cp <= 13) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-        (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-        cp == 0x205F || cp == 0x3000)
-        return C_SPACE;
-    if ((cp >= '0' && cp <= '9') || cp == 0xB2 || cp == 0xB3 || cp == 0xB9 ||
-        (cp >= 0xBC && cp <= 0xBE) || (cp >= 0x660 && cp <= 0x669) ||
-        (cp >= 0xFF10 && cp <= 0xFF19))
-        return C_NUMBER;
-    if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == 0xAA || cp == 0xB5 ||
-        cp == 0xBA || (cp >= 0xC0 && cp <= 0x24F && cp != 0xD7 && cp != 0xF7))
-        return C_LETTER;
-    if (cp < 0x250 || (cp >= 0x2000 && cp <= 0x2BFF) || (cp >= 0x3000 && cp <= 0x303F) ||
-        (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF0F) ||
-        (cp >= 0x1F000 && cp <= 0x1FAFF))
-        return C_OTHER;
-    return C_LETTER;
-}
-
-static enum cls cls_at(const unsigned char *s, size_t n, size_t i, int *len)
-{
-    return classify(get_utf8(s + i, n - i, len));
-}
-
-/* The end of the word that starts at i, by GPT-2's pattern
- *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-static size_t gpt2_word_end(const unsigned char *s, size_t n, size_t i)
-{
-    if (s[i] == '\'' && i + 1 < n) {
-        if (s[i + 1] && strchr("stmd", s[i + 1]))
-            return i + 2;
-        if (i + 2 < n && (!memcmp(s + i + 1, "re", 2) || !memcmp(s + i + 1, "ve", 2) ||
-                          !memcmp(s + i + 1, "ll", 2)))
-            return i + 3;
-    }
-    int l;
-    size_t j = i;
-    enum cls c = cls_at(s, n, i, &l);
-    if (s[i] == ' ' && i + 1 < n) {
-        int l2;
-        enum cls c2 = cls_at(s, n, i + 1, &l2);
-        if (c2 != C_SPACE) {
-            j = i + 1;
-            c = c2;
-            l = l2;
-        }
-    }
-    if (c != C_SPACE) {
-        j += (size_t)l;
-        while (j < n && cls_at(s, n, j, &l) == c)
-            j += (size_t)l;
-        return j;
-    }
-    /* spaces: all of them at the end of the text; before a word, all but
-     * the last (which a space then leads into the word) */
-    size_t e = i, last = i;
-    while (e < n && cls_at(s, n, e, &l) == C_SPACE) {
-        last = e;
-        e += (size_t)l;
-    }
-    return e == n || last == i ? e : last;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -278,6 +207,35 @@ static linattn_status load_merges(hf_load *L, const cJSON *merges)
     return st;
 }
 
+/* A Split pre-tokenizer: pattern {"Regex": ...} or {"String": ...},
+ * behavior, invert. */
+static linattn_status read_split(const char *where, linattn_tokenizer *t, const cJSON *sp)
+{
+    static const char *const behaviors[] = {"Isolated", "Removed", "MergedWithPrevious",
+                                            "MergedWithNext", "Contiguous"};
+    const cJSON *pat = get(sp, "pattern");
+    const char *re = get_str(pat, "Regex"), *lit = get_str(pat, "String");
+    if (!re == !lit)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: pattern: expected {\"Regex\": ...} or {\"String\": ...}", where);
+    const char *b = get_str(sp, "behavior");
+    int bi = -1;
+    for (int i = 0; b && i < 5; i++)
+        if (!strcmp(b, behaviors[i]))
+            bi = i;
+    if (bi < 0)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: behavior %s%.40s%s is not supported (Isolated, Removed, "
+                           "MergedWithPrevious, MergedWithNext, Contiguous)", where,
+                           b ? "'" : "", b ? b : "(not a string)", b ? "'" : "");
+    int invert = get_bool(sp, "invert", 0);
+    if (invert < 0)
+        return linattn_err(LINATTN_ERR_FORMAT, "%s: invert: expected true or false", where);
+    static const split_behavior as[] = {SPLIT_ISOLATED, SPLIT_REMOVED, SPLIT_MERGED_PREV,
+                                        SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS};
+    return tok_split_add(t, where, re ? re : lit, !re, as[bi], invert);
+}
+
 /* Reads the pre_tokenizer and normalizer: which form, and its settings. */
 static linattn_status read_form(hf_load *L, const cJSON *root)
 {
@@ -301,12 +259,34 @@ static linattn_status read_form(hf_load *L, const cJSON *root)
             list[n++] = pre;
     }
     int split = 0;
+    linattn_status st;
     for (int i = 0; i < n; i++) {
         const char *type = get_str(list[i], "type");
+        char where[4200];
+        if (n > 1)
+            snprintf(where, sizeof where, "%s: pre_tokenizer[%d] %s", L->path, i, type ? type : "");
+        else
+            snprintf(where, sizeof where, "%s: pre_tokenizer %s", L->path, type ? type : "");
         if (type && !strcmp(type, "ByteLevel")) {
             t->form = HF_BYTELEVEL;
             t->add_prefix_space = get_bool(list[i], "add_prefix_space", 1) == 1;
             t->use_regex = get_bool(list[i], "use_regex", 1) == 1;
+            /* it adds its space to each piece the splits before it made */
+            if (split && t->add_prefix_space)
+                return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                                   "%s: add_prefix_space after a Split is not supported", where);
+            st = t->use_regex ? tok_split_add(t, where, tok_gpt2_pattern, 0, SPLIT_ISOLATED, 0)
+                              : LINATTN_OK;
+            if (st != LINATTN_OK)
+                return st;
+        } else if (type && !strcmp(type, "Split")) {
+            /* after ByteLevel it would see the bytes as GPT-2's characters */
+            if (t->form == HF_BYTELEVEL)
+                return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                                   "%s: a Split after ByteLevel is not supported", where);
+            if ((st = read_split(where, t, list[i])) != LINATTN_OK)
+                return st;
+            split = 1;
         } else if (type && !strcmp(type, "Metaspace")) {
             t->form = HF_METASPACE;
             const cJSON *rv = get(list[i], "replacement");
@@ -337,20 +317,14 @@ static linattn_status read_form(hf_load *L, const cJSON *root)
                                                                                 : PREPEND_NEVER;
             t->meta_split = get_bool(list[i], "split", 1) == 1;
             t->meta_pretok = 1;
-        } else if (type && !strcmp(type, "Split")) {
-            split = 1; /* its own pattern: GPT-2's split stands in for it */
         } else
             return linattn_err(LINATTN_ERR_UNSUPPORTED,
                                "%s: pre_tokenizer '%s' is not supported (ByteLevel, Metaspace, "
-                               "or Split with ByteLevel)", L->path, type ? type : "(no type)");
+                               "Split)", L->path, type ? type : "(no type)");
     }
-    if (split) {
-        if (t->form != HF_BYTELEVEL)
-            return linattn_err(LINATTN_ERR_UNSUPPORTED,
-                               "%s: pre_tokenizer 'Split' is supported only with ByteLevel",
-                               L->path);
-        t->use_regex = 1;
-    }
+    if (split && t->form == HF_METASPACE)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: pre_tokenizer 'Split' with Metaspace is not supported", L->path);
 
     /* the normalizer: NFC (taken as a no-op), or sentencepiece's Prepend and
      * Replace(' ', U+2581) (the metaspace form without a split) */
@@ -813,6 +787,7 @@ typedef struct enc {
     const char *text, *seg; /* the whole text; the segment in it that buf spells */
     size_t seg_len, prefix; /* ...and the bytes buf has before the segment's first */
     size_t base;            /* where the text starts in the whole */
+    void *md;               /* match space of the pre-tokenizer's splits */
 } enc;
 
 /* Where in the text the byte at p (in the text, or in buf) comes from. */
@@ -898,6 +873,12 @@ static linattn_status emit_word(enc *e, const char *w, size_t n)
     return tok_bpe_run(t, out, &run, tok_pair_find, 1);
 }
 
+/* A piece of the pre-tokenizer's splits: a word. */
+static linattn_status word_piece(void *ctx, const char *s, size_t n)
+{
+    return emit_word(ctx, s, n);
+}
+
 /* A stretch of text between added tokens; first: 1 when it starts the
  * text, 0 after an added token, -1 when it continues a text cut before it
  * (tok_cut_hf): no prefix. */
@@ -918,16 +899,12 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
             s = e->buf;
             n++;
         }
-        if (!t->use_regex)
-            return emit_word(e, s, n);
-        for (size_t i = 0, end; i < n && st == LINATTN_OK; i = end) {
-            end = gpt2_word_end((const unsigned char *)s, n, i);
-            st = emit_word(e, s + i, end - i);
-        }
-        return st;
+        return t->n_split ? tok_split_run(t, e->md, s, n, text_offset(e, s), word_piece, e)
+                          : emit_word(e, s, n);
     }
     if (t->form == HF_PLAIN)
-        return emit_word(e, s, n);
+        return t->n_split ? tok_split_run(t, e->md, s, n, text_offset(e, s), word_piece, e)
+                          : emit_word(e, s, n);
     /* metaspace: spaces become the replacement, a prefix goes first */
     size_t m = 0;
     int prefix = first >= 0 &&
@@ -991,7 +968,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
     size_t win = t->added_max > 4096 ? t->added_max : 4096;
     win = win < len ? win : len;
     enc e = {t, out, mem_alloc((len + 1) * grow + 8), mem_alloc(2 * (size_t)t->max_piece + 8),
-             (len + 1) * grow + 8, text, text, 0, 0, base};
+             (len + 1) * grow + 8, text, text, 0, 0, base, NULL};
     int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
     if (!e.buf || !e.scratch || (t->n_added && !match)) {
         mem_free(e.buf);
@@ -999,6 +976,12 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         mem_free(match);
         return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu bytes",
                            len);
+    }
+    if ((st = tok_split_begin(t, &e.md)) != LINATTN_OK) {
+        mem_free(e.buf);
+        mem_free(e.scratch);
+        mem_free(match);
+        return st;
     }
     size_t seg = 0, i = 0, w0 = 0, w1 = 0; /* match[] holds bytes [w0, w1) */
     while (i < len && st == LINATTN_OK && t->n_added) {
@@ -1029,6 +1012,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
     }
     if (st == LINATTN_OK)
         st = emit_segment(&e, text + seg, len - seg, seg > 0 ? 0 : base ? -1 : 1);
+    tok_split_end(e.md);
     mem_free(e.buf);
     mem_free(e.scratch);
     mem_free(match);
@@ -1078,14 +1062,15 @@ static int can_cut_at(const linattn_tokenizer *t, const char *text, size_t len, 
     unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
     if (a >= 0x80 || b >= 0x80 || is_space((char)a))
         return 0;
+    /* the splits: between two words, "...a| b...", where each pattern is
+     * known to split there whatever comes before (tok_split_can_cut) */
+    if (t->n_split)
+        return tok_split_can_cut(t) && ascii_letter(a) && b == ' ' && p + 1 < len &&
+               ascii_letter((unsigned char)text[p + 1]);
     /* a whole word in the vocabulary is its token: cut only between words */
-    if (t->ignore_merges && !(t->form == HF_BYTELEVEL && t->use_regex) &&
-        !(t->form == HF_METASPACE && t->meta_split && b == ' '))
+    if (t->ignore_merges && !(t->form == HF_METASPACE && t->meta_split && b == ' '))
         return 0;
     if (t->form == HF_BYTELEVEL) {
-        if (t->use_regex) /* ...a| ?b...: a letter run ends, " b..." starts a word */
-            return ascii_letter(a) && b == ' ' && p + 1 < len &&
-                   ascii_letter((unsigned char)text[p + 1]);
         int x = t->byte_token[a], y = t->byte_token[b];
         return x >= 0 && y >= 0 && tok_can_cut(t, x, y);
     }

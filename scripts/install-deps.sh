@@ -10,9 +10,9 @@
 set -eu
 
 native="meson ninja-build pkg-config gcc libc6-dev libsleef-dev libcriterion-dev
-        libinih-dev libcjson-dev zlib1g-dev libmicrohttpd-dev libhiredis-dev"
+        libinih-dev libcjson-dev zlib1g-dev libpcre2-dev libmicrohttpd-dev libhiredis-dev"
 cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-dev:arm64
-       pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64"
+       pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64 libpcre2-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
 check="clang libclang-rt-14-dev valgrind nodejs"
 tests="python3 python3-numpy redis-server curl jq"

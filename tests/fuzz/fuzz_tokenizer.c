@@ -1,4 +1,4 @@
-/* fuzz_tokenizer.c: libFuzzer target: the llama2.c tokenizer.bin and Hugging Face tokenizer.json readers on any bytes, then encoding and decoding with what loads. */
+/* fuzz_tokenizer.c: libFuzzer target: the llama2.c tokenizer.bin and Hugging Face tokenizer.json readers (Split patterns included: PCRE2 compiles what the file says) on any bytes, then encoding and decoding with what loads. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
