@@ -385,6 +385,30 @@ Test(pretok, llama3_split_in_a_tokenizer_json)
     linattn_tokenizer_free(t);
 }
 
+/* A Split alone (no ByteLevel): the text's characters as they are. */
+Test(pretok, split_without_byte_level)
+{
+    static const char json[] =
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2, \" \": 3},"
+        " \"merges\": [\"a b\"]}, \"pre_tokenizer\": %s}";
+    char text[1024], spec[4200];
+    snprintf(spec, sizeof spec, "hf:%s", tu_path("tokenizer.json"));
+    linattn_tokenizer *t;
+    snprintf(text, sizeof text, json,
+             "{\"type\": \"Split\", \"pattern\": {\"String\": \"b\"}, \"behavior\": "
+             "\"Isolated\", \"invert\": false}");
+    tu_write_text(tu_path("tokenizer.json"), text);
+    cr_assert_eq(linattn_tokenizer_load(spec, &t), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_str_eq(linattn_tokenizer_name(t), "hf BPE");
+    expect_ids(t, "ab ab", (int[]){0, 1, 3, 0, 1}, 5); /* "a" "b" " a" "b": no a b merge */
+    linattn_tokenizer_free(t);
+    snprintf(text, sizeof text, json, "null");
+    tu_write_text(tu_path("tokenizer.json"), text);
+    cr_assert_eq(linattn_tokenizer_load(spec, &t), LINATTN_OK, "%s", linattn_last_error());
+    expect_ids(t, "ab ab", (int[]){2, 3, 2}, 3);
+    linattn_tokenizer_free(t);
+}
+
 static void refused(const char *pre, const char *says)
 {
     linattn_tokenizer *t = NULL;
@@ -504,5 +528,24 @@ Test(pretok, shared_by_threads)
         pthread_join(th[i], NULL);
         cr_assert_eq(jobs[i].bad, 0, "thread %d: %d encodings differ", i, jobs[i].bad);
     }
+    linattn_tokenizer_free(t);
+}
+
+/* A pattern that backtracks without end stops at PCRE2's match limit: an
+ * error naming the split and the byte, not a hang. */
+Test(pretok, runaway_pattern_is_an_error)
+{
+    linattn_tokenizer *t = splitter();
+    add(t, "(a|aa)+\\d", 0, SPLIT_ISOLATED, 0);
+    char s[80];
+    memset(s, 'a', 70);
+    s[70] = 'b';
+    void *md;
+    cr_assert_eq(tok_split_begin(t, &md), LINATTN_OK);
+    size_t count = 0;
+    cr_assert_neq(tok_split_run(t, md, s, 71, 100, count_piece, &count), LINATTN_OK);
+    tok_split_end(md);
+    cr_assert(strstr(linattn_last_error(), "test: pre-tokenizer split 0 at byte 100 of the text: "
+                                           "match limit exceeded"), "%s", linattn_last_error());
     linattn_tokenizer_free(t);
 }
