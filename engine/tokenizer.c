@@ -670,7 +670,7 @@ linattn_status linattn_tokenizer_decode(const linattn_tokenizer *t, int prev, in
     /* sentencepiece drops the space of the first word (its dummy prefix):
      * llama2.c after BOS (id 1), as run.c; Hugging Face's Strip decoder at
      * the start of a text too. A <0x20> byte token keeps its space. */
-    int start = t->kind == TOK_LLAMA2C ? prev == 1 && t->bos == 1
+    int start = t->kind == TOK_LLAMA2C ? prev == 1 && t->bos == 1 && !t->no_dummy_prefix
                                        : t->strip_start && (prev < 0 || prev == t->bos);
     if (start && n > 0 && s[0] == ' ' && !(pn >= 3 && memcmp(p, "<0x", 3) == 0)) {
         s++;

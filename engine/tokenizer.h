@@ -102,6 +102,7 @@ struct linattn_tokenizer {
      * are keyed by these) */
     float *score;
     int32_t *canon;
+    int no_dummy_prefix; /* GGUF add_space_prefix = false: no " " first, none dropped */
     /* bit (a << 8 | b) set: bytes a, b stand side by side in some piece, so a
      * merge may join symbols that end with a and start with b */
     uint64_t bigram[1024];

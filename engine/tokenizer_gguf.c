@@ -115,6 +115,15 @@ static linattn_status load_spm(const linattn_gguf *g, const char *path,
         return st;
     linattn_tokenizer *t = *out;
     t->name = "gguf llama (sentencepiece)";
+    /* llama.cpp's default is a space prefix; a file may turn it off */
+    int prefix = 1;
+    if (linattn_gguf_has(g, "tokenizer.ggml.add_space_prefix") &&
+        (st = linattn_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &prefix)) != LINATTN_OK) {
+        linattn_tokenizer_free(t);
+        *out = NULL;
+        return st;
+    }
+    t->no_dummy_prefix = !prefix;
     if ((st = special_ids(g, path, t, 1)) != LINATTN_OK) {
         linattn_tokenizer_free(t);
         *out = NULL;

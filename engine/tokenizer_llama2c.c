@@ -261,7 +261,7 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
     size_t run = out->n; /* the symbols not merged yet start here (bos too, as in run.c) */
     if (add_bos)
         st = tok_push(out, t->bos);
-    if (st == LINATTN_OK && len > 0 && base == 0) {
+    if (st == LINATTN_OK && len > 0 && base == 0 && !t->no_dummy_prefix) {
         int space = tok_lookup(t, " ", 1);
         st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out, SIZE_MAX);
     }

@@ -803,6 +803,59 @@ static const char *bpe_vocab(const char *pre)
     return spec;
 }
 
+/* A sentencepiece (llama) vocabulary: <unk> <s> </s> a, U+2581, U+2581a;
+ * add_space_prefix written when prefix >= 0. */
+static const char *spm_vocab(int prefix)
+{
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "\xe2\x96\x81",
+                                       "\xe2\x96\x81" "a"};
+    gw w = {0};
+    header(&w, 3, 0, prefix >= 0 ? 5 : 4);
+    key(&w, "tokenizer.ggml.model", 8); str(&w, "llama");
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, 6);
+    for (int i = 0; i < 6; i++)
+        str(&w, toks[i]);
+    key(&w, "tokenizer.ggml.scores", 9); u32(&w, 6); u64(&w, 6);
+    for (int i = 0; i < 6; i++)
+        f32(&w, (float)-i);
+    key(&w, "tokenizer.ggml.bos_token_id", 4); u32(&w, 1);
+    if (prefix >= 0) {
+        key(&w, "tokenizer.ggml.add_space_prefix", 7);
+        u8(&w, (uint8_t)prefix);
+    }
+    const char *path = tu_path("spm.gguf");
+    tu_write_file(path, w.p, w.n);
+    free(w.p);
+    static char spec[4200];
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    return spec;
+}
+
+/* tokenizer.ggml.add_space_prefix: true (or absent, llama.cpp's default)
+ * puts sentencepiece's dummy " " first and decoding drops it after bos;
+ * false does neither. */
+Test(gguf, spm_add_space_prefix)
+{
+    for (int prefix = -1; prefix <= 1; prefix++) {
+        linattn_tokenizer *t;
+        cr_assert_eq(linattn_tokenizer_load(spm_vocab(prefix), &t), LINATTN_OK, "%s",
+                     linattn_last_error());
+        int ids[8];
+        size_t n;
+        cr_assert_eq(linattn_tokenizer_encode(t, "a", 1, 1, ids, 8, &n), LINATTN_OK);
+        int with = prefix != 0;
+        cr_assert_eq(n, 2, "prefix %d: %zu tokens", prefix, n);
+        cr_assert_eq(ids[0], 1);
+        cr_assert_eq(ids[1], with ? 5 : 3, "prefix %d: id %d", prefix, ids[1]);
+        const char *b;
+        size_t len;
+        cr_assert_eq(linattn_tokenizer_decode(t, 1, 5, &b, &len), LINATTN_OK);
+        cr_assert_eq(len, with ? 1u : 2u, "prefix %d: after bos, U+2581a decodes to %zu bytes",
+                     prefix, len);
+        linattn_tokenizer_free(t);
+    }
+}
+
 /* "1234" by each pre-type: llama3's digits go 3 by 3 ("123" "4": no 3 4
  * merge), GPT-2's are one word (1 2 34); llama.cpp's default (no key)
  * also cuts 3 by 3. An unknown type is refused by name. */

@@ -4,7 +4,7 @@ sentencepiece vocabulary of bytes only, so that llama.cpp can tokenize text for 
 
 Token i is byte i: with no piece longer than one character, every character falls back to its
 UTF-8 bytes, so llama.cpp and linattn both turn a text into its bytes, after sentencepiece's
-space prefix (one byte 0x20 first; linattn has no add_space_prefix = false). No BOS (the byte
+space prefix (one byte 0x20 first, as both engines did when this was written). No BOS (the byte
 model has none).
 
 usage: PYTHONPATH=LLAMA_CPP/gguf-py python3 tools/gguf_byte_vocab.py IN.gguf OUT.gguf
