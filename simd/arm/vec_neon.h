@@ -303,8 +303,9 @@ LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, in
     return vcvtq_f32_s32(neon_dot32(v[0], v[1], vld1q_s8(x), vld1q_s8(x + 16)));
 }
 /* A K-quant super-block's integer sum (see simd/x86/x86.h): the 32 values
- * times x's 32 int8 (Q8_K) times the sub-block's scale (Q6_K: s0 for
- * elements 0..15 in lanes 0-1, s1 for 16..31 in lanes 2-3), added in int32. */
+ * times x's 32 int8 (Q8_K) times the sub-block's scale (Q6_K: of the 8 at
+ * s8, 2k for elements 0..15 in lanes 0-1, 2k+1 for 16..31 in lanes 2-3),
+ * added in int32. */
 typedef int32x4_t vk;
 LINATTN_INLINE vk vk_zero(void) { return vdupq_n_s32(0); }
 LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
@@ -323,13 +324,14 @@ LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *
                                        vld1q_s8(x), vld1q_s8(x + 16)), sc);
 }
 LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh, int k,
-                           const int8_t *x, int s0, int s1)
+                           const int8_t *x, const int8_t *s8)
 {
     int8x16_t v[2];
     neon_q6x32(ql, shift, qh, k, v);
     return vmlaq_s32(acc, neon_dot32(v[0], v[1], vld1q_s8(x), vld1q_s8(x + 16)),
-                     vcombine_s32(vdup_n_s32(s0), vdup_n_s32(s1)));
+                     vcombine_s32(vdup_n_s32(s8[2 * k]), vdup_n_s32(s8[2 * k + 1])));
 }
+#define VK_Q6_OFFSET 0 /* vk_q6x32 sums the values themselves (-32..31) */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
 /* Lane scales for vdot_i8x32's sums. */
 LINATTN_INLINE vf vscale2(float s0, float s1)

@@ -139,7 +139,7 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
             for (int j = 0; j < nx; j++)
                 acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
         }
-    } else if (type == LINATTN_QUANT_Q6_K) { /* values -32..31, int8 scales per 16; no offsets */
+    } else if (type == LINATTN_QUANT_Q6_K) { /* values -32..31, int8 scales per 16 */
         for (size_t e0 = 0; e0 < nc; e0 += 256) {
             const uint8_t *blk = row + e0 / 256 * bb;
             for (size_t b = 0; b < bb; b += 64)
@@ -148,17 +148,25 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
             float d = vhalf(blk + 208);
             size_t sb = e0 / 256;
             vk sum[QUANT_XR];
-            for (int j = 0; j < nx; j++)
+            for (int j = 0; j < nx; j++) {
                 sum[j] = vk_zero();
+                if (VK_Q6_OFFSET) { /* the stored values' 32, against x's sums per 16 */
+                    const int32_t *bs = X->s[j] + 16 * sb;
+                    int32_t corr = 0;
+                    for (int g = 0; g < 16; g++)
+                        corr += s8[g] * bs[g];
+                    off[j] += d * X->dk[j][sb] * (float)(VK_Q6_OFFSET * corr);
+                }
+            }
             for (int h = 0; h < 2; h++)
-                for (int k = 0; k < 4; k++) {
-                    int i16 = 8 * h + 2 * k; /* the scales of its two 16s */
 #pragma GCC unroll 4
-                    for (int j = 0; j < nx; j++)
+                for (int k = 0; k < 4; k++) {
+#pragma GCC unroll 4
+                    for (int j = 0; j < nx; j++) /* scales 8h + 2k, + 1: its two 16s */
                         sum[j] = vk_q6x32(sum[j], blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
                                           blk + 128 + 32 * h, k,
                                           X->q[j] + e0 + 128 * (size_t)h + 32 * (size_t)k,
-                                          s8[i16], s8[i16 + 1]);
+                                          s8 + 8 * h);
                 }
             for (int j = 0; j < nx; j++)
                 acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);

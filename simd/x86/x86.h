@@ -197,8 +197,9 @@ LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
 /* The K-quants' sub-block steps of the vocabulary (simd/body/quant_body.h),
  * the same in AVX2 and AVX-512: a super-block's integer sum vk, plus the 32
  * values times x's 32 int8 (Q8_K) times the sub-block's integer scale
- * (Q6_K: one per 16, s0 for elements 0..15 in lanes 0-3, s1 for 16..31 in
- * lanes 4-7); vk_zero starts one, the vocabulary's vk_fma ends it. */
+ * (Q6_K: one per 16, of the 8 at s8 those of its quarter k: 2k for elements
+ * 0..15 in lanes 0-3, 2k+1 for 16..31 in lanes 4-7); vk_zero starts one,
+ * the vocabulary's vk_fma ends it. */
 typedef __m256i vk;
 LINATTN_INLINE vk vk_zero(void) { return _mm256_setzero_si256(); }
 LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
@@ -215,12 +216,28 @@ LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *
                               _mm256_set1_epi16((short)sc));
 }
 LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
-                         int k, const int8_t *x, int s0, int s1)
+                         int k, const int8_t *x, const int8_t *s8)
 {
-    __m256i a = x86_q6_values(ql, shift, qh, k);
-    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
-    __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
-    return x86_dot_scaled_acc(acc, _mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a), sc);
+    /* scales 2k and 2k+1 of the 8 at s8 as int16, one per 128-bit half:
+     * the 8 widened and in both halves, then one shuffle picks them */
+    static const int8_t pick[4][32] = {
+        {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+        {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+        {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9,
+         10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+        {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13,
+         14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
+    };
+    __m256i all = _mm256_broadcastsi128_si256(
+        _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)s8)));
+    __m256i sc = _mm256_shuffle_epi8(all, _mm256_loadu_si256((const __m256i *)(const void *)pick[k]));
+    /* the values as stored, 0..63 (unsigned, as vpmaddubsw takes them): 32
+     * too many of each, which VK_Q6_OFFSET tells the body to take away */
+    __m256i u = x86_q_values(ql, shift, qh, 2 * k, 3);
+    return x86_dot_scaled_acc(acc, u, _mm256_loadu_si256((const __m256i *)(const void *)x), sc);
 }
+/* vk_q6x32 sums the stored values (q + 32): the body subtracts 32 times
+ * the scales' sums of x. */
+#define VK_Q6_OFFSET 32
 
 #endif
