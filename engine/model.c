@@ -6,7 +6,9 @@
 
 #include "attention.h"
 #include "f16.h"
+#include "mem.h"
 #include "model.h"
+#include "../simd/q8_0.h"
 #include "../simd/quants.h"
 
 #ifdef LINATTN_HAVE_OPENMP
@@ -53,9 +55,9 @@ static void gemm_nt_any(const linattn_kernels *k, float *C, size_t ldc, const fl
     case LINATTN_DTYPE_I8: k->gemm_nt_q8(C, ldc, A, K, B.data, B.scales, K, M, N, K); break;
     case LINATTN_DTYPE_F32: k->gemm_nt(C, ldc, A, K, B.data, K, M, N, K); break;
     default: {
-        /* block types: gemm_quant, whose rows are the one-row gemv's bit
-         * for bit (each activation quantized as the one-token path does),
-         * so a prefill's rows are the decode step's. The weights go by in
+        /* block types, a few rows (see linattn_project_gemm): gemm_quant,
+         * whose rows are the one-row gemv's bit for bit (each activation
+         * quantized as the one-token path does). The weights go by in
          * slices of about 256 KiB (within L2, as the gemm body's A_IN_L2
          * assumes) that every row of the prompt passes over before the
          * next: read from memory once, not once a row. */
@@ -147,26 +149,90 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
     linattn_project_gemm(k, y, x, W, b, n, out, in, threads);
 }
 
+/* Prompt rows from which a block-quantized projection goes through the
+ * fp32 gemm: its weights dequantized once a 64-row block serve them all. */
+#define QUANT_GEMM_ROWS 16
+
+/* x (n rows of in) as the block kernels quantize it for weights of the
+ * ggml type (Q8_K for the K-quants, Q8_0 for the rest), written back as
+ * the fp32 values d q: exact for Q8_0's half scales, one rounding each for
+ * Q8_K's fp32 ones. */
+static void quantized_rows(float *xq, const float *x, int type, int n, int in)
+{
+    enum { CH = 4096 };
+    int8_t q[CH];
+    float d[CH / 32];
+    int32_t bs[CH / 16];
+    const int kq = type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K ||
+                   type == LINATTN_QUANT_Q6_K;
+    const size_t per = kq ? LINATTN_Q8_K_BLOCK : LINATTN_Q8_0_BLOCK;
+    for (int r = 0; r < n; r++)
+        for (size_t c0 = 0; c0 < (size_t)in; c0 += CH) {
+            size_t nc = (size_t)in - c0 < CH ? (size_t)in - c0 : CH;
+            const float *src = x + (size_t)r * (size_t)in + c0;
+            float *dst = xq + (size_t)r * (size_t)in + c0;
+            if (kq)
+                linattn_q8_K_quantize(q, d, bs, src, nc);
+            else
+                linattn_q8_0_quantize(q, d, src, nc);
+            for (size_t i = 0; i < nc; i++)
+                dst[i] = d[i / per] * (float)q[i];
+        }
+}
+
+/* Rows [j0, j0 + nj) of a block-quantized W (in columns) as fp32. */
+static void dequantized_rows(float *w, linattn_matrix W, int type, int j0, int nj, int in)
+{
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    for (int j = 0; j < nj; j++) {
+        const uint8_t *row = matrix_rows(W, (size_t)(j0 + j), (size_t)in).data;
+        for (size_t e0 = 0; e0 < (size_t)in; e0 += be)
+            linattn_quant_values(type, row + e0 / be * bb, w + (size_t)j * (size_t)in + e0);
+    }
+}
+
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                           const float *b, int n, int out, int in, int threads)
 {
+    /* A prompt against block-quantized weights: x quantized as the decode
+     * step quantizes it, then the fp32 gemm on the exact values d q and the
+     * weights dequantized, so a prompt's rows are the decode step's to
+     * fp32 rounding (the sums go in another order) at the fp32 gemm's
+     * speed. Without the memory, gemm_quant (the one-row kernel's sums,
+     * four rows at a time) does it. */
+    int type = linattn_dtype_quant(W.dtype);
+    float *xq = NULL;
+    if (type && n >= QUANT_GEMM_ROWS && (xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
+        quantized_rows(xq, x, type, n, in);
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
     int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
     (void)par; /* used by the pragma only */
-#pragma omp parallel for num_threads(threads) schedule(static) if (par)
-    for (int j = 0; j < blocks; j++) {
-        int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
-        for (int r = 0; r < n; r++) {
-            float *row = y + (size_t)r * out + j0;
-            if (b)
-                memcpy(row, b + j0, (size_t)nj * sizeof(float));
-            else
-                memset(row, 0, (size_t)nj * sizeof(float));
+#pragma omp parallel num_threads(threads) if (par)
+    {
+        float *wq = xq ? mem_alloc((size_t)64 * (size_t)in * sizeof *wq) : NULL;
+#pragma omp for schedule(static)
+        for (int j = 0; j < blocks; j++) {
+            int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+            for (int r = 0; r < n; r++) {
+                float *row = y + (size_t)r * out + j0;
+                if (b)
+                    memcpy(row, b + j0, (size_t)nj * sizeof(float));
+                else
+                    memset(row, 0, (size_t)nj * sizeof(float));
+            }
+            if (wq) {
+                dequantized_rows(wq, W, type, j0, nj, in);
+                k->gemm_nt(y + j0, (size_t)out, xq, (size_t)in, wq, (size_t)in, (size_t)n,
+                           (size_t)nj, (size_t)in);
+            } else
+                gemm_nt_any(k, y + j0, (size_t)out, x, matrix_rows(W, (size_t)j0, (size_t)in),
+                            (size_t)n, (size_t)nj, (size_t)in);
         }
-        gemm_nt_any(k, y + j0, (size_t)out, x, matrix_rows(W, (size_t)j0, (size_t)in),
-                    (size_t)n, (size_t)nj, (size_t)in);
+        mem_free(wq);
     }
+    mem_free(xq);
 }
 
 static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y,

@@ -40,12 +40,14 @@ static void detect(void)
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl"))
         detected |= LINATTN_CPU_AVX512;
-    /* __builtin_cpu_supports("avxvnni") is the CPUID bit alone: the tier
-     * it serves has checked the YMM state above */
-    if ((detected & LINATTN_CPU_AVX2) && __builtin_cpu_supports("avxvnni"))
-        detected |= LINATTN_CPU_AVXVNNI;
-    if ((detected & LINATTN_CPU_AVX512) && __builtin_cpu_supports("avx512vnni"))
-        detected |= LINATTN_CPU_AVX512VNNI;
+    /* the CPUID bits alone (clang's __builtin_cpu_supports knows no
+     * "avxvnni"): the tier each serves has checked the OS state above */
+    unsigned a, b, c, d;
+    if ((detected & LINATTN_CPU_AVX2) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)))
+        detected |= LINATTN_CPU_AVXVNNI; /* leaf 7.1 EAX bit 4 */
+    if ((detected & LINATTN_CPU_AVX512) && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+        (c & (1u << 11)))
+        detected |= LINATTN_CPU_AVX512VNNI; /* leaf 7.0 ECX bit 11 */
 #elif defined(__aarch64__)
     detected |= LINATTN_CPU_NEON; /* baseline on aarch64 */
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)

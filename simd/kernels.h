@@ -83,8 +83,9 @@
  * gemm_quant   C[M x N] += A[M x K] . W^T with W's N rows in ggml blocks of
  *              type (ldw bytes apart): row i of C is, bit for bit, this ISA's
  *              gemv_q8_0 (type Q8_0) or gemv_quant (the others) of W and
- *              A's row i onto C's row i as b. The prefill's rows are the
- *              decode step's, with each weight block read for several rows.
+ *              A's row i onto C's row i as b: a few rows (a batch of
+ *              streams' steps, a short prompt) as the steps, each weight
+ *              block read once for four rows.
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
