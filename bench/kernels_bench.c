@@ -71,10 +71,14 @@ static float *case_alloc(size_t n, double lo, double hi)
     return p;
 }
 
-/* "n1024", "64x64", "64x64-h8", "64x64-h8-g0.96875", "256x1024x1024" */
+/* "n1024", "64x64", "64x64-h8", "64x64-h8-g0.96875", "256x1024x1024", "64x1024x1024-t12" */
 static void case_size(char *buf, size_t n, const bench_case *bc)
 {
-    if (!strncmp(bc->kernel, "gemm", 4))
+    if (!strcmp(bc->kernel, "gemm_quant")) /* heads: the ggml type */
+        snprintf(buf, n, "%zux%zux%zu-t%d", bc->a, bc->b, bc->c, bc->heads);
+    else if (!strcmp(bc->kernel, "dequant"))
+        snprintf(buf, n, "%zux%zu-t%d", bc->a, bc->b, bc->heads);
+    else if (!strncmp(bc->kernel, "gemm", 4))
         snprintf(buf, n, "%zux%zux%zu", bc->a, bc->b, bc->c);
     else if (bc->heads > 1 && bc->decay > 0)
         snprintf(buf, n, "%zux%zu-h%d-g%g", bc->a, bc->b, bc->heads, (double)bc->decay);
@@ -203,7 +207,9 @@ int suite_kernels(const bench_plan *p)
                 ns[i][r] = (now_ns() - t0) / (double)iters[i];
             }
         bench_row rows[LINATTN_ISA_COUNT];
-        double flops = bc->c || !strncmp(bc->kernel, "gemv", 4) ? 2.0 * (double)mn * (double)kk : NAN;
+        double flops = (bc->c && strcmp(bc->kernel, "dequant")) || !strncmp(bc->kernel, "gemv", 4)
+                           ? 2.0 * (double)mn * (double)kk
+                           : NAN;
         double worst_cv = 0;
         int noisy = 0;
         for (int i = 0; i < nt; i++) {

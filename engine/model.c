@@ -180,18 +180,6 @@ static void quantized_rows(float *xq, const float *x, int type, int n, int in)
         }
 }
 
-/* Rows [j0, j0 + nj) of a block-quantized W (in columns) as fp32. */
-static void dequantized_rows(float *w, linattn_matrix W, int type, int j0, int nj, int in)
-{
-    size_t be, bb;
-    linattn_quant_block(type, &be, &bb);
-    for (int j = 0; j < nj; j++) {
-        const uint8_t *row = matrix_rows(W, (size_t)(j0 + j), (size_t)in).data;
-        for (size_t e0 = 0; e0 < (size_t)in; e0 += be)
-            linattn_quant_values(type, row + e0 / be * bb, w + (size_t)j * (size_t)in + e0);
-    }
-}
-
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                           const float *b, int n, int out, int in, int threads)
 {
@@ -223,7 +211,9 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
                     memset(row, 0, (size_t)nj * sizeof(float));
             }
             if (wq) {
-                dequantized_rows(wq, W, type, j0, nj, in);
+                k->dequant(wq, matrix_rows(W, (size_t)j0, (size_t)in).data,
+                           linattn_dtype_row_bytes(W.dtype, (size_t)in), type, (size_t)nj,
+                           (size_t)in);
                 k->gemm_nt(y + j0, (size_t)out, xq, (size_t)in, wq, (size_t)in, (size_t)n,
                            (size_t)nj, (size_t)in);
             } else

@@ -62,6 +62,9 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
     {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
     {"gemv_q8_0", 2048, 512, 0, 0, 0}, {"gemv_q8_0", 2048, 2048, 0, 0, 0},
     {"gemv_quant", 2048, 2048, 0, 0, 0},
+    /* 64 rows of 2048 of a prefill's weights (c = 64 sizes C and S to
+     * hold them): heads holds the ggml type (12 Q4_K) */
+    {"dequant", 64, 2048, 64, 12, 0},
     /* a prefill's projection: heads holds the ggml type (8 Q8_0, 12 Q4_K) */
     {"gemm_quant", 64, 1024, 1024, 8, 0}, {"gemm_quant", 64, 1024, 1024, 12, 0},
 };
@@ -190,6 +193,7 @@ static inline void linattn_kernel_case_call(const linattn_kernels *k, const lina
     case LINATTN_K_gemv_q8_0: k->gemv_q8_0(d->y, (const uint8_t *)(const void *)d->S, bc->b / 32 * 34, d->x, d->b, bc->a, bc->b); break;
     /* Q4_K blocks (144 bytes per 256 weights) in S's bytes */
     case LINATTN_K_gemv_quant: k->gemv_quant(d->y, (const uint8_t *)(const void *)d->S, bc->b / 256 * 144, 12, d->x, d->b, bc->a, bc->b); break;
+    case LINATTN_K_dequant: k->dequant(d->C, (const uint8_t *)(const void *)d->S, bc->b / 256 * 144, bc->heads, bc->a, bc->b); break;
     case LINATTN_K_gemm_quant: k->gemm_quant(d->C, bc->b, d->x, bc->c, (const uint8_t *)(const void *)d->S, bc->heads == 8 ? bc->c / 32 * 34 : bc->c / 256 * 144, bc->heads, bc->a, bc->b, bc->c); break;
     default: break;
     }

@@ -86,6 +86,8 @@
  *              A's row i onto C's row i as b: a few rows (a batch of
  *              streams' steps, a short prompt) as the steps, each weight
  *              block read once for four rows.
+ * dequant      y (rows x cols, dense) = W's values in ggml blocks of type
+ *              as floats, bit for bit linattn_quant_values' (scale q - min).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
  *              gives +-inf, NaN stays NaN (quiet; payload not kept).
  * gemm_tn      gemm_nn with A stored transposed: C[M x N] += A^T . B[K x N],
@@ -146,6 +148,8 @@
     X(gemm_tn, void,                                                                               \
       (float *C, size_t ldc, const float *A, size_t lda, const float *B, size_t ldb, size_t M,    \
        size_t N, size_t K))                                                                        \
+    X(dequant, void,                                                                               \
+      (float *y, const uint8_t *W, size_t ldw, int type, size_t rows, size_t cols))              \
     X(linear_block_rows, void,                                                                     \
       (float *out, size_t ldo, const float *phiq, const float *S, const float *z, const float *K, \
        const float *V, const float *pw, const float *c, int n0, int m, size_t dk, size_t dv,      \

@@ -134,6 +134,8 @@ static const struct tolerance {
      "each block's dot product is an exact integer, so only the fp32 sum of the cols/32 scaled "
      "block terms (per lane, then the lanes) differs: under (cols/32 + log2 VL + 3) u of the "
      "absolute sum of W x_q; c = 8 with the bias"},
+    [K_dequant] = {TOL_EXACT, 0, "bit for bit linattn_quant_values (scale q - min)",
+     "a product and a difference per value, in the same order on every ISA"},
     [K_gemm_quant] = {TOL_EXACT, 0, "bit for bit this ISA's gemv_q8_0 / gemv_quant, row by row",
      "each row of C is the one-row kernel's sum onto it (the kernels' own checks bound those)"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
@@ -1762,6 +1764,39 @@ static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc
             }
 }
 
+/* Every block type's values, against the one reading of the layouts. */
+static void check_dequant(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    (void)sc;
+    static const int types[] = {LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q4_1,
+                                LINATTN_QUANT_Q5_0, LINATTN_QUANT_Q5_1, LINATTN_QUANT_Q4_K,
+                                LINATTN_QUANT_Q5_K, LINATTN_QUANT_Q6_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t rows = 1; rows <= 5; rows += 2) {
+            int type = types[ti];
+            size_t be, bb;
+            linattn_quant_block(type, &be, &bb);
+            size_t cols = (1 + rnd_below(3)) * be, ldw = cols / be * bb + rnd_below(3) * 5;
+            buf bW, by;
+            const uint8_t *W = quant_matrix_new(&bW, type, rows, cols, ldw);
+            float *y = buf_out(&by, rows * cols), want[256];
+            k->dequant(y, W, ldw, type, rows, cols);
+            snprintf(shape, sizeof shape, "type=%d rows=%zu cols=%zu y", type, rows, cols);
+            for (size_t i = 0; i < rows; i++)
+                for (size_t e0 = 0; e0 < cols; e0 += be) {
+                    linattn_quant_values(type, W + i * ldw + e0 / be * bb, want);
+                    for (size_t e = 0; e < be; e++) {
+                        float got = y[i * cols + e0 + e];
+                        note(r, memcmp(&got, &want[e], sizeof got) ? INFINITY : 0.0, 1, 0.0,
+                             shape, i * cols + e0 + e, got, want[e], want[e]);
+                    }
+                }
+            check_guards(r, &by, "y");
+            buf_free(&bW);
+            buf_free(&by);
+        }
+}
+
 /* Rows of C against this ISA's one-row kernels run on copies: exact. */
 static void check_gemm_quant(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
@@ -2141,14 +2176,14 @@ static size_t bench_iters(const linattn_kernels *k, const bench_case *bc, bench_
 #define REPS 9
 static void bench_times(const bench_case *bc, bench_data *d, double *out)
 {
-    size_t iters[4];
+    size_t iters[2 * LINATTN_ISA_COUNT];
     int reps = REPS;
     for (int i = 0; i < n_isas; i++) {
         iters[i] = bench_iters(&isas[i].k, bc, d);
         if (iters[i] == 1)
             reps = 3; /* calls of 2 ms or more: a few are enough */
     }
-    double t[4][REPS];
+    double t[2 * LINATTN_ISA_COUNT][REPS];
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < n_isas; i++) {
             double t0 = now_ns();
@@ -2191,7 +2226,9 @@ static int run_bench(const char *only)
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
         bench_data d = linattn_kernel_case_data(bc, bench_alloc);
         char size[48];
-        if (!strncmp(bc->kernel, "gemm", 4))
+        if (!strcmp(bc->kernel, "gemm_quant") || !strcmp(bc->kernel, "dequant"))
+            snprintf(size, sizeof size, "%zux%zux%zu type %d", bc->a, bc->b, bc->c, bc->heads);
+        else if (!strncmp(bc->kernel, "gemm", 4))
             snprintf(size, sizeof size, "%zux%zux%zu", bc->a, bc->b, bc->c);
         else if (bc->heads > 1 && bc->decay > 0)
             snprintf(size, sizeof size, "%zux%zu x%d g=%g", bc->a, bc->b, bc->heads,
@@ -2206,13 +2243,13 @@ static int run_bench(const char *only)
             snprintf(size, sizeof size, "n=%zu", bc->a);
         printf("%-19s %-16s", bc->kernel, size);
         fflush(stdout);
-        double t[4];
+        double t[2 * LINATTN_ISA_COUNT];
         bench_times(bc, &d, t);
         for (int i = 0; i < n_isas; i++)
             printf(" %12.1f", t[i]);
         for (int i = 1; i < n_isas; i++)
             printf(" %7.2fx", t[0] / t[i]);
-        if (bc->c || !strncmp(bc->kernel, "gemv", 4)) {
+        if ((bc->c && strcmp(bc->kernel, "dequant")) || !strncmp(bc->kernel, "gemv", 4)) {
             double flops = 2.0 * (double)mn * (double)kk;
             printf("  GFLOP/s:");
             for (int i = 0; i < n_isas; i++)

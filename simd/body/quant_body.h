@@ -279,3 +279,26 @@ void FN(gemm_quant)(float *C, size_t ldc, const float *A, size_t lda, const uint
 {
     quant_gemm(C, ldc, A, lda, W, ldw, type, M, N, K);
 }
+
+#if !defined(QUANT_DOT_ONLY) /* a capability's files have the dot-product kernels alone */
+/* y (rows x cols, dense) = W's values as floats: each block decoded
+ * (simd/quants.h), then scale q - min by a product and a difference, as
+ * linattn_quant_values rounds them; VL divides the 16 values of a scale. */
+void FN(dequant)(float *y, const uint8_t *W, size_t ldw, int type, size_t rows, size_t cols)
+{
+    size_t be, bb;
+    int8_t q[256];
+    float sc[16], mn[16];
+    linattn_quant_block(type, &be, &bb);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t e0 = 0; e0 < cols; e0 += be) {
+            linattn_quant_decode(type, W + r * ldw + e0 / be * bb, q, sc, mn);
+            float *o = y + r * cols + e0;
+            for (size_t e = 0; e < be; e += 16) {
+                vf s = vset1(sc[e / 16]), m = vset1(mn[e / 16]);
+                for (size_t v = 0; v < 16; v += VL)
+                    vstore(o + e + v, vsub(vmul(s, vload_i8(q + e + v)), m));
+            }
+        }
+}
+#endif

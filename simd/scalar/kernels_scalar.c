@@ -455,3 +455,13 @@ void linattn_gemm_quant_scalar(float *C, size_t ldc, const float *A, size_t lda,
             linattn_gemv_quant_scalar(c, W, ldw, type, A + i * lda, c, N, K);
     }
 }
+
+void linattn_dequant_scalar(float *y, const uint8_t *W, size_t ldw, int type, size_t rows,
+                            size_t cols)
+{
+    size_t be, bb;
+    linattn_quant_block(type, &be, &bb);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t e0 = 0; e0 < cols; e0 += be)
+            linattn_quant_values(type, W + r * ldw + e0 / be * bb, y + r * cols + e0);
+}
