@@ -163,8 +163,7 @@ static void quantized_rows(float *xq, const float *x, int type, int n, int in)
     int8_t q[CH];
     float d[CH / 32];
     int32_t bs[CH / 16];
-    const int kq = type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K ||
-                   type == LINATTN_QUANT_Q6_K;
+    const int kq = linattn_quant_takes_q8_K(type);
     const size_t per = kq ? LINATTN_Q8_K_BLOCK : LINATTN_Q8_0_BLOCK;
     for (int r = 0; r < n; r++)
         for (size_t c0 = 0; c0 < (size_t)in; c0 += CH) {

@@ -76,10 +76,11 @@
  *              onto b (y may alias b: a prefill adds into its output rows).
  * gemv_quant   gemv with W in another ggml block type (type: its ggml number,
  *              simd/quants.h; ldw in bytes, cols a multiple of the block):
- *              each block decoded into int8 values with a scale and an
- *              offset per 16, x quantized as for gemv_q8_0, integer dot
- *              products, then w = scale q - offset summed in fp32 onto b
- *              (y may alias b).
+ *              x quantized as for gemv_q8_0 (the K-quants: as Q8_K, one
+ *              fp32 scale per 256, linattn_q8_K_quantize), exact integer
+ *              dot products per block (a K-quant's whole super-block, its
+ *              integer scales included), scaled in fp32, the offsets
+ *              against x's sums, onto b (y may alias b).
  * gemm_quant   C[M x N] += A[M x K] . W^T with W's N rows in ggml blocks of
  *              type (ldw bytes apart): row i of C is, bit for bit, this ISA's
  *              gemv_q8_0 (type Q8_0) or gemv_quant (the others) of W and

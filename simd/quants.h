@@ -56,6 +56,13 @@ static inline void linattn_quant_k4_scale(const uint8_t *s, int j, int *sc, int 
     }
 }
 
+/* Whether the kernels quantize the activation for weights of type as
+ * Q8_K (the K-quants, as ggml does) rather than as Q8_0. */
+static inline int linattn_quant_takes_q8_K(int type)
+{
+    return type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K;
+}
+
 /* All 8 scales and mins of a Q4_K/Q5_K block's 12 packed bytes at s at
  * once (each as linattn_quant_k4_scale gives it), by 32-bit words. */
 static inline void linattn_quant_k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])

@@ -1727,8 +1727,7 @@ static void check_gemv_quant(const linattn_kernels *k, const linattn_kernels *sc
                 int8_t *xq = malloc(cols), q[256];
                 float *xd = malloc(cols / 32 * sizeof *xd), s16[16], m16[16];
                 /* the K-quants take x as Q8_K (a scale per 256), the rest as Q8_0 */
-                int kq = type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K ||
-                         type == LINATTN_QUANT_Q6_K;
+                int kq = linattn_quant_takes_q8_K(type);
                 size_t per = kq ? 256 : 32;
                 if (kq) {
                     int32_t *bs = malloc(cols / 16 * sizeof *bs);

@@ -224,8 +224,8 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     return vcvtq_f32_s32(neon_dot32(vld1q_s8(w), vld1q_s8(w + 16), vld1q_s8(x), vld1q_s8(x + 16)));
 }
 /* 4-bit values (0..15) dotted with 32 int8 x, laid out as vdot_i8x32's
- * sums: vdot_nib32 the low (shift 0) or high (shift 4) nibbles of
- * p[0..32), vdot_nib16 the low then the high nibbles of p[0..16). */
+ * sums: neon_nib32 gives the low (shift 0) or high (shift 4) nibbles of
+ * p[0..32), vdot_nib16 takes the low then the high nibbles of p[0..16). */
 LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x)
 {
     return vcvtq_f32_s32(neon_dot32(vreinterpretq_s8_u8(q0), vreinterpretq_s8_u8(q1),
@@ -241,12 +241,6 @@ LINATTN_INLINE void neon_nib32(const uint8_t *p, int shift, uint8x16_t v[2])
     }
     v[0] = vandq_u8(v0, m);
     v[1] = vandq_u8(v1, m);
-}
-LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
-{
-    uint8x16_t v[2];
-    neon_nib32(p, shift, v);
-    return neon_nib_dot(v[0], v[1], x);
 }
 LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
@@ -267,7 +261,7 @@ LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
     return neon_nib_dot(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0F)), h0), vorrq_u8(vshrq_n_u8(v, 4), h1),
                         x);
 }
-/* Q5_K's sub-block j: bit j of qh above the nibbles (0..31), dotted with x. */
+/* Q5_K's sub-block j: bit j of qh above the nibbles (0..31). */
 LINATTN_INLINE void neon_q5k32(const uint8_t *ql, int shift, const uint8_t *qh, int j,
                                uint8x16_t v[2])
 {
@@ -277,12 +271,6 @@ LINATTN_INLINE void neon_q5k32(const uint8_t *ql, int shift, const uint8_t *qh, 
     uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), s), vdupq_n_u8(1));
     v[0] = vorrq_u8(v[0], vshlq_n_u8(h0, 4));
     v[1] = vorrq_u8(v[1], vshlq_n_u8(h1, 4));
-}
-LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
-{
-    uint8x16_t v[2];
-    neon_q5k32(ql, shift, qh, j, v);
-    return neon_nib_dot(v[0], v[1], x);
 }
 /* Q6_K's 32 values of one quarter (see vec_avx2.h), -32..31. */
 LINATTN_INLINE void neon_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k,
@@ -295,12 +283,6 @@ LINATTN_INLINE void neon_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, 
     uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(qh + 16), s), vdupq_n_u8(3));
     v[0] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l[0], vshlq_n_u8(h0, 4))), vdupq_n_s8(32));
     v[1] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l[1], vshlq_n_u8(h1, 4))), vdupq_n_s8(32));
-}
-LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
-{
-    int8x16_t v[2];
-    neon_q6x32(ql, shift, qh, k, v);
-    return vcvtq_f32_s32(neon_dot32(v[0], v[1], vld1q_s8(x), vld1q_s8(x + 16)));
 }
 /* A K-quant super-block's integer sum (see simd/x86/x86.h): the 32 values
  * times x's 32 int8 (Q8_K) times the sub-block's scale (Q6_K: of the 8 at
@@ -333,10 +315,5 @@ LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *
 }
 #define VK_Q6_OFFSET 0 /* vk_q6x32 sums the values themselves (-32..31) */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
-/* Lane scales for vdot_i8x32's sums. */
-LINATTN_INLINE vf vscale2(float s0, float s1)
-{
-    return vcombine_f32(vdup_n_f32(s0), vdup_n_f32(s1));
-}
 
 #endif

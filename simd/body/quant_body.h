@@ -11,8 +11,8 @@
 #endif
 
 /* Bytes ahead a one-row pass over W prefetches (its rows follow each other
- * in memory: one stream). Without it this 2-vCPU VM read a 44 MB Q8_0
- * model at 4.6 GB/s, with it near the triad's figure (docs/vs_llamacpp.md). */
+ * in memory: one stream): without it a model past the last-level cache
+ * stalls on every block's scale load (docs/vs_llamacpp.md). */
 #define QUANT_PF 1024
 
 /* x's rows as the dot products take them: per row nc int8 values (q), one
@@ -28,11 +28,6 @@ typedef struct quant_x {
     int32_t s32[QUANT_XR][Q8_0_CHUNK / 32]; /* and its sums per 32 */
 } quant_x;
 
-/* The K-quants take x as Q8_K (one fp32 scale per 256), as ggml does. */
-static inline int quant_is_k(int type)
-{
-    return type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K;
-}
 
 /* Up to 4 rows of W (stride ldw bytes) in Q8_0 against nx quantized x rows
  * (nb blocks): C[j ldc + q] += sum over blocks of d_w d_x (q_w . q_x). Each
@@ -68,13 +63,14 @@ LINATTN_INLINE void q8_0_rows(float *C, size_t ldc, const uint8_t *W, size_t ldw
     }
 }
 
-/* One row of W in another block type (simd/quants.h; nc columns) against
- * nx quantized x rows: C[j ldc] += the row . x_j. Each block decoded (or
- * built in registers) once for all nx rows; per row the same steps as the
- * one-row gemv, so a tile's rows are its. The offsets (a block's minimum,
- * or Q4_0's 8) meet the sums of x's quantized values per 16. */
-LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type, size_t be,
-                             size_t bb, const quant_x *X, size_t nc, int nx)
+/* One row of W in another block type of simd/quants.h (Q4_0, Q4_1, Q5_0,
+ * Q5_1, Q4_K, Q5_K, Q6_K; nc columns) against nx quantized x rows: C[j ldc]
+ * += the row . x_j. Each block's values built in registers once for all nx
+ * rows; per row the same steps as the one-row gemv, so a tile's rows are
+ * its. The offsets (a block's minimum, Q4_0's 8, Q6_K's 32) meet the sums
+ * of x's quantized values. */
+LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type, size_t bb,
+                             const quant_x *X, size_t nc, int nx)
 {
     vf acc[QUANT_XR];
     float off[QUANT_XR];
@@ -171,22 +167,6 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
             for (int j = 0; j < nx; j++)
                 acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
         }
-    } else {
-        int8_t q[256];
-        float sc[16], mn[16];
-        for (size_t e0 = 0; e0 < nc; e0 += be) {
-            linattn_quant_decode(type, row + e0 / be * bb, q, sc, mn);
-            for (size_t c = 0; c < be / 32; c++) {
-                size_t g = (e0 + 32 * c) / 32;
-                for (int j = 0; j < nx; j++) {
-                    vf t = vdot_i8x32(q + 32 * c, X->q[j] + 32 * g);
-                    float dx = X->d[j][g];
-                    acc[j] = vfma(t, vscale2(sc[2 * c] * dx, sc[2 * c + 1] * dx), acc[j]);
-                    off[j] += (mn[2 * c] * (float)X->s[j][2 * g] +
-                               mn[2 * c + 1] * (float)X->s[j][2 * g + 1]) * dx;
-                }
-            }
-        }
     }
     for (int j = 0; j < nx; j++)
         C[(size_t)j * ldc] += vhsum(acc[j]) - off[j];
@@ -194,7 +174,7 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
 
 /* Every row of W (one chunk of nc columns) against the nx rows of X. */
 LINATTN_INLINE void quant_panel(float *C, size_t ldc, const uint8_t *Wc, size_t ldw, int type,
-                                size_t be, size_t bb, const quant_x *X, size_t nc, size_t N,
+                                size_t bb, const quant_x *X, size_t nc, size_t N,
                                 int nx)
 {
     if (type == LINATTN_QUANT_Q8_0) {
@@ -205,7 +185,7 @@ LINATTN_INLINE void quant_panel(float *C, size_t ldc, const uint8_t *Wc, size_t 
             q8_0_rows(C + r, ldc, Wc + r * ldw, ldw, X, nc / LINATTN_Q8_0_BLOCK, (int)(N - r), nx);
     } else
         for (size_t r = 0; r < N; r++)
-            quant_row(C + r, ldc, Wc + r * ldw, type, be, bb, X, nc, nx);
+            quant_row(C + r, ldc, Wc + r * ldw, type, bb, X, nc, nx);
 }
 
 /* C[M x N] (stride ldc) += A[M x K] (stride lda) . W^T, W's N rows in ggml
@@ -229,7 +209,7 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
             size_t nc = K - c0 < Q8_0_CHUNK ? K - c0 : Q8_0_CHUNK;
             for (int j = 0; j < nx; j++) {
                 const float *a = A + (m0 + (size_t)j) * lda + c0;
-                if (quant_is_k(type)) {
+                if (linattn_quant_takes_q8_K(type)) {
                     linattn_q8_K_quantize(X.q[j], X.dk[j], X.s[j], a, nc);
                     for (size_t g = 0; g < nc / 32; g++)
                         X.s32[j][g] = X.s[j][2 * g] + X.s[j][2 * g + 1];
@@ -249,10 +229,10 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
             }
             const uint8_t *Wc = W + c0 / be * bb;
             switch (nx) { /* constant tile sizes: the accumulators stay in registers */
-            case 1: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 1); break;
-            case 2: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 2); break;
-            case 3: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, 3); break;
-            default: quant_panel(Cm, ldc, Wc, ldw, type, be, bb, &X, nc, N, QUANT_XR); break;
+            case 1: quant_panel(Cm, ldc, Wc, ldw, type, bb, &X, nc, N, 1); break;
+            case 2: quant_panel(Cm, ldc, Wc, ldw, type, bb, &X, nc, N, 2); break;
+            case 3: quant_panel(Cm, ldc, Wc, ldw, type, bb, &X, nc, N, 3); break;
+            default: quant_panel(Cm, ldc, Wc, ldw, type, bb, &X, nc, N, QUANT_XR); break;
             }
         }
     }

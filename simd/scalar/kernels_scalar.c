@@ -415,7 +415,7 @@ void linattn_gemv_quant_scalar(float *y, const uint8_t *W, size_t ldw, int type,
     linattn_quant_block(type, &be, &bb);
     for (size_t r = 0; r < rows; r++) /* b first: y may alias it */
         y[r] = b ? b[r] : 0.0f;
-    if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K) {
+    if (linattn_quant_takes_q8_K(type)) {
         gemv_k_scalar(y, W, ldw, type, x, rows, cols);
         return;
     }

@@ -137,10 +137,6 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)w);
     return _mm256_cvtepi32_ps(x86_i8_dot(a, x));
 }
-LINATTN_INLINE vf vdot_nib32(const uint8_t *p, int shift, const int8_t *x)
-{
-    return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib32(p, shift), x));
-}
 LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
 {
     return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x));
@@ -150,22 +146,7 @@ LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
 {
     return _mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x));
 }
-/* Q5_K's sub-block j: bit j of qh above the nibbles (0..31, unsigned). */
-LINATTN_INLINE vf vdot_q5kx32(const uint8_t *ql, int shift, const uint8_t *qh, int j, const int8_t *x)
-{
-    return _mm256_cvtepi32_ps(x86_nib_dot(x86_q_values(ql, shift, qh, j, 1), x));
-}
-LINATTN_INLINE vf vdot_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, int k, const int8_t *x)
-{
-    return _mm256_cvtepi32_ps(x86_i8_dot(x86_q6_values(ql, shift, qh, k), x));
-}
 /* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32. */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(_mm256_cvtepi32_ps(s), vset1(d), acc); }
-/* Lane scales for vdot_i8x32's sums: its lanes 0-3 hold elements 0..15,
- * lanes 4-7 elements 16..31. */
-LINATTN_INLINE vf vscale2(float s0, float s1)
-{
-    return _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
-}
 
 #endif

@@ -104,11 +104,11 @@ LINATTN_INLINE float x86_half(const uint8_t *p)
 
 /* Block-quantized dot products in 256 bits (AVX2; the AVX-512 vocabulary
  * widens them), for vec_avx2.h and vec_avx512.h. */
-/* 4-bit values dotted with 32 int8 x, as 8 int32 sums (lanes 0-3: elements 0..15, 4-7: 16..31), for
- * the vocabularies' vdot_nib32 the low (shift 0) or high (shift 4) nibbles of p[0..32)
- * (a K-quant's sub-block), vdot_nib16 the low then the high nibbles of
- * p[0..16) (Q4_0, Q4_1). The values are 0..15, unsigned: vpmaddubsw takes
- * them as they are. */
+/* 4-bit values dotted with 32 int8 x, as 8 int32 sums (lanes 0-3: elements
+ * 0..15, 4-7: 16..31): x86_nib32 the low (shift 0) or high (shift 4)
+ * nibbles of p[0..32) (a K-quant's sub-block), x86_nib16 the low then the
+ * high nibbles of p[0..16) (Q4_0, Q4_1). The values are 0..15, unsigned:
+ * vpmaddubsw takes them as they are. */
 /* Unsigned bytes u by signed bytes b, each 4 summed in int32 (lane i:
  * bytes 4i..4i+3): one vpdpbusd with a VNNI capability, vpmaddubsw then
  * vpmaddwd without. The same exact sums either way: the int16 pairs of
@@ -178,11 +178,6 @@ LINATTN_INLINE __m256i x86_q5_values(const uint8_t *p, uint32_t qh)
     __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
     __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
     return _mm256_or_si256(x86_nib16(p), _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-}
-/* Q6_K's quarter k: bits 2k, 2k+1 above the nibbles, less 32. */
-LINATTN_INLINE __m256i x86_q6_values(const uint8_t *ql, int shift, const uint8_t *qh, int k)
-{
-    return _mm256_sub_epi8(x86_q_values(ql, shift, qh, 2 * k, 3), _mm256_set1_epi8(32));
 }
 /* The int8 a and 32 int8 x: |a| times x with a's sign (vpmaddubsw:
  * unsigned by signed, pairs in int16, at most 2 * 128 * 127), pairs then
