@@ -190,6 +190,10 @@ typedef struct lin_seq {
      * passes 2^LIN_T. */
     float qscale, kscale;
     int vexp;
+    /* Non-NULL: the scales were taken as none without the range pass
+     * (lin_seq_trusting), and *over is set where an input would have
+     * needed one (the head then runs again with them). */
+    int *over;
     /* Derived (lin_seq_ranges): keys [0, absorb_end) go into the state
      * before any row; rows [0, zero_end) see no key and output 0; rows
      * [zero_end, pair_end) are paired with key i + (Lk - Lq), which they
@@ -353,6 +357,10 @@ static void lin_phi_scaled(const lin_seq *s, float *dst, const float *src, size_
                            float scale)
 {
     lin_phi_rows(s->kt, dst, src, ld, n, (size_t)s->dk);
+    /* lin_phi_exp's max, on phi's own rows while they are in cache: the
+     * max of phi is the max x + 1 it tests (NaN: a value not finite) */
+    if (s->over && !(s->kt->max(dst, (size_t)n * (size_t)s->dk) <= 0x1p20f))
+        *s->over = 1;
     if (scale != 1.0f)
         s->kt->scale(dst, scale, (size_t)n * (size_t)s->dk);
 }
@@ -364,6 +372,12 @@ static const float *lin_v_rows(const lin_seq *s, lin_buffers *b, int j0, int m, 
     const float *v = s->v + (size_t)j0 * s->vr;
     if (s->vexp == 0) {
         *vr = s->vr;
+        /* lin_v_exp's test, here where the rows are read anyway */
+        for (int r = 0; s->over && r < m; r++) {
+            const float *row = v + (size_t)r * s->vr;
+            if (!(s->kt->dot(row, row, (size_t)s->dv) <= 0x1p40f))
+                *s->over = 1;
+        }
         return v;
     }
     const size_t dv = (size_t)s->dv;
@@ -833,10 +847,36 @@ static lin_seq lin_seq_at(const linattn_kernels *kt, const attn_plan *p, const f
     s.mode = p->mode;
     lin_seq_decay(&s, p->decay ? p->decay[h] : 1.0f, pow);
     lin_seq_ranges(&s, 1);
-    /* the call's own range: its keys [0, len) and queries */
-    lin_seq_scale(&s, lin_phi_exp(kt, s.k, s.kr, s.len, (size_t)s.dk),
-                  lin_v_exp(kt, s.v, s.vr, s.len, (size_t)s.dv), p->eps);
+    /* no scales yet (lin_seq_ranged, lin_seq_trusting) */
+    s.qscale = s.kscale = 1.0f;
+    s.vexp = 0;
+    s.over = NULL;
     return s;
+}
+
+/* s's scales from the call's own range: its keys [0, len) and queries. */
+static void lin_seq_ranged(lin_seq *s, float eps)
+{
+    s->over = NULL;
+    lin_seq_scale(s, lin_phi_exp(s->kt, s->k, s->kr, s->len, (size_t)s->dk),
+                  lin_v_exp(s->kt, s->v, s->vr, s->len, (size_t)s->dv), eps);
+}
+
+/* Takes s (from lin_seq_at, no scales) on trust: the range pass reads
+ * every q, k and v row of the head once before the work, from memory (a
+ * 4096-row head's 3 MiB do not stay in L2 until the work reads them), and
+ * scales nothing for any input of a normal model. The checks ride on the
+ * work's own reads instead (lin_phi_scaled, lin_v_rows); if one fails,
+ * *over is set and the caller runs the head again, ranged. Where rows
+ * output 0 without being read (zero_end > 0), their q is in the range but
+ * not the work: 0 then (lin_seq_ranged first). */
+static int lin_seq_trusting(lin_seq *s, int *over)
+{
+    if (s->zero_end > 0)
+        return 0;
+    s->over = over;
+    *over = 0;
+    return 1;
 }
 
 linattn_status linattn_attention_linear(const linattn_attention_desc *d, const float *q,
@@ -870,8 +910,16 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
             lin_buffers b = lin_carve(threads_ws + (size_t)attn_thread_id() * per_thread, dk, dv);
             lin_pow pow;
             lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
-            lin_sums_clear(&b.own, dk, dv);
-            lin_head_seq(&s, &b, &b.own);
+            int over = 0;
+            if (lin_seq_trusting(&s, &over)) {
+                lin_sums_clear(&b.own, dk, dv);
+                lin_head_seq(&s, &b, &b.own);
+            }
+            if (s.over == NULL || over) { /* the rows again, every one written anew */
+                lin_seq_ranged(&s, p.eps);
+                lin_sums_clear(&b.own, dk, dv);
+                lin_head_seq(&s, &b, &b.own);
+            }
             lin_seq_unscale(&s);
         }
     } else {
@@ -879,6 +927,7 @@ linattn_status linattn_attention_linear(const linattn_attention_desc *d, const f
         for (long bh = 0; bh < heads; bh++) {
             lin_pow pow;
             lin_seq s = lin_seq_at(kt, &p, q, k, v, out, (size_t)bh, &pow);
+            lin_seq_ranged(&s, p.eps);
             lin_sums_clear(&head, dk, dv);
             lin_head_split(&s, threads_ws, per_thread, &head, nt);
             lin_seq_unscale(&s);

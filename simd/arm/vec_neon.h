@@ -11,6 +11,7 @@
 #define LINATTN_INLINE static inline __attribute__((always_inline))
 
 #define VL 4                             /* floats per vector */
+#define VREGS 32                         /* vector registers */
 #if defined(__ARM_FEATURE_DOTPROD) /* the capability's own files: the dot-product kernels alone */
 #define FN(name) linattn_##name##_neondot
 #else
@@ -116,6 +117,13 @@ LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
     for (size_t i = 0; i < m && i < 4; i++)
         p[i] = t[i];
 }
+/* v, kept in a register: a vector several FMAs read is loaded once
+ * (else the compiler may fold the load into each of them) */
+LINATTN_INLINE vf vpin(vf v)
+{
+    __asm__("" : "+w"(v));
+    return v;
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return vaddq_f32(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return vsubq_f32(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return vmulq_f32(a, b); }
@@ -159,6 +167,19 @@ LINATTN_INLINE vf vexp(vf x)
     vf s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n1, bias), 23));
     vf s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(n2, bias), 23));
     return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+/* exp(min(x, 0)), bit for bit vexp's: as vec_avx2.h's, one multiply by
+ * 2^n from the rounding's bits where every lane is at least -86 (fmin
+ * keeps NaN; a NaN lane makes the minimum NaN, which is not below -86). */
+LINATTN_INLINE vf vexp_nonpos(vf x)
+{
+    x = vminq_f32(x, vdupq_n_f32(0.0f));
+    if (__builtin_expect(vminvq_f32(x) < -86.0f, 0))
+        return vexp(x);
+    const vf shifter = vset1(VEXP_SHIFTER + 127.0f);
+    const vf t = vfma(x, vset1(0x1.715476p+0f), shifter);
+    const vf p = vexp_poly(x, vsub(t, shifter));
+    return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(t), 23)));
 }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f4_u10advsimd(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */

@@ -24,14 +24,12 @@
  * included; x < -104 and -inf give +0, x > 88.7228 and +inf give +inf, NaN
  * gives NaN. */
 
-/* p in [0.70, 1.42] and n (an integer in [-150, 128]) with exp(x) = p 2^n,
- * for x in [-104, 89]; NaN gives NaN p. */
-LINATTN_INLINE vf vexp_reduced(vf x, vf *n)
+/* p in [0.70, 1.42] with exp(x) = p 2^n, given n = round(x log2 e) (an
+ * integer in [-150, 128]) for x in [-104, 89]; NaN gives NaN p. */
+LINATTN_INLINE vf vexp_poly(vf x, vf n)
 {
-    const vf shifter = vset1(0x1.8p23f); /* x log2e + 1.5 2^23 rounds to an integer */
-    *n = vsub(vfma(x, vset1(0x1.715476p+0f), shifter), shifter);
-    vf r = vfma(*n, vset1(-0x1.62e430p-1f), x);
-    r = vfma(*n, vset1(0x1.05c610p-29f), r);
+    vf r = vfma(n, vset1(-0x1.62e430p-1f), x);
+    r = vfma(n, vset1(0x1.05c610p-29f), r);
     vf p = vfma(vset1(0x1.6a3d16p-10f), r, vset1(0x1.123858p-7f));
     p = vfma(p, r, vset1(0x1.5558bep-5f));
     p = vfma(p, r, vset1(0x1.555494p-3f));
@@ -39,5 +37,16 @@ LINATTN_INLINE vf vexp_reduced(vf x, vf *n)
     p = vfma(p, r, vset1(1.0f));
     return vfma(p, r, vset1(1.0f));
 }
-
+/* x log2e + 1.5 2^23 rounds to an integer (its low mantissa bits); an
+ * integer bias added to the shifter rounds the same way (no x here lies
+ * halfway: that needs |x| >= 2^22), so t - shifter is n either way. */
+#define VEXP_SHIFTER 0x1.8p23f
+/* p and n (an integer in [-150, 128]) with exp(x) = p 2^n, for x in
+ * [-104, 89]; NaN gives NaN p. */
+LINATTN_INLINE vf vexp_reduced(vf x, vf *n)
+{
+    const vf shifter = vset1(VEXP_SHIFTER);
+    *n = vsub(vfma(x, vset1(0x1.715476p+0f), shifter), shifter);
+    return vexp_poly(x, *n);
+}
 #endif

@@ -8,14 +8,17 @@
 #include "../kernels.h"
 
 /* The vocabulary (one vec_*.h a translation unit) gives:
- *   VL floats a vector, FN(name) the ISA's kernel name, LINATTN_INLINE;
+ *   VL floats a vector, VREGS vector registers, FN(name) the ISA's kernel
+ *   name, LINATTN_INLINE;
  *   vf, and vmask = the first n lanes (vmask_n(n), 0 <= n <= VL);
- *   vzero vset1 vbcast vload vstore, vload_m (0 past the mask) and vstore_m
+ *   vzero vset1 vbcast vload vstore, vpin (v in a register: loaded once for
+ *   several FMAs), vload_m (0 past the mask) and vstore_m
  *   (nothing past the mask written), which touch no memory past the mask;
  *   vadd vsub vmul vdiv, vfma(a, b, c) = a b + c (fused), vmin/vmax (b
  *   where a is NaN), vkeep vblend vpos_sel (selects);
  *   vhsum vhmax, vhsum4_add (four sums at once); vexp (ours, inline: exp_body.h,
- *   under 1 ulp) and vexpm1 (SLEEF u10);
+ *   under 1 ulp), vexp_nonpos (vexp's bits of exp(min(x, 0)))
+ *   and vexpm1 (SLEEF u10);
  *   vload_f16 vload_bf16 (VL halfs / bfloat16s as floats, exact) and their
  *   _m forms (only the mask's lanes read, 0 past them);
  *   for gemm_body.h: GEMM_MR, vprefetch, and TB with vtranspose_block. */
@@ -162,7 +165,7 @@ float FN(exp_sub_sum)(float *y, const float *x, float m, size_t n)
 
 LINATTN_INLINE vf elu1_v(vf x)
 {
-    return vpos_sel(x, vadd(x, vset1(1.0f)), vexp(x));
+    return vpos_sel(x, vadd(x, vset1(1.0f)), vexp_nonpos(x));
 }
 
 void FN(elu1)(float *y, const float *x, size_t n)
@@ -615,12 +618,98 @@ LINATTN_INLINE void lbr_rows4(float *out, size_t ldo, const float *phiq, size_t 
     }
 }
 
+/* R (2 or 3) query rows against a column block of exactly 4 vectors,
+ * each column summed as lbr_block sums that block (nc = 4): S's even rows
+ * in one chain and its odd rows in another, added, then the last row when
+ * dk is odd, c, the waiting rows in order, inv. Each S vector is loaded
+ * once for the R rows (vpin: else the compiler folds the load into every
+ * FMA, and the loop is bound by its loads as one row at a time is: a load
+ * per FMA and a broadcast per 4). 8 R sums: for 32 registers (VREGS). */
+LINATTN_INLINE void lbr_rows4x2(float *out, size_t ldo, const float *phiq, size_t dk,
+                                const float *S, size_t dv, const float *V, const float *const *w,
+                                const int *nr, const float *c, const float *inv, int R)
+{
+    vf acc[3][4], odd[3][4];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = odd[r][k] = vzero();
+    size_t i = 0;
+    for (; i + 2 <= dk; i += 2) {
+        const float *s0 = S + i * dv, *s1 = s0 + dv;
+        vf q0[3], q1[3];
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++) {
+            q0[r] = vbcast(phiq + (size_t)r * dk + i);
+            q1[r] = vbcast(phiq + (size_t)r * dk + i + 1);
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const vf a = vpin(vload(s0 + VL * k)), b = vpin(vload(s1 + VL * k));
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++) {
+                acc[r][k] = vfma(q0[r], a, acc[r][k]);
+                odd[r][k] = vfma(q1[r], b, odd[r][k]);
+            }
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vadd(acc[r][k], odd[r][k]);
+    if (i < dk) {
+#pragma GCC unroll 3
+        for (int r = 0; r < R; r++) {
+            const vf q0 = vbcast(phiq + (size_t)r * dk + i);
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = vfma(q0, vload(S + i * dv + VL * k), acc[r][k]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vc = vset1(c[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            acc[r][k] = vmul(acc[r][k], vc);
+    }
+    int j = 0;
+    for (; j < nr[0]; j++) {
+        const float *vj = V + (size_t)j * dv;
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const vf x = vload(vj + VL * k);
+#pragma GCC unroll 3
+            for (int r = 0; r < R; r++)
+                acc[r][k] = vfma(vbcast(w[r] + j), x, acc[r][k]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int r = 1; r < R; r++)
+        for (int jr = j; jr < nr[r]; jr++) {
+            const vf wj = vbcast(w[r] + jr);
+            const float *vj = V + (size_t)jr * dv;
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
+        }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vinv = vset1(inv[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
+    }
+}
+
 /* Rows [0, R) of a group of linear_block_rows (R <= 3), one column block of
  * linear_block_read (j, width) at a time: lbr_rows4 where the block is 8
- * full vectors (summed in one chain, as lbr_rows4 sums), else row by row
- * (a block of up to 4 vectors splits its sums in two chains: with 3 rows
- * their 24 sums would not fit in 16 registers, and with 32 registers,
- * AVX-512 at d = 64, 2 or 3 rows measured slower than one). */
+ * full vectors (summed in one chain, as lbr_rows4 sums); lbr_rows4x2 where
+ * it is exactly 4 (two chains) and there are 32 registers (AVX-512 and
+ * NEON at d = 64 and 16); else row by row (with 16 registers, 3 rows'
+ * 24 sums of a 4-vector block do not fit). */
 static void lbr_rows_group(float *out, size_t ldo, const float *phiq, const float *S,
                            const float *V, float (*w)[LINATTN_BLOCK_ROWS], const int *nr,
                            const float *c, const float *inv, size_t dk, size_t dv, int R)
@@ -635,6 +724,11 @@ static void lbr_rows_group(float *out, size_t ldo, const float *phiq, const floa
                 else
                     lbr_rows4(out + j + h, ldo, phiq, dk, S + j + h, dv, V + j + h, wp, nr, c, inv, 2);
             }
+        } else if (VREGS >= 32 && R > 1 && width == 4 * VL) {
+            if (R == 3)
+                lbr_rows4x2(out + j, ldo, phiq, dk, S + j, dv, V + j, wp, nr, c, inv, 3);
+            else
+                lbr_rows4x2(out + j, ldo, phiq, dk, S + j, dv, V + j, wp, nr, c, inv, 2);
         } else {
             for (int r = 0; r < R; r++)
                 lbr_dispatch(out + (size_t)r * ldo + j, phiq + (size_t)r * dk, S + j, V + j, w[r],

@@ -7,6 +7,7 @@
 #include "x86.h"
 
 #define VL 8                             /* floats per vector */
+#define VREGS 16                         /* vector registers */
 #if defined(__AVXVNNI__) /* the capability's own files: the dot-product kernels alone */
 #define FN(name) linattn_##name##_avx2vnni
 #else
@@ -65,6 +66,13 @@ LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
 {
     x86_store_halfs_n(p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT), avx2_mask_lanes(m));
 }
+/* v, kept in a register: a vector several FMAs read is loaded once
+ * (else the compiler may fold the load into each of them) */
+LINATTN_INLINE vf vpin(vf v)
+{
+    __asm__("" : "+x"(v));
+    return v;
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
@@ -114,6 +122,24 @@ LINATTN_INLINE vf vexp(vf x)
     __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
     __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
     return _mm256_andnot_ps(zero, _mm256_mul_ps(_mm256_mul_ps(p, s1), s2));
+}
+/* exp(min(x, 0)), bit for bit vexp's: where every lane is at least -86
+ * (or NaN) the result p 2^n is normal, so one multiply by 2^n rounds as
+ * vexp's two do, and 2^n comes from the rounding's own bits (the shifter
+ * biased by 127) instead of vexp's clamps, conversion and integer steps:
+ * elu + 1 is most of phi, and phi a fifth of the linear prefill
+ * (docs/benchmarks.md). Below -86 (and -inf) vexp itself. */
+LINATTN_INLINE vf vexp_nonpos(vf x)
+{
+    x = _mm256_min_ps(_mm256_setzero_ps(), x); /* NaN stays (second operand) */
+    const __m256 low = _mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_LT_OQ);
+    if (__builtin_expect(!_mm256_testz_ps(low, low), 0))
+        return vexp(x);
+    const vf shifter = vset1(VEXP_SHIFTER + 127.0f);
+    const vf t = vfma(x, vset1(0x1.715476p+0f), shifter);
+    const vf p = vexp_poly(x, vsub(t, shifter));
+    /* t's low bits are n + 127 in [2, 127]: shifted into the exponent */
+    return vmul(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23)));
 }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */

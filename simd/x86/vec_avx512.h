@@ -7,6 +7,7 @@
 #include "x86.h"
 
 #define VL 16                             /* floats per vector */
+#define VREGS 32                          /* vector registers */
 #if defined(__AVX512VNNI__) /* the capability's own files: the dot-product kernels alone */
 #define FN(name) linattn_##name##_avx512vnni
 #else
@@ -60,6 +61,13 @@ LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
 {
     _mm256_mask_storeu_epi16(p, m, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
+/* v, kept in a register: a vector several FMAs read is loaded once
+ * (else the compiler may fold the load into each of them) */
+LINATTN_INLINE vf vpin(vf v)
+{
+    __asm__("" : "+v"(v));
+    return v;
+}
 LINATTN_INLINE vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
 LINATTN_INLINE vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 LINATTN_INLINE vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
@@ -97,6 +105,9 @@ LINATTN_INLINE vf vexp(vf x)
     vf n, p = vexp_reduced(x, &n);
     return _mm512_scalef_ps(p, n);
 }
+/* exp(min(x, 0)) (vec_avx2.h's): vexp, whose scalef is one instruction
+ * already; min gives x where x is NaN. */
+LINATTN_INLINE vf vexp_nonpos(vf x) { return vexp(_mm512_min_ps(_mm512_setzero_ps(), x)); }
 LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
