@@ -80,7 +80,7 @@ LINATTN_INLINE void dot_tile(float *out, size_t ldo, const float *A, size_t lda,
             a[r] = vload(A + r * lda + p);
 #pragma GCC unroll 8
         for (int c = 0; c < cols; c++) {
-            vf b = wload(B, c * ldb + p, wt);
+            vf b = vpin(wload(B, c * ldb + p, wt)); /* one load for the rows */
 #pragma GCC unroll 8
             for (int r = 0; r < rows; r++)
                 acc[r][c] = vfma(a[r], b, acc[r][c]);
