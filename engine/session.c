@@ -430,6 +430,33 @@ linattn_status linattn_session_fork(const linattn_session *src, linattn_session 
     return LINATTN_OK;
 }
 
+linattn_status linattn_session_truncate(linattn_session *s, uint64_t n_tokens)
+{
+    if (!s)
+        return linattn_err(LINATTN_ERR_INVALID, "session_truncate: session is NULL");
+    const linattn_config *c = &s->m->cfg;
+    /* only a full KV cache keeps every key: a ring has overwritten the old
+     * ones, and linear sums cannot give a token back */
+    if (c->attention != LINATTN_ATTN_SOFTMAX || s->m->window > 0)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "session_truncate: a %s stream cannot be cut (only plain softmax "
+                           "attention keeps every key)",
+                           c->attention == LINATTN_ATTN_LINEAR   ? "linear"
+                           : c->attention == LINATTN_ATTN_HYBRID ? "hybrid"
+                                                                 : "windowed softmax");
+    if (n_tokens > s->tokens)
+        return linattn_err(LINATTN_ERR_INVALID,
+                           "session_truncate: cannot cut to %llu tokens, the stream has %llu",
+                           (unsigned long long)n_tokens, (unsigned long long)s->tokens);
+    if (n_tokens == s->tokens)
+        return LINATTN_OK; /* nothing cut: the logits stay right */
+    /* rows past n are rewritten before they are read again; the logits
+     * after token n are not kept, so they read as zeros until a feed */
+    s->tokens = n_tokens;
+    memset(s->logits, 0, (size_t)s->m->vocab * sizeof(float));
+    return LINATTN_OK;
+}
+
 void linattn_session_reset(linattn_session *s)
 {
     s->tokens = 0; /* a ring's rows are rewritten before they are read again */

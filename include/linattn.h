@@ -647,6 +647,15 @@ LINATTN_API const float *linattn_session_logits(const linattn_session *s);
 /* A new session continuing where src stands (state, tokens, logits,
  * threads): a shared prompt prefix computed once, then streams apart. */
 LINATTN_API linattn_status linattn_session_fork(const linattn_session *src, linattn_session **out);
+/* Cuts a stream back to its first n_tokens tokens, as if the later ones
+ * had never been fed: a fork cut to a shared prefix continues with other
+ * tokens bit for bit as a session fed that prefix would. Plain softmax
+ * attention only (its KV cache keeps every key); a linear, hybrid or
+ * windowed stream, or n_tokens past linattn_session_tokens, is
+ * LINATTN_ERR_INVALID with s unchanged. The logits after token n_tokens
+ * are not kept: linattn_session_logits reads zeros until the next feed
+ * (unless n_tokens is the stream's length, which changes nothing). */
+LINATTN_API linattn_status linattn_session_truncate(linattn_session *s, uint64_t n_tokens);
 /* Called between chunks (of 128 tokens) of a long feed with the
  * tokens done and the total of the call; returning non-zero stops the feed
  * with LINATTN_ERR_CANCELLED, the tokens done staying fed (and their logits

@@ -1018,6 +1018,111 @@ static void fork_continues(linattn_attention_kind kind)
 Test(host, fork_linear) { fork_continues(LINATTN_ATTN_LINEAR); }
 Test(host, fork_softmax) { fork_continues(LINATTN_ATTN_SOFTMAX); }
 
+/* n tokens drawn from s by sampler (temperature 0: greedy), each fed back. */
+static void draw(linattn_session *s, linattn_sampler *sp, int *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(linattn_sample(sp, linattn_session_logits(s), &out[i]), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(s, &out[i], 1, NULL), LINATTN_OK);
+    }
+}
+
+/* A softmax stream cut back to p tokens continues with other tokens as a
+ * session fed only those p would, bit for bit: logits, greedy and seeded
+ * text (the source fed as the fresh one was, p then the rest; fed in one
+ * prefill, its keys equal to rounding, as any other split of a feed).
+ * What a server does with a kept stream that shares a prompt's first p
+ * tokens. */
+Test(host, truncate_softmax_continues_as_the_prefix)
+{
+    enum { P = 30, LONG = 70, N = 60, DRAW = 25 };
+    linattn_model *m = random_model(LINATTN_ATTN_SOFTMAX, 256, LINATTN_POS_SINCOS);
+    int t[LONG], u[N];
+    make_tokens(t, LONG, 11);
+    make_tokens(u, N, 12);
+    memcpy(u, t, P * sizeof *t); /* u shares t's first P tokens, then goes apart */
+    linattn_session *src = new_session(m), *whole = new_session(m);
+    cr_assert_eq(linattn_session_feed(src, t, P, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(src, t + P, LONG - P, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_feed(whole, t, LONG, NULL), LINATTN_OK); /* one prefill */
+    for (int pass = 0; pass < 2; pass++) {
+        linattn_session *from = pass ? whole : src, *cut = NULL, *fresh = new_session(m);
+        cr_assert_eq(linattn_session_fork(from, &cut), LINATTN_OK);
+        float before[256];
+        memcpy(before, linattn_session_logits(cut), sizeof before);
+        cr_assert_eq(linattn_session_truncate(cut, LONG), LINATTN_OK, "its own length");
+        cr_assert_eq(memcmp(linattn_session_logits(cut), before, sizeof before), 0,
+                     "cutting nothing keeps the logits");
+        cr_assert_eq(linattn_session_truncate(cut, P), LINATTN_OK, "%s", linattn_last_error());
+        cr_assert_eq(linattn_session_tokens(cut), (uint64_t)P);
+        cr_assert_eq(linattn_session_tokens_left(cut), 256u - P);
+        const float *z = linattn_session_logits(cut);
+        for (int i = 0; i < 256; i++)
+            cr_assert_eq(z[i], 0.0f, "the logits after token P are not kept");
+        /* the fresh session as the source was fed: P, then the rest */
+        if (pass)
+            cr_assert_eq(linattn_session_feed(fresh, u, N, NULL), LINATTN_OK);
+        else
+            cr_assert_eq(linattn_session_feed(fresh, u, P, NULL), LINATTN_OK);
+        float a[256], b[256];
+        cr_assert_eq(linattn_session_feed(cut, u + P, N - P, a), LINATTN_OK);
+        if (!pass)
+            cr_assert_eq(linattn_session_feed(fresh, u + P, N - P, NULL), LINATTN_OK);
+        memcpy(b, linattn_session_logits(fresh), sizeof b);
+        if (pass) /* one prefill against another split of it: equal to rounding */
+            cr_assert_leq(rel_diff(a, b, 256), 1e-5, "the cut stream = the prefix alone");
+        else
+            cr_assert_eq(memcmp(a, b, sizeof a), 0, "the cut stream = the prefix alone");
+        /* greedy, then seeded, from forks of both */
+        for (int seeded = 0; seeded < 2 && !pass; seeded++) {
+            linattn_session *x = NULL, *y = NULL;
+            cr_assert_eq(linattn_session_fork(cut, &x), LINATTN_OK);
+            cr_assert_eq(linattn_session_fork(fresh, &y), LINATTN_OK);
+            linattn_sampler *sx, *sy;
+            float temp = seeded ? 0.9f : 0.0f;
+            cr_assert_eq(linattn_sampler_new(256, temp, 0, 1.0f, 77, &sx), LINATTN_OK);
+            cr_assert_eq(linattn_sampler_new(256, temp, 0, 1.0f, 77, &sy), LINATTN_OK);
+            int dx[DRAW], dy[DRAW];
+            draw(x, sx, dx, DRAW);
+            draw(y, sy, dy, DRAW);
+            cr_assert_eq(memcmp(dx, dy, sizeof dx), 0, "%s: the same text",
+                         seeded ? "seeded" : "greedy");
+            linattn_sampler_free(sx);
+            linattn_sampler_free(sy);
+            linattn_session_free(x);
+            linattn_session_free(y);
+        }
+        /* control: the uncut source fed the same tokens reads otherwise */
+        linattn_session *uncut = NULL;
+        cr_assert_eq(linattn_session_fork(from, &uncut), LINATTN_OK);
+        cr_assert_eq(linattn_session_feed(uncut, u + P, N - P, b), LINATTN_OK);
+        cr_assert_neq(memcmp(a, b, sizeof a), 0, "control: the keys past P matter");
+        linattn_session_free(uncut);
+        linattn_session_free(cut);
+        linattn_session_free(fresh);
+    }
+    /* refused: past the stream, NULL; the stream unchanged */
+    cr_assert_eq(linattn_session_truncate(src, LONG + 1), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "71 tokens"), "%s", linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(src), (uint64_t)LONG);
+    cr_assert_eq(linattn_session_truncate(NULL, 0), LINATTN_ERR_INVALID);
+    cr_assert_eq(linattn_session_truncate(src, 0), LINATTN_OK, "back to empty");
+    cr_assert_eq(linattn_session_tokens(src), 0u);
+    linattn_session_free(src);
+    linattn_session_free(whole);
+    linattn_model_free(m);
+
+    m = random_model(LINATTN_ATTN_LINEAR, 256, LINATTN_POS_SINCOS);
+    linattn_session *lin = new_session(m);
+    cr_assert_eq(linattn_session_feed(lin, t, P, NULL), LINATTN_OK);
+    cr_assert_eq(linattn_session_truncate(lin, 10), LINATTN_ERR_INVALID);
+    cr_assert(strstr(linattn_last_error(), "linear stream cannot be cut"), "%s",
+              linattn_last_error());
+    cr_assert_eq(linattn_session_tokens(lin), (uint64_t)P, "unchanged");
+    linattn_session_free(lin);
+    linattn_model_free(m);
+}
+
 Test(host, tokens_left)
 {
     linattn_model *lin = random_model(LINATTN_ATTN_LINEAR, 64, LINATTN_POS_SINCOS);
@@ -1480,6 +1585,30 @@ Test(window, softmax_sessions) { windowed_sessions(LINATTN_ATTN_SOFTMAX, 24, 0, 
 Test(window, softmax_sessions_f16) { windowed_sessions(LINATTN_ATTN_SOFTMAX, 7, 0, 0, LINATTN_KV_F16); }
 Test(window, hybrid_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 16, 0, 1, LINATTN_KV_F32); }
 Test(window, hybrid_feature_map_sessions) { windowed_sessions(LINATTN_ATTN_HYBRID, 5, 16, 1, LINATTN_KV_F32); }
+
+/* A ring has overwritten its oldest keys and a hybrid tail cannot give a
+ * token back: neither stream can be cut, and a refusal changes nothing. */
+Test(window, windowed_and_hybrid_streams_cannot_be_cut)
+{
+    const linattn_attention_kind kinds[] = {LINATTN_ATTN_SOFTMAX, LINATTN_ATTN_HYBRID};
+    const char *names[] = {"windowed softmax stream", "hybrid stream"};
+    int t[20];
+    make_tokens(t, 20, 5);
+    for (int k = 0; k < 2; k++) {
+        linattn_model *m = random_windowed(kinds[k], 8, 0, kinds[k] == LINATTN_ATTN_HYBRID,
+                                           LINATTN_KV_F32);
+        linattn_session *s = new_session(m);
+        cr_assert_eq(linattn_session_feed(s, t, 20, NULL), LINATTN_OK);
+        float before[256];
+        memcpy(before, linattn_session_logits(s), sizeof before);
+        cr_assert_eq(linattn_session_truncate(s, 4), LINATTN_ERR_INVALID);
+        cr_assert(strstr(linattn_last_error(), names[k]), "%s", linattn_last_error());
+        cr_assert_eq(linattn_session_tokens(s), 20u);
+        cr_assert_eq(memcmp(linattn_session_logits(s), before, sizeof before), 0);
+        linattn_session_free(s);
+        linattn_model_free(m);
+    }
+}
 Test(window, hybrid_sessions_f16) { windowed_sessions(LINATTN_ATTN_HYBRID, 9, 8, 0, LINATTN_KV_F16); }
 
 /* A hybrid prefill big enough for its operators and its own loops to

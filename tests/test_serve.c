@@ -621,6 +621,73 @@ Test(serve, prefix_reuse_resumes_and_matches)
     cr_expect_eq(stop(&t), 0);
 }
 
+static server start_softmax_model(const char *const *extra)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/../../configs/kjv-softmax.ini", tu_data_dir());
+    return start_model(path, extra);
+}
+
+/* The reply's text and cached_tokens for a completion of req on s. */
+static char *completion_cached(const server *s, const char *req, int *cached)
+{
+    reply r = post(s, "/v1/completions", req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    *cached = cached_of(&r);
+    char *t = text_of(&r);
+    free(r.body);
+    return t;
+}
+
+/* A softmax stream is cut: a completion whose prompt shares only its first
+ * p tokens (bytes) with a kept stream forks it, cuts the fork back to p
+ * and feeds the rest, and gives the text of a server without the cache,
+ * greedy and seeded. Fewer than 16 shared tokens are not worth a cut; a
+ * linear stream is never cut. */
+Test(serve, softmax_prefix_is_cut_to_the_match)
+{
+    const char *first = "In the beginning God created the heaven and the earth.";
+    const char *reqs[] = {
+        "{\"prompt\": \"In the beginning God created the sea\", \"max_tokens\": 24, "
+        "\"temperature\": 0}",
+        "{\"prompt\": \"In the beginning God made the light\", \"max_tokens\": 24, "
+        "\"temperature\": 0.9, \"seed\": 3}",
+        "{\"prompt\": \"In the end\", \"max_tokens\": 8, \"temperature\": 0}",
+    };
+    const int want[] = {(int)strlen("In the beginning God created the "),
+                        (int)strlen("In the beginning God "), 0};
+    char req0[256];
+    snprintf(req0, sizeof req0, "{\"prompt\": \"%s\", \"max_tokens\": 20, \"temperature\": 0}",
+             first);
+    server s = start_softmax_model(NULL);
+    int cached;
+    free(completion_cached(&s, req0, &cached));
+    cr_expect_eq(cached, 0);
+    char *with[3];
+    for (int i = 0; i < 3; i++) {
+        with[i] = completion_cached(&s, reqs[i], &cached);
+        cr_expect_eq(cached, want[i], "request %d: the tokens shared with a kept stream", i);
+    }
+    cr_expect_eq(stop(&s), 0);
+    const char *off[] = {"--prefix-cache", "0", NULL};
+    server t = start_softmax_model(off);
+    for (int i = 0; i < 3; i++) {
+        char *without = completion_cached(&t, reqs[i], &cached);
+        cr_expect_eq(cached, 0);
+        cr_expect_gt(strlen(without), 0u);
+        cr_expect_str_eq(with[i], without, "request %d: with and without the cut stream", i);
+        free(without);
+        free(with[i]);
+    }
+    cr_expect_eq(stop(&t), 0);
+
+    server l = start_text_model(NULL);
+    free(completion_cached(&l, req0, &cached));
+    free(completion_cached(&l, reqs[0], &cached));
+    cr_expect_eq(cached, 0, "a linear stream is reused whole or not at all");
+    cr_expect_eq(stop(&l), 0);
+}
+
 /* Streams survive a restart on the same --state-dir: every stream is
  * written there at exit, and the next server takes them back (its named
  * ones by id, its kept completions for prefix reuse). */

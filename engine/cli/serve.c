@@ -665,16 +665,39 @@ static linattn_status make_sampler(srv *s, srv_job *j)
     return st;
 }
 
-/* The idle stream with the longest history that begins t[n] (whole:
- * a stream is reused as it stands, never cut), or NULL. */
-static srv_stream *best_prefix(srv *s, const int *t, int n)
+/* Tokens a plain softmax stream must share with a request before it is
+ * forked and cut for it: below this, a fresh prefill costs about as much. */
+#define SRV_MIN_CUT 16
+
+/* The idle stream that gives t[n] the most tokens, or NULL; *reuse says
+ * how many. A stream whose whole history begins t is reused as it stands
+ * (every attention kind); a plain softmax stream (whose KV cache keeps
+ * every key) that shares at least SRV_MIN_CUT first tokens with t is also
+ * a candidate, to be cut back to them (*reuse < its length), leaving at
+ * least one token of t to feed for the logits. */
+static srv_stream *best_prefix(srv *s, const int *t, int n, size_t *reuse)
 {
+    const linattn_config *c = linattn_model_config(s->m);
+    int cuttable = c->attention == LINATTN_ATTN_SOFTMAX && c->window == 0;
     srv_stream *best = NULL;
-    for (srv_stream *st = s->streams; st; st = st->next)
-        if (!st->busy && st->hist_known && st->n_hist > 0 && st->n_hist <= (size_t)n &&
-            (!best || st->n_hist > best->n_hist) && st->tokens == st->n_hist &&
-            !memcmp(st->hist, t, st->n_hist * sizeof *t))
+    *reuse = 0;
+    for (srv_stream *st = s->streams; st; st = st->next) {
+        if (st->busy || !st->hist_known || st->n_hist == 0 || st->tokens != st->n_hist)
+            continue;
+        size_t p = 0, lim = st->n_hist < (size_t)n ? st->n_hist : (size_t)n;
+        while (p < lim && st->hist[p] == t[p])
+            p++;
+        if (p < st->n_hist) { /* only part of it: a cut */
+            if (!cuttable || p < SRV_MIN_CUT)
+                continue;
+            if (p == (size_t)n)
+                p--; /* a token of t to feed */
+        }
+        if (p > *reuse) {
             best = st;
+            *reuse = p;
+        }
+    }
     return best;
 }
 
@@ -687,20 +710,26 @@ static int begin(srv *s, srv_job *j)
     srv_stream *st = NULL;
     linattn_status rc = LINATTN_OK;
     if (j->create) {
-        srv_stream *src = j->reuse ? best_prefix(s, j->input, j->n_input) : NULL;
+        size_t reuse = 0;
+        srv_stream *src = j->reuse ? best_prefix(s, j->input, j->n_input, &reuse) : NULL;
         if (src && restore(s, src) != LINATTN_OK)
             src = NULL;
         if (!(st = add_stream(s, j->ephemeral ? "" : NULL, &rc)))
             return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
         linattn_session *f = NULL;
-        if (src && linattn_session_fork(src->sess, &f) == LINATTN_OK) {
+        if (src && linattn_session_fork(src->sess, &f) == LINATTN_OK && reuse < src->n_hist &&
+            linattn_session_truncate(f, reuse) != LINATTN_OK) {
+            linattn_session_free(f); /* cannot happen: best_prefix cuts softmax alone */
+            f = NULL;
+        }
+        if (f) {
             /* the input's first tokens are src's: start from them */
             linattn_session_free(st->sess);
             st->sess = f;
             linattn_session_set_threads(f, s->o.threads);
-            hist_add(st, src->hist, src->n_hist);
-            st->tokens = src->n_hist;
-            j->fed = j->reused_tokens = (int)src->n_hist;
+            hist_add(st, src->hist, reuse);
+            st->tokens = reuse;
+            j->fed = j->reused_tokens = (int)reuse;
             src->last_use = now_s();
         }
         if (s->o.store && !j->ephemeral) { /* a client's new stream goes to the store */
