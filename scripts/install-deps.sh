@@ -1,7 +1,8 @@
 #!/bin/sh
 # install-deps.sh: installs the Debian 12 packages linattn needs, only those missing.
 #   scripts/install-deps.sh            build + test dependencies (native)
-#   scripts/install-deps.sh --tests    also numpy (the tools' tests), redis-server (serve --store's), curl and jq (README's serve example)
+#   scripts/install-deps.sh --tests    also numpy (the tools' tests), redis-server (serve --store's), curl and jq (README's serve example),
+#                                      wrk (bench/serve_load.sh's HTTP load)
 #   scripts/install-deps.sh --cross    also the aarch64 cross toolchain and qemu
 #   scripts/install-deps.sh --python   also PyTorch, numpy and the KJV text (tools/ only)
 #   scripts/install-deps.sh --check    also clang + libFuzzer, valgrind and node + npm (.ci/run's fuzz,
@@ -15,7 +16,7 @@ cross="gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libgomp1:arm64 libsleef-d
        pkg-config:arm64 libinih-dev:arm64 libcjson-dev:arm64 zlib1g-dev:arm64 libpcre2-dev:arm64"
 python="python3 python3-numpy python3-torch bible-kjv-text bible-kjv libopenblas0-pthread"
 check="clang libclang-rt-14-dev valgrind nodejs"
-tests="python3 python3-numpy redis-server curl jq"
+tests="python3 python3-numpy redis-server curl jq wrk"
 
 want="$native"
 for arg in "$@"; do
@@ -26,7 +27,7 @@ for arg in "$@"; do
     --check) want="$want $check"
         # Debian's npm, unless a node that brings its own npm is there
         command -v npm >/dev/null 2>&1 || want="$want npm" ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
     esac
 done
