@@ -96,6 +96,25 @@ class Bindings(unittest.TestCase):
         for other in (r, f, m):
             self.assertEqual(list(other.feed([nxt])), want)
 
+    def test_truncate_softmax_refuse_linear(self):
+        ids = self.model.tokenizer.encode(PROMPT)
+        lin = self.model.session()
+        lin.feed(ids)
+        with self.assertRaises(linattn.Error) as e:
+            lin.truncate(3)
+        self.assertIn("linear stream cannot be cut", str(e.exception))
+        self.assertEqual(lin.tokens, len(ids))
+        sm = linattn.Model(SOFTMAX)
+        long, fresh = sm.session(), sm.session()
+        long.feed(ids[:10])
+        long.feed(list(b" made the light"))
+        long.truncate(10)
+        self.assertEqual(long.tokens, 10)
+        with self.assertRaises(linattn.Error):
+            long.truncate(11)
+        fresh.feed(ids[:10])
+        self.assertEqual(list(long.feed(ids[10:])), list(fresh.feed(ids[10:])))
+
     def test_sessions_step_equals_each_alone(self):
         ids = self.model.tokenizer.encode(PROMPT)
         batch = [self.model.session() for _ in range(3)]

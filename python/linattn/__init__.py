@@ -95,6 +95,7 @@ _session_tokens = _fn("linattn_session_tokens", _u64, _p)
 _session_tokens_left = _fn("linattn_session_tokens_left", _u64, _p)
 _session_logits = _fn("linattn_session_logits", _fp, _p)
 _session_fork = _fn("linattn_session_fork", _i, _p, ctypes.POINTER(_p))
+_session_truncate = _fn("linattn_session_truncate", _i, _p, _u64)
 _session_state_bytes = _fn("linattn_session_state_bytes", _sz, _p)
 _session_save = _fn("linattn_session_save", _i, _p, ctypes.c_char_p, ctypes.c_char_p, _sz)
 _session_load = _fn("linattn_session_load", _i, _p, ctypes.c_char_p, ctypes.c_char_p, _sz,
@@ -424,6 +425,11 @@ class Session:
         h = _p()
         _check(_session_fork(self._h, ctypes.byref(h)))
         return Session(self.model, _handle=h)
+
+    def truncate(self, n_tokens):
+        """Cuts a plain softmax stream back to its first n_tokens tokens (its logits
+        read zeros until the next feed); linear, hybrid and windowed streams raise."""
+        _check(_session_truncate(self._h, n_tokens))
 
     def save(self, path, extra=b""):
         """Saves the stream to path (temp file, fsync, rename); extra bytes are kept with it."""
