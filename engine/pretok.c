@@ -201,6 +201,45 @@ const tok_pre_type *tok_pre_type_find(const char *name, size_t len)
     return NULL;
 }
 
+/* Whether a tokenizer.json pattern p is llama.cpp's q: the same text, or
+ * the form llama.cpp rewrote it from (tok_pre_adapted; case-insensitive
+ * contractions spelt out), or GPT-2's as the ByteLevel pre-tokenizer has
+ * it (the same pieces as llama.cpp's, see tok_gpt2_pattern). */
+static int same_pattern(const char *p, const char *q)
+{
+    static const char ci[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
+    if (!strcmp(p, q) || (!strcmp(p, tok_gpt2_pattern) && q == P_GPT2))
+        return 1;
+    for (int i = 0; tok_pre_adapted[i][0]; i++)
+        if (!strcmp(p, tok_pre_adapted[i][0]) && !strcmp(q, tok_pre_adapted[i][1]))
+            return 1;
+    size_t n = sizeof ci - 1, c = sizeof CONTRACTIONS - 1;
+    return !strncmp(p, ci, n) && !strncmp(q, CONTRACTIONS, c) && !strcmp(p + n, q + c);
+}
+
+const char *tok_pre_type_name(const linattn_tokenizer *t, size_t *len)
+{
+    for (int i = 0; i < t->n_split; i++)
+        if (t->split[i].literal || t->split[i].invert || t->split[i].behavior != SPLIT_ISOLATED)
+            return NULL;
+    for (size_t k = 0; k < sizeof pre_types / sizeof pre_types[0]; k++) {
+        const tok_pre_type *p = &pre_types[k];
+        int n = 0;
+        while (p->patterns[n])
+            n++;
+        if (n != t->n_split || !p->ignore_merges != !t->ignore_merges)
+            continue;
+        int same = 1;
+        for (int i = 0; i < n && same; i++)
+            same = same_pattern(t->split[i].pattern, p->patterns[i]);
+        if (same) {
+            *len = strcspn(p->names, " ");
+            return p->names;
+        }
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Compiling                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -267,14 +306,22 @@ linattn_status tok_split_add(linattn_tokenizer *t, const char *where, const char
     for (size_t i = 0; !literal && i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(pattern, known[i].pattern))
             cut = known[i].cut;
-    t->split[t->n_split++] = (tok_split){code, behavior, invert, cut};
+    char *copy = mem_alloc(strlen(pattern) + 1);
+    if (!copy) {
+        pcre2_code_free(code);
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for its pattern", where);
+    }
+    strcpy(copy, pattern);
+    t->split[t->n_split++] = (tok_split){code, behavior, invert, cut, copy, literal};
     return LINATTN_OK;
 }
 
 void tok_split_free(linattn_tokenizer *t)
 {
-    for (int i = 0; i < t->n_split; i++)
+    for (int i = 0; i < t->n_split; i++) {
         pcre2_code_free(t->split[i].code);
+        mem_free(t->split[i].pattern);
+    }
     t->n_split = 0;
 }
 

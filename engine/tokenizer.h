@@ -76,6 +76,8 @@ typedef struct tok_split {
     split_behavior behavior;
     int invert;        /* the pattern says what to keep, not where to split */
     int cut;           /* SPLIT_CUT_*: what it does at "a| b" (tok_split_can_cut) */
+    char *pattern;     /* as given (a GGUF writer names the pre-type by it) */
+    int literal;
 } tok_split;
 
 struct linattn_tokenizer {
@@ -115,7 +117,8 @@ struct linattn_tokenizer {
     int32_t *pair_rank, *pair_id;
     size_t pair_mask;
     int *added;          /* added tokens (special tokens), ids, longest content first */
-    unsigned char *added_strip; /* bit 1: lstrip, bit 2: rstrip */
+    unsigned char *added_strip; /* bit 1: lstrip, bit 2: rstrip, bit 4: special (what a
+                          * GGUF file calls a control token, not a user-defined one) */
     int n_added;
     tok_trie *added_ac;  /* their contents reversed, as an Aho-Corasick automaton */
     size_t added_max;    /* the longest content */
@@ -239,6 +242,11 @@ typedef struct tok_pre_type {
 /* The pre-type named name[0..len), or NULL when llama.cpp has no such name
  * or linattn does not do it. */
 const tok_pre_type *tok_pre_type_find(const char *name, size_t len);
+/* The first name (its *len bytes) of the pre-type whose patterns are t's
+ * splits (each an Isolated regular expression; tokenizer.json's spellings
+ * of a pattern taken as llama.cpp's) and whose ignore_merges is t's; NULL
+ * for none. */
+const char *tok_pre_type_name(const linattn_tokenizer *t, size_t *len);
 /* The patterns of llama.cpp's source that the table holds changed, as
  * {llama.cpp's, linattn's}, ending with NULLs: llama.cpp gives them a text
  * whose non-ASCII spaces are U+000B, and linattn's match as they do then. */

@@ -669,7 +669,8 @@ static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
                                L->path, x);
         L->content[x] = get_str(a, "content");
         t->added_strip[t->n_added] = (unsigned char)((get_bool(a, "lstrip", 0) == 1) |
-                                                     (get_bool(a, "rstrip", 0) == 1) << 1);
+                                                     (get_bool(a, "rstrip", 0) == 1) << 1 |
+                                                     (get_bool(a, "special", 0) == 1) << 2);
         t->added[t->n_added++] = (int)x;
     }
     size_t at = 0;
