@@ -1,11 +1,14 @@
 /* quantize.c: a model's weights written as a GGUF file llama.cpp reads, its matrices in ggml's block types (`linattn quantize`). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "file.h"
 #include "gguf.h"
+#include "json.h"
 #include "internal.h"
 #include "source.h"
 #include "tokenizer.h"
@@ -355,6 +358,323 @@ static void vocab_from_llama2c(kvbuf *b, const linattn_tokenizer *t)
         kv_u32(b, "tokenizer.ggml.eos_token_id", (uint32_t)t->eos);
 }
 
+/* ---- a Hugging Face tokenizer, as llama.cpp's converter writes one -------------------- */
+
+/* llama.cpp's token types (llama_token_type) */
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+
+static void kv_bool(kvbuf *b, const char *key, int v)
+{
+    kv_key(b, key, LINATTN_GGUF_BOOL);
+    uint8_t x = (uint8_t)(v != 0);
+    kv_put(b, &x, 1);
+}
+
+static void kv_array(kvbuf *b, const char *key, uint32_t type, uint64_t n)
+{
+    kv_key(b, key, LINATTN_GGUF_ARRAY);
+    kv_u32v(b, type);
+    kv_u64v(b, n);
+}
+
+typedef struct merge_at {
+    int32_t rank;
+    int a, b, id; /* a and b join into id */
+} merge_at;
+
+static int by_rank(const void *x, const void *y)
+{
+    const merge_at *p = x, *q = y;
+    return (p->rank > q->rank) - (p->rank < q->rank);
+}
+
+/* The merges of t in rank order (*n of them); NULL when out of memory. */
+static merge_at *merges_of(const linattn_tokenizer *t, size_t *n)
+{
+    *n = 0;
+    size_t slots = t->pair_key ? t->pair_mask + 1 : 0;
+    merge_at *m = mem_alloc((slots ? slots : 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    for (size_t s = 0; s < slots; s++)
+        if (t->pair_rank[s] >= 0)
+            m[(*n)++] = (merge_at){t->pair_rank[s], (int)(t->pair_key[s] >> 32),
+                                   (int)(uint32_t)t->pair_key[s], t->pair_id[s]};
+    qsort(m, *n, sizeof *m, by_rank);
+    return m;
+}
+
+/* What each id of t is, for the token types: place[id] its place in
+ * t->added (-1: not added), byte[id] whether it is a byte token. */
+typedef struct id_kinds {
+    int *place;
+    unsigned char *byte, *merged; /* merged: some merge makes it */
+} id_kinds;
+
+/* tokenizer_config.json's chat_template (a string, or a list of {name,
+ * template}: "default" as tokenizer.chat_template, the others as
+ * tokenizer.chat_template.NAME, as gguf-py writes them), else the folder's
+ * chat_template.jinja. */
+/* Only a name that is not there at all is no file: one that cannot be
+ * read is read, and its error reported (as the tokenizer's side files). */
+static int absent(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) != 0 && errno == ENOENT;
+}
+
+static linattn_status chat_template(kvbuf *b, const char *source)
+{
+    const char *slash = strrchr(source, '/');
+    char path[4200];
+    snprintf(path, sizeof path, "%.*stokenizer_config.json", slash ? (int)(slash - source + 1) : 0,
+             source);
+    char *text = NULL;
+    size_t len = 0;
+    if (!absent(path)) {
+        cJSON *root = NULL;
+        linattn_status st = safe_read_all(path, "tokenizer_config.json", (size_t)16 << 20, &text,
+                                          &len);
+        if (st == LINATTN_OK)
+            st = json_parse_file(path, text, len, 1, &root);
+        mem_free(text);
+        if (st != LINATTN_OK)
+            return st;
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
+        int bad = ct && !cJSON_IsNull(ct) && !cJSON_IsString(ct) && !cJSON_IsArray(ct);
+        if (cJSON_IsString(ct))
+            kv_str(b, "tokenizer.chat_template", ct->valuestring);
+        for (const cJSON *e = cJSON_IsArray(ct) ? ct->child : NULL; e; e = e->next) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+            const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(e, "template");
+            if ((bad = !cJSON_IsString(name) || !cJSON_IsString(tmpl)))
+                break;
+            char key[160];
+            snprintf(key, sizeof key, "tokenizer.chat_template%s%.100s",
+                     strcmp(name->valuestring, "default") ? "." : "",
+                     strcmp(name->valuestring, "default") ? name->valuestring : "");
+            kv_str(b, key, tmpl->valuestring);
+        }
+        int found = ct && !cJSON_IsNull(ct);
+        cJSON_Delete(root);
+        if (bad)
+            return linattn_err(LINATTN_ERR_FORMAT, "%s: chat_template: expected a string or a "
+                               "list of {\"name\": ..., \"template\": ...} strings", path);
+        if (found)
+            return LINATTN_OK;
+    }
+    snprintf(path, sizeof path, "%.*schat_template.jinja", slash ? (int)(slash - source + 1) : 0,
+             source);
+    if (absent(path))
+        return LINATTN_OK;
+    linattn_status st = safe_read_all(path, "chat_template.jinja", (size_t)16 << 20, &text, &len);
+    if (st != LINATTN_OK)
+        return st;
+    kv_key(b, "tokenizer.chat_template", LINATTN_GGUF_STRING);
+    kv_strv(b, text, len);
+    mem_free(text);
+    return LINATTN_OK;
+}
+
+/* Why a metaspace tokenizer has no sentencepiece form llama.cpp reads it
+ * by, or NULL: llama.cpp's SPM puts U+2581 for spaces and, with
+ * add_space_prefix, one before every text and after every special token
+ * (Hugging Face's Prepend normalizer; the Metaspace pre-tokenizer's
+ * "first" scheme and its "no second U+2581" rule differ), falls back to
+ * <0xXX> tokens for every byte, and joins any two symbols whose join is a
+ * token, best score first: the scores give each token its merge's rank,
+ * which is the merges' order when every multi-character token is some
+ * merge's (a token no merge makes would be joined where the merges do not). */
+static linattn_status spm_checks(const linattn_tokenizer *t, const char *what, int *prefix,
+                                 const id_kinds *k)
+{
+    static const char meta[] = "\xe2\x96\x81";
+    if (t->meta_len != 3 || memcmp(t->meta, meta, 3) != 0)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED, "%s: the space replacement is '%.8s', and "
+                           "llama.cpp's sentencepiece tokenizer has only U+2581", what, t->meta);
+    if (t->prepend == PREPEND_ALWAYS && !t->meta_pretok)
+        *prefix = 1;
+    else if (t->prepend == PREPEND_NEVER)
+        *prefix = 0;
+    else
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: the Metaspace pre-tokenizer's prefix (prepend_scheme %s) has no "
+                           "GGUF form: llama.cpp puts U+2581 before every text, one that starts "
+                           "with a space and one after a special token too", what,
+                           t->prepend == PREPEND_FIRST ? "first" : "always");
+    if (t->ignore_merges)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED, "%s: ignore_merges with a sentencepiece "
+                           "form has no GGUF form", what);
+    for (int b = 0; b < 256; b++)
+        if (!t->byte_fallback || t->byte_token[b] < 0)
+            return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                               "%s: %s: llama.cpp's sentencepiece tokenizer falls back to a "
+                               "<0xXX> token for every byte", what,
+                               t->byte_fallback ? "a byte has no <0xXX> token" : "no byte_fallback");
+    for (int id = 0; id < t->vocab; id++) {
+        const char *p = t->piece + t->piece_off[id];
+        size_t n = tok_piece_len(t, id);
+        if (k->place[id] >= 0 || k->byte[id] || n == 0)
+            continue;
+        if (t->meta_split)
+            for (size_t i = 1; i + 3 <= n; i++)
+                if (!memcmp(p + i, meta, 3))
+                    return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                                       "%s: token %d '%.*s' spans a U+2581 the Metaspace "
+                                       "pre-tokenizer splits at, and llama.cpp splits at none",
+                                       what, id, (int)(n < 40 ? n : 40), p);
+        if (!k->merged[id] && (size_t)tok_utf8_len((unsigned char)p[0]) < n)
+            return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                               "%s: token %d '%.*s' is made by no merge: llama.cpp's "
+                               "sentencepiece tokenizer would join its characters where the "
+                               "merges do not", what, id, (int)(n < 40 ? n : 40), p);
+    }
+    return LINATTN_OK;
+}
+
+/* A Hugging Face tokenizer.json as llama.cpp's converter writes one, n_vocab
+ * tokens (ids the tokenizer lacks as [PADn], unused): byte-level BPE as
+ * model gpt2 (tokens as tokenizer.json spells them, merges, the pre-type
+ * whose patterns are its splits), the sentencepiece form as model llama
+ * (scores from the merges' ranks). */
+static linattn_status vocab_from_hf(kvbuf *b, const linattn_tokenizer *t, int n_vocab,
+                                    const char *what)
+{
+    if (t->vocab > n_vocab)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: %d tokens for a model of %d: llama.cpp needs an embedding row "
+                           "for every token", what, t->vocab, n_vocab);
+    for (int k = 0; k < t->n_added; k++)
+        if (t->added_strip[k] & 3) {
+            int id = t->added[k];
+            return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                               "%s: added token %d '%.*s' strips the spaces beside it (lstrip or "
+                               "rstrip), which a GGUF vocabulary cannot say", what, id,
+                               (int)(t->text_off[id + 1] - t->text_off[id] < 40
+                                         ? t->text_off[id + 1] - t->text_off[id] : 40),
+                               t->text + t->text_off[id]);
+        }
+    const char *pre = NULL;
+    size_t pre_len = 0;
+    int prefix = 0;
+    if (t->form == HF_BYTELEVEL) {
+        if (t->add_prefix_space)
+            return linattn_err(LINATTN_ERR_UNSUPPORTED, "%s: ByteLevel add_prefix_space has no "
+                               "GGUF form (llama.cpp's BPE adds no space)", what);
+        if (!(pre = tok_pre_type_name(t, &pre_len))) {
+            char found[200] = "no split";
+            if (t->n_split)
+                snprintf(found, sizeof found, "%d split%s, the first '%.60s'%s%s", t->n_split,
+                         t->n_split > 1 ? "s" : "", t->split[0].pattern,
+                         t->split[0].behavior != SPLIT_ISOLATED || t->split[0].invert
+                             ? " (not Isolated)" : "",
+                         t->ignore_merges ? ", ignore_merges" : "");
+            return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                               "%s: its pre-tokenizer (%s) is none of llama.cpp's pre-types "
+                               "(tokenizer.ggml.pre; docs/tokenizers.md): another would give "
+                               "other ids", what, found);
+        }
+    } else if (t->form != HF_METASPACE)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED, "%s: a BPE neither byte-level nor "
+                           "sentencepiece (metaspace) has no GGUF form", what);
+    int spm = t->form == HF_METASPACE;
+    size_t nm = 0;
+    merge_at *m = merges_of(t, &nm);
+    id_kinds k = {mem_alloc((size_t)t->vocab * sizeof *k.place), mem_calloc((size_t)t->vocab, 1),
+                  mem_calloc((size_t)t->vocab, 1)};
+    linattn_status st = LINATTN_OK;
+    if (!m || !k.place || !k.byte || !k.merged)
+        st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %d tokens", what, t->vocab);
+    for (int id = 0; st == LINATTN_OK && id < t->vocab; id++)
+        k.place[id] = -1;
+    for (int i = 0; st == LINATTN_OK && i < t->n_added; i++)
+        k.place[t->added[i]] = i;
+    for (int c = 0; st == LINATTN_OK && spm && c < 256; c++)
+        if (t->byte_token[c] >= 0)
+            k.byte[t->byte_token[c]] = 1;
+    for (size_t i = 0; st == LINATTN_OK && i < nm; i++)
+        k.merged[m[i].id] = 1;
+    if (st == LINATTN_OK && spm)
+        st = spm_checks(t, what, &prefix, &k);
+    if (st != LINATTN_OK)
+        goto done;
+    kv_str(b, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
+    if (!spm) {
+        kv_key(b, "tokenizer.ggml.pre", LINATTN_GGUF_STRING);
+        kv_strv(b, pre, pre_len);
+    }
+    kv_array(b, "tokenizer.ggml.tokens", LINATTN_GGUF_STRING, (uint64_t)n_vocab);
+    for (int id = 0; id < n_vocab; id++) {
+        if (id < t->vocab && k.place[id] >= 0) /* an added token is its content */
+            kv_strv(b, t->text + t->text_off[id], t->text_off[id + 1] - t->text_off[id]);
+        else if (id < t->vocab && tok_piece_len(t, id))
+            kv_strv(b, t->piece + t->piece_off[id], tok_piece_len(t, id));
+        else {
+            char pad[32];
+            int n = snprintf(pad, sizeof pad, "[PAD%d]", id);
+            kv_strv(b, pad, (size_t)n);
+        }
+    }
+    if (spm) {
+        /* a token scores minus its first merge's rank, so that the best
+         * score is the earliest merge; the others (characters, bytes,
+         * added tokens) 0, as no join makes them */
+        kv_array(b, "tokenizer.ggml.scores", LINATTN_GGUF_FLOAT32, (uint64_t)n_vocab);
+        float *score = mem_calloc((size_t)n_vocab, sizeof *score);
+        if (!score)
+            b->failed = 1;
+        for (size_t i = nm; score && i-- > 0;)
+            score[m[i].id] = -1.0f - (float)m[i].rank;
+        for (int id = 0; score && id < n_vocab; id++)
+            kv_put(b, &score[id], 4);
+        mem_free(score);
+    }
+    kv_array(b, "tokenizer.ggml.token_type", LINATTN_GGUF_INT32, (uint64_t)n_vocab);
+    for (int id = 0; id < n_vocab; id++) {
+        int place = id < t->vocab ? k.place[id] : -1;
+        int32_t type = id >= t->vocab || !tok_piece_len(t, id) ? TT_UNUSED
+                       : id == t->unk && spm                  ? TT_UNKNOWN
+                       : place >= 0 ? (t->added_strip[place] & 4 ? TT_CONTROL : TT_USER)
+                       : k.byte[id] ? TT_BYTE
+                                    : TT_NORMAL;
+        kv_put(b, &type, 4);
+    }
+    if (!spm) {
+        kv_array(b, "tokenizer.ggml.merges", LINATTN_GGUF_STRING, (uint64_t)nm);
+        for (size_t i = 0; i < nm && st == LINATTN_OK; i++) {
+            const char *l = t->piece + t->piece_off[m[i].a], *r = t->piece + t->piece_off[m[i].b];
+            size_t ln = tok_piece_len(t, m[i].a), rn = tok_piece_len(t, m[i].b);
+            /* a GGUF merge is cut at a space (llama.cpp: the first after
+             * the first byte; linattn's reader: the one space) */
+            if (memchr(l, ' ', ln) || memchr(r, ' ', rn))
+                st = linattn_err(LINATTN_ERR_UNSUPPORTED,
+                                 "%s: merge %d ('%.*s' + '%.*s') holds a space, which a GGUF "
+                                 "merge \"left right\" cannot", what, (int)m[i].rank,
+                                 (int)(ln < 40 ? ln : 40), l, (int)(rn < 40 ? rn : 40), r);
+            kv_u64v(b, ln + 1 + rn);
+            kv_put(b, l, ln);
+            kv_put(b, " ", 1);
+            kv_put(b, r, rn);
+        }
+    } else
+        kv_bool(b, "tokenizer.ggml.add_space_prefix", prefix);
+done:
+    mem_free(m);
+    mem_free(k.place);
+    mem_free(k.byte);
+    mem_free(k.merged);
+    if (st != LINATTN_OK)
+        return st;
+    if (t->bos >= 0)
+        kv_u32(b, "tokenizer.ggml.bos_token_id", (uint32_t)t->bos);
+    if (t->eos >= 0)
+        kv_u32(b, "tokenizer.ggml.eos_token_id", (uint32_t)t->eos);
+    if (t->unk >= 0)
+        kv_u32(b, "tokenizer.ggml.unknown_token_id", (uint32_t)t->unk);
+    kv_bool(b, "tokenizer.ggml.add_bos_token", t->add_bos);
+    return chat_template(b, t->source);
+}
+
 /* One tensor of the output. */
 typedef struct out_tensor {
     char ours[128], gguf[128];
@@ -483,6 +803,12 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
         if ((st = linattn_tokenizer_load(c->tokenizer, &tok)) != LINATTN_OK)
             goto done;
         vocab_from_llama2c(&kv, tok);
+        if (wrote_vocab)
+            *wrote_vocab = 1;
+    } else if (strncmp(c->tokenizer, "hf:", 3) == 0) {
+        if ((st = linattn_tokenizer_load(c->tokenizer, &tok)) != LINATTN_OK ||
+            (st = vocab_from_hf(&kv, tok, c->vocab_size, tok->source)) != LINATTN_OK)
+            goto done;
         if (wrote_vocab)
             *wrote_vocab = 1;
     }

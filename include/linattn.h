@@ -543,7 +543,10 @@ LINATTN_API linattn_status linattn_config_from_model(const char *path, linattn_c
  * of the type gets Q8_0 (rows of 32s) or F16. Half-pairing q and k rows
  * (Hugging Face) are reordered to the interleaved pairs GGUF holds. The
  * vocabulary is copied from a GGUF tokenizer and converted from a llama2.c
- * one; *wrote_vocab (may be NULL) says whether there was one to write.
+ * or Hugging Face one as llama.cpp's converters write them (a tokenizer.json
+ * llama.cpp would tokenize otherwise is LINATTN_ERR_UNSUPPORTED, naming
+ * what differs: docs/tokenizers.md); *wrote_vocab (may be NULL) says
+ * whether there was one to write (the byte tokenizer has none).
  * LINATTN_ERR_UNSUPPORTED for a model that is not llama-shaped (another
  * attention, norm, FFN or positions, biases, a window), LINATTN_ERR_INVALID
  * for an unknown type or random weights. The file is written whole or not

@@ -13,8 +13,13 @@ static const char usage[] =
     "Writes MODEL (a GGUF file, a llama2.c checkpoint, a Hugging Face folder, or\n"
     "a config naming one of them or a safetensors file) to OUT as a GGUF file of\n"
     "architecture llama that llama.cpp reads: norms in F32, the matrices in TYPE.\n"
-    "The vocabulary is copied from a GGUF file or converted from a llama2.c\n"
-    "tokenizer.bin (other tokenizers are not written: a warning says so). OUT is\n"
+    "The vocabulary goes along as llama.cpp's converters write it: copied from a\n"
+    "GGUF file; a llama2.c tokenizer.bin as model llama; a Hugging Face\n"
+    "tokenizer.json as model gpt2 (byte-level BPE: its merges, and the\n"
+    "tokenizer.ggml.pre whose patterns are its Split ones) or llama\n"
+    "(sentencepiece form: scores from the merges' ranks), with its bos, eos,\n"
+    "add_bos_token and tokenizer_config.json's chat_template. A tokenizer.json\n"
+    "llama.cpp would tokenize otherwise is refused, naming what differs. OUT is\n"
     "written whole or not at all. The model must be llama-shaped: softmax\n"
     "attention without a window, rmsnorm before each block, SwiGLU, RoPE, no\n"
     "biases.\n"
@@ -67,10 +72,9 @@ int cmd_quantize(int argc, char **argv)
         free(cfg);
         return cli_fail_status("quantize", st);
     }
-    if (!vocab)
-        cli_warn("quantize", "%s: no vocabulary written (the model's tokenizer is '%s'; only "
-                 "GGUF and llama2.c ones are converted)", out,
-                 cfg->tokenizer[0] ? cfg->tokenizer : "bytes");
+    if (!vocab) /* the byte tokenizer: there is no vocabulary, and llama.cpp needs one */
+        cli_warn("quantize", "%s: no vocabulary written (the model's tokenizer is bytes); "
+                 "llama.cpp will not load the file", out);
     struct stat sb;
     printf("wrote %s: %s, %lld bytes\n", out, type, stat(out, &sb) == 0 ? (long long)sb.st_size : -1LL);
     free(cfg);
