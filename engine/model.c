@@ -149,9 +149,17 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
     linattn_project_gemm(k, y, x, W, b, n, out, in, threads);
 }
 
-/* Prompt rows from which a block-quantized projection goes through the
- * fp32 gemm: its weights dequantized once a 64-row block serve them all. */
+/* Prompt rows from which a block-quantized projection goes through a
+ * gemm (integer tiles, or the fp32 gemm on dequantized weights) rather
+ * than gemm_quant's four rows at a time. */
 #define QUANT_GEMM_ROWS 16
+
+/* The types a prompt takes through gemm_quant_xq (its integer tiles); the
+ * others through the fp32 gemm. */
+static int xq_type(int type)
+{
+    return type == LINATTN_QUANT_Q4_0;
+}
 
 /* x (n rows of in) as the block kernels quantize it for weights of the
  * ggml type (Q8_K for the K-quants, Q8_0 for the rest), written back as
@@ -179,19 +187,57 @@ static void quantized_rows(float *xq, const float *x, int type, int n, int in)
         }
 }
 
+/* x (n rows of in) quantized once as the decode step does (Q8_0: int8 and
+ * a half scale per 32), for gemm_quant_xq: q[n in], d and the sums of
+ * each 32 q s[n in / 32]. */
+typedef struct xq_rows {
+    int8_t *q;
+    float *d;
+    int32_t *s;
+} xq_rows;
+
+static int xq_rows_new(xq_rows *a, const float *x, int n, int in)
+{
+    size_t e = (size_t)n * (size_t)in, nb = e / LINATTN_Q8_0_BLOCK;
+    char *m = mem_alloc(nb * (sizeof *a->d + sizeof *a->s) + e);
+    if (!m)
+        return 0;
+    a->d = (float *)(void *)m;
+    a->s = (int32_t *)(void *)(m + nb * sizeof *a->d);
+    a->q = (int8_t *)(m + nb * (sizeof *a->d + sizeof *a->s));
+    for (int r = 0; r < n; r++)
+        linattn_q8_0_quantize(a->q + (size_t)r * (size_t)in, a->d + (size_t)r * (size_t)in / 32,
+                              x + (size_t)r * (size_t)in, (size_t)in);
+    for (size_t b = 0; b < nb; b++) {
+        int32_t t = 0;
+        for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
+            t += a->q[b * LINATTN_Q8_0_BLOCK + (size_t)i];
+        a->s[b] = t;
+    }
+    return 1;
+}
+
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                           const float *b, int n, int out, int in, int threads)
 {
-    /* A prompt against block-quantized weights: x quantized as the decode
-     * step quantizes it, then the fp32 gemm on the exact values d q and the
-     * weights dequantized, so a prompt's rows are the decode step's to
-     * fp32 rounding (the sums go in another order) at the fp32 gemm's
-     * speed. Without the memory, gemm_quant (the one-row kernel's sums,
-     * four rows at a time) does it. */
+    /* A prompt against block-quantized weights: x quantized once as the
+     * decode step quantizes it, then for the types of xq_type the integer
+     * tiles of gemm_quant_xq on it (each block's dot product exact, as the
+     * step's), for the others the fp32 gemm on its exact values d q and
+     * the weights dequantized; either way a prompt's rows are the decode
+     * step's to fp32 rounding (the sums go in another order). Without the
+     * memory, gemm_quant (the one-row kernel's sums, four rows at a time)
+     * does it. */
     int type = linattn_dtype_quant(W.dtype);
+    size_t rb = linattn_dtype_row_bytes(W.dtype, (size_t)in);
     float *xq = NULL;
-    if (type && n >= QUANT_GEMM_ROWS && (xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
-        quantized_rows(xq, x, type, n, in);
+    xq_rows aq = {NULL, NULL, NULL};
+    if (type && n >= QUANT_GEMM_ROWS) {
+        if (xq_type(type) && linattn_quant_xq_takes(type))
+            xq_rows_new(&aq, x, n, in);
+        else if ((xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
+            quantized_rows(xq, x, type, n, in);
+    }
     /* Column blocks of 64 outputs: each thread reads its own rows of W. */
     int blocks = (out + 63) / 64;
     int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
@@ -209,10 +255,12 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
                 else
                     memset(row, 0, (size_t)nj * sizeof(float));
             }
-            if (wq) {
-                k->dequant(wq, matrix_rows(W, (size_t)j0, (size_t)in).data,
-                           linattn_dtype_row_bytes(W.dtype, (size_t)in), type, (size_t)nj,
-                           (size_t)in);
+            const uint8_t *Wj = matrix_rows(W, (size_t)j0, (size_t)in).data;
+            if (aq.q)
+                k->gemm_quant_xq(y + j0, (size_t)out, aq.q, aq.d, aq.s, (size_t)in, Wj, rb, type,
+                                 (size_t)n, (size_t)nj, (size_t)in);
+            else if (wq) {
+                k->dequant(wq, Wj, rb, type, (size_t)nj, (size_t)in);
                 k->gemm_nt(y + j0, (size_t)out, xq, (size_t)in, wq, (size_t)in, (size_t)n,
                            (size_t)nj, (size_t)in);
             } else
@@ -222,6 +270,7 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
         mem_free(wq);
     }
     mem_free(xq);
+    mem_free(aq.d);
 }
 
 static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y,

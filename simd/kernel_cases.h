@@ -67,6 +67,10 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
     {"dequant", 64, 2048, 64, 12, 0},
     /* a prefill's projection: heads holds the ggml type (8 Q8_0, 12 Q4_K) */
     {"gemm_quant", 64, 1024, 1024, 8, 0}, {"gemm_quant", 64, 1024, 1024, 12, 0},
+    /* a 512-row prompt's projection by a thread's 64-row block of the
+     * weights, A quantized (heads: 2 Q4_0, 8 Q8_0) */
+    {"gemm_quant_xq", 512, 64, 2048, 2, 0}, {"gemm_quant_xq", 512, 64, 2048, 8, 0},
+    {"gemm_quant_xq", 128, 512, 512, 2, 0},
 };
 #define LINATTN_N_KERNEL_CASES (sizeof linattn_kernel_cases / sizeof linattn_kernel_cases[0])
 
@@ -195,6 +199,16 @@ static inline void linattn_kernel_case_call(const linattn_kernels *k, const lina
     case LINATTN_K_gemv_quant: k->gemv_quant(d->y, (const uint8_t *)(const void *)d->S, bc->b / 256 * 144, 12, d->x, d->b, bc->a, bc->b); break;
     case LINATTN_K_dequant: k->dequant(d->C, (const uint8_t *)(const void *)d->S, bc->b / 256 * 144, bc->heads, bc->a, bc->b); break;
     case LINATTN_K_gemm_quant: k->gemm_quant(d->C, bc->b, d->x, bc->c, (const uint8_t *)(const void *)d->S, bc->heads == 8 ? bc->c / 32 * 34 : bc->c / 256 * 144, bc->heads, bc->a, bc->b, bc->c); break;
+    /* A's int8 in x's first quarter, then its scales (the random floats of
+     * x) and block sums; W's blocks in S's bytes */
+    case LINATTN_K_gemm_quant_xq: {
+        size_t mk = bc->a * bc->c;
+        k->gemm_quant_xq(d->C, bc->b, (const int8_t *)(const void *)d->x, d->x + mk / 4,
+                         (const int32_t *)(const void *)(d->x + mk / 4 + mk / 32), bc->c,
+                         (const uint8_t *)(const void *)d->S, bc->c / 32 * (bc->heads == 8 ? 34 : 18),
+                         bc->heads, bc->a, bc->b, bc->c);
+        break;
+    }
     default: break;
     }
 }

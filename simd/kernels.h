@@ -87,6 +87,18 @@
  *              A's row i onto C's row i as b: a few rows (a batch of
  *              streams' steps, a short prompt) as the steps, each weight
  *              block read once for four rows.
+ * gemm_quant_xq
+ *              C[M x N] += A . W^T for a prompt, W's N rows in ggml blocks of
+ *              type (ldw bytes apart; linattn_quant_xq_takes(type): Q4_0,
+ *              Q8_0) and A's M rows already quantized as the decode step
+ *              quantizes them (linattn_q8_0_quantize): row i's K int8 at Aq +
+ *              i lda, per 32 of them the scale Ad (fp32, the half's value)
+ *              and the sum of the 32 q As, both at i (lda / 32) + K / 32 of
+ *              the row's blocks; lda and K multiples of 32. Per block the
+ *              exact integer dot product (the weights' offset against As),
+ *              times d_w and d_a in fp32, summed over the blocks and onto C:
+ *              a row equals gemv_q8_0 / gemv_quant's on the same x to fp32
+ *              rounding (only the order of the fp32 sums differs).
  * dequant      y (rows x cols, dense) = W's values in ggml blocks of type
  *              as floats, bit for bit linattn_quant_values' (scale q - min).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
@@ -170,7 +182,10 @@
        size_t rows, size_t cols))                                                                  \
     X(gemm_quant, void,                                                                            \
       (float *C, size_t ldc, const float *A, size_t lda, const uint8_t *W, size_t ldw, int type,  \
-       size_t M, size_t N, size_t K))
+       size_t M, size_t N, size_t K))                                                              \
+    X(gemm_quant_xq, void,                                                                         \
+      (float *C, size_t ldc, const int8_t *Aq, const float *Ad, const int32_t *As, size_t lda,    \
+       const uint8_t *W, size_t ldw, int type, size_t M, size_t N, size_t K))
 
 typedef struct linattn_kernels {
 #define LINATTN_KERNEL_FIELD(name, ret, params) ret(*name) params;

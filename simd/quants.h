@@ -63,6 +63,15 @@ static inline int linattn_quant_takes_q8_K(int type)
     return type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K || type == LINATTN_QUANT_Q6_K;
 }
 
+/* Whether gemm_quant_xq (a prompt on activations quantized once, integer
+ * tiles) takes weights of type: the types with one half scale per 32 and
+ * a fixed offset, whose values pack as bytes and whose activations are
+ * Q8_0's. */
+static inline int linattn_quant_xq_takes(int type)
+{
+    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0;
+}
+
 /* All 8 scales and mins of a Q4_K/Q5_K block's 12 packed bytes at s at
  * once (each as linattn_quant_k4_scale gives it), by 32-bit words. */
 static inline void linattn_quant_k4_scales(const uint8_t *s, uint8_t sc[8], uint8_t mn[8])

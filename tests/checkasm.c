@@ -138,6 +138,12 @@ static const struct tolerance {
      "a product and a difference per value, in the same order on every ISA"},
     [K_gemm_quant] = {TOL_EXACT, 0, "bit for bit this ISA's gemv_q8_0 / gemv_quant, row by row",
      "each row of C is the one-row kernel's sum onto it (the kernels' own checks bound those)"},
+    [K_gemm_quant_xq] = {TOL_BOUND, 4, "(K/16+c) u (|C| + sum(|s q| + |m|) |x_q|) + K tiny",
+     "A given quantized (int8, a half scale's value per 32: no quantization in the kernel), "
+     "each block's integer dot product exact (the offset against the block's sum of q_x), "
+     "its scaling two roundings, then K/32 block terms in fp32 per chunk of columns and the "
+     "chunks onto C (fewer than K/32 more adds): against the absolute sums of the weights' "
+     "scale and offset parts, as gemv_quant"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
      "x quantized as for gemv_q8_0 (the K-quants: as Q8_K, one fp32 scale per 256, their "
      "super-block's integer sum scaled once, fewer roundings); per 16 values an exact integer "
@@ -1848,6 +1854,84 @@ static void check_gemm_quant(const linattn_kernels *k, const linattn_kernels *sc
             }
 }
 
+/* A prompt's rows quantized once (as the engine does) against Q4_0 and
+ * Q8_0 weights: the double sum of the dequantized weights times the
+ * quantized activations, past a packing's 512 columns and 16-lane panels
+ * now and then. */
+static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    const double c = tol_of("gemm_quant_xq")->c;
+    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0};
+    static const size_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+            for (size_t bi = 0; bi < sizeof Ns / sizeof Ns[0]; bi++) {
+                int type = types[ti];
+                size_t be, bb;
+                linattn_quant_block(type, &be, &bb);
+                size_t M = Ms[a], N = Ns[bi];
+                size_t K = (rnd_below(4) == 0 ? 15 + rnd_below(30) : 1 + rnd_below(5)) * 32;
+                size_t ldw = K / 32 * bb + rnd_below(3) * 5;
+                size_t lda = K + 32 * rnd_below(2), lds = lda / 32, ldc = N + rnd_below(4);
+                buf bW, bC, bS;
+                const uint8_t *W = quant_matrix_new(&bW, type, N, K, ldw);
+                float *C = matrix_new(&bC, M, N, ldc, 0, 1);
+                float *Cs = matrix_new(&bS, M, N, ldc, 0, 1), *x = malloc(K * sizeof *x);
+                int8_t *Aq = calloc(M * lda, 1);
+                float *Ad = calloc(M * lds, sizeof *Ad);
+                int32_t *As = calloc(M * lds, sizeof *As);
+                for (size_t i = 0; i < M; i++) {
+                    fill(x, K, FILL_RANDOM, -1, 1);
+                    linattn_q8_0_quantize(Aq + i * lda, Ad + i * lds, x, K);
+                    for (size_t g = 0; g < K / 32; g++) {
+                        int32_t t = 0;
+                        for (int e = 0; e < 32; e++)
+                            t += Aq[i * lda + 32 * g + (size_t)e];
+                        As[i * lds + g] = t;
+                    }
+                }
+                for (size_t i = 0; i < M; i++)
+                    memcpy(Cs + i * ldc, C + i * ldc, N * sizeof *C);
+                float *C0 = malloc(M * N * sizeof *C0);
+                for (size_t i = 0; i < M; i++)
+                    memcpy(C0 + i * N, C + i * ldc, N * sizeof *C0);
+                k->gemm_quant_xq(C, ldc, Aq, Ad, As, lda, W, ldw, type, M, N, K);
+                sc->gemm_quant_xq(Cs, ldc, Aq, Ad, As, lda, W, ldw, type, M, N, K);
+                snprintf(shape, sizeof shape, "type=%d M=%zu N=%zu K=%zu lda=%zu C", type, M, N,
+                         K, lda);
+                for (size_t i = 0; i < M; i++)
+                    for (size_t j = 0; j < N; j++) {
+                        double ref = C0[i * N + j], abs = fabs(ref);
+                        int8_t q[256];
+                        float s16[16], m16[16];
+                        for (size_t g = 0; g < K / 32; g++) {
+                            linattn_quant_decode(type, W + j * ldw + g * bb, q, s16, m16);
+                            for (int e = 0; e < 32; e++) {
+                                double xv = (double)Ad[i * lds + g] * Aq[i * lda + 32 * g + (size_t)e];
+                                double sq = (double)s16[e / 16] * q[e], mv = m16[e / 16];
+                                ref += (sq - mv) * xv;
+                                abs += (fabs(sq) + fabs(mv)) * fabs(xv);
+                            }
+                        }
+                        double bound = ((double)K / 16 + c) * U * abs + (double)K * TINY;
+                        float got = C[i * ldc + j], gs = Cs[i * ldc + j];
+                        note(r, bound_ratio(got, ref, bound), 1, bound_ratio(gs, ref, bound), shape,
+                             i * N + j, got, ref, gs);
+                    }
+                check_guards(r, &bC, "C");
+                if (!gaps_ok(&bC, M, N, ldc))
+                    fail(r, "%s: wrote into the gap between rows", shape);
+                free(C0);
+                free(x);
+                free(Aq);
+                free(Ad);
+                free(As);
+                buf_free(&bW);
+                buf_free(&bC);
+                buf_free(&bS);
+            }
+}
+
 static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     const double c = tol_of("gemm_nt_q8")->c;
@@ -2225,7 +2309,7 @@ static int run_bench(const char *only)
         size_t mn = bc->a * bc->b, kk = bc->c ? bc->c : 1;
         bench_data d = linattn_kernel_case_data(bc, bench_alloc);
         char size[48];
-        if (!strcmp(bc->kernel, "gemm_quant") || !strcmp(bc->kernel, "dequant"))
+        if (!strncmp(bc->kernel, "gemm_quant", 10) || !strcmp(bc->kernel, "dequant"))
             snprintf(size, sizeof size, "%zux%zux%zu type %d", bc->a, bc->b, bc->c, bc->heads);
         else if (!strncmp(bc->kernel, "gemm", 4))
             snprintf(size, sizeof size, "%zux%zux%zu", bc->a, bc->b, bc->c);

@@ -172,13 +172,13 @@ Test(isa, capabilities_swap_only_the_dot_kernels)
               : (all & LINATTN_CPU_AVX2) ? (all & LINATTN_CPU_AVXVNNI) != 0
                                            : (all & LINATTN_CPU_DOTPROD) != 0;
     linattn_kernels same = with;
-    same.gemv_q8_0 = base.gemv_q8_0;
-    same.gemv_quant = base.gemv_quant;
-    same.gemm_quant = base.gemm_quant;
+#define SAME(name, ret, params) same.name = base.name;
+    LINATTN_DOT_KERNELS(SAME)
+#undef SAME
     cr_assert(!memcmp(&same, &base, sizeof same), "only the dot-product kernels change");
     if (has) {
         cr_assert(with.gemv_q8_0 != base.gemv_q8_0 && with.gemv_quant != base.gemv_quant &&
-                  with.gemm_quant != base.gemm_quant);
+                  with.gemm_quant != base.gemm_quant && with.gemm_quant_xq != base.gemm_quant_xq);
         cr_assert(strstr(linattn_cpu_features_str(), "vnni") ||
                   strstr(linattn_cpu_features_str(), "dotprod"), "%s", linattn_cpu_features_str());
     }

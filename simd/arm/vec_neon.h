@@ -337,4 +337,30 @@ LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *
 #define VK_Q6_OFFSET 0 /* vk_q6x32 sums the values themselves (-32..31) */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
 
+/* gemm_quant_xq's integer tiles (simd/body/quant_gemm_body.h): vi holds 4
+ * int32 lanes, each the dot product of 4 signed weight bytes (one column)
+ * with 4 activation bytes broadcast to every lane (VQ_SIGNED: the body
+ * packs the weights as their signed values). sdot with dotprod; without
+ * it vmull_s8 and two pairwise adds. */
+typedef int32x4_t vi;
+#define VQ_SIGNED 1
+#define QUANT_MR 8 /* activation rows a tile: 8 weight vectors + 8 sums + temporaries of 32 */
+LINATTN_INLINE vi vi_load(const uint8_t *p) { return vreinterpretq_s32_u8(vld1q_u8(p)); }
+LINATTN_INLINE vi vi_set1(int32_t a) { return vdupq_n_s32(a); }
+LINATTN_INLINE vf vi_tof(vi a) { return vcvtq_f32_s32(a); }
+LINATTN_INLINE vi vi_add(vi a, vi b) { return vaddq_s32(a, b); }
+LINATTN_INLINE vi vi_dot4(vi acc, vi w, const int8_t *a)
+{
+    int32_t a4;
+    memcpy(&a4, a, 4);
+    int8x16_t b = vreinterpretq_s8_s32(vdupq_n_s32(a4)), ws = vreinterpretq_s8_s32(w);
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(acc, ws, b);
+#else
+    int16x8_t lo = vmull_s8(vget_low_s8(ws), vget_low_s8(b));
+    int16x8_t hi = vmull_s8(vget_high_s8(ws), vget_high_s8(b));
+    return vaddq_s32(acc, vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi)));
+#endif
+}
+
 #endif

@@ -260,6 +260,8 @@ void FN(gemm_quant)(float *C, size_t ldc, const float *A, size_t lda, const uint
     quant_gemm(C, ldc, A, lda, W, ldw, type, M, N, K);
 }
 
+#include "quant_gemm_body.h"
+
 #if !defined(QUANT_DOT_ONLY) /* a capability's files have the dot-product kernels alone */
 /* y (rows x cols, dense) = W's values as floats: each block decoded
  * (simd/quants.h), then scale q - min by a product and a difference, as

@@ -175,4 +175,35 @@ LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
 /* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32. */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(_mm256_cvtepi32_ps(s), vset1(d), acc); }
 
+/* gemm_quant_xq's integer tiles (simd/body/quant_gemm_body.h): vi holds VL
+ * int32 lanes, each the dot product of 4 weight bytes (one column) with 4
+ * activation bytes broadcast to every lane. With VNNI one vpdpbusd takes
+ * the weights unsigned, 0..255 (VQ_SIGNED 0: the body packs them with an
+ * offset, taken away against the activations' sums); without it the
+ * weights are signed and vpmaddubsw takes |w| against a with w's sign
+ * (int16 pairs at most 2 * 128 * 127, no saturation), then vpmaddwd. */
+typedef __m256i vi;
+#if defined(__AVXVNNI__)
+#define VQ_SIGNED 0
+#else
+#define VQ_SIGNED 1
+#endif
+#define QUANT_MR 4 /* activation rows a tile: 8 weight vectors + 4 sums + 4 of 16 registers */
+LINATTN_INLINE vi vi_load(const uint8_t *p) { return _mm256_load_si256((const __m256i *)(const void *)p); }
+LINATTN_INLINE vi vi_set1(int32_t a) { return _mm256_set1_epi32(a); }
+LINATTN_INLINE vf vi_tof(vi a) { return _mm256_cvtepi32_ps(a); }
+LINATTN_INLINE vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+LINATTN_INLINE vi vi_dot4(vi acc, vi w, const int8_t *a)
+{
+    int32_t a4;
+    memcpy(&a4, a, 4);
+    __m256i b = _mm256_set1_epi32(a4);
+#if defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, w, b);
+#else
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(b, w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+#endif
+}
+
 #endif

@@ -143,4 +143,33 @@ LINATTN_INLINE vf vk_fma(vk s, float d, vf acc)
     return vfma(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(s)), vset1(d), acc);
 }
 
+/* gemm_quant_xq's integer tiles (see vec_avx2.h), 16 columns a vector:
+ * vpdpbusd with VNNI (weights unsigned); without it vpmaddubsw on |w| and a
+ * negated where w < 0 (AVX512BW has no vpsignb), then vpmaddwd. */
+typedef __m512i vi;
+#if defined(__AVX512VNNI__)
+#define VQ_SIGNED 0
+#else
+#define VQ_SIGNED 1
+#endif
+#define QUANT_MR 8 /* activation rows a tile: 8 weight vectors + 8 sums + temporaries of 32 */
+LINATTN_INLINE vi vi_load(const uint8_t *p) { return _mm512_load_si512((const void *)p); }
+LINATTN_INLINE vi vi_set1(int32_t a) { return _mm512_set1_epi32(a); }
+LINATTN_INLINE vf vi_tof(vi a) { return _mm512_cvtepi32_ps(a); }
+LINATTN_INLINE vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+LINATTN_INLINE vi vi_dot4(vi acc, vi w, const int8_t *a)
+{
+    int32_t a4;
+    memcpy(&a4, a, 4);
+    __m512i b = _mm512_set1_epi32(a4);
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(acc, w, b);
+#else
+    __mmask64 neg = _mm512_movepi8_mask(w);
+    __m512i sb = _mm512_mask_sub_epi8(b, neg, _mm512_setzero_si512(), b);
+    __m512i p = _mm512_maddubs_epi16(_mm512_abs_epi8(w), sb);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_set1_epi16(1)));
+#endif
+}
+
 #endif
