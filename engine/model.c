@@ -158,7 +158,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
  * others through the fp32 gemm. */
 static int xq_type(int type)
 {
-    return type == LINATTN_QUANT_Q4_0;
+    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0;
 }
 
 /* x (n rows of in) as the block kernels quantize it for weights of the
