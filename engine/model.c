@@ -158,7 +158,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
  * others through the fp32 gemm. */
 static int xq_type(int type)
 {
-    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0;
+    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 || type == LINATTN_QUANT_Q4_K;
 }
 
 /* x (n rows of in) as the block kernels quantize it for weights of the
@@ -187,16 +187,17 @@ static void quantized_rows(float *xq, const float *x, int type, int n, int in)
         }
 }
 
-/* x (n rows of in) quantized once as the decode step does (Q8_0: int8 and
- * a half scale per 32), for gemm_quant_xq: q[n in], d and the sums of
- * each 32 q s[n in / 32]. */
+/* x (n rows of in) quantized once as the decode step does for weights of
+ * type (Q8_0: int8 and a half scale per 32; the K-quants Q8_K: an fp32
+ * scale per 256, given again for each 32), for gemm_quant_xq: q[n in], d
+ * and the sums of each 32 q s[n in / 32]. */
 typedef struct xq_rows {
     int8_t *q;
     float *d;
     int32_t *s;
 } xq_rows;
 
-static int xq_rows_new(xq_rows *a, const float *x, int n, int in)
+static int xq_rows_new(xq_rows *a, const float *x, int type, int n, int in)
 {
     size_t e = (size_t)n * (size_t)in, nb = e / LINATTN_Q8_0_BLOCK;
     char *m = mem_alloc(nb * (sizeof *a->d + sizeof *a->s) + e);
@@ -205,9 +206,25 @@ static int xq_rows_new(xq_rows *a, const float *x, int n, int in)
     a->d = (float *)(void *)m;
     a->s = (int32_t *)(void *)(m + nb * sizeof *a->d);
     a->q = (int8_t *)(m + nb * (sizeof *a->d + sizeof *a->s));
-    for (int r = 0; r < n; r++)
-        linattn_q8_0_quantize(a->q + (size_t)r * (size_t)in, a->d + (size_t)r * (size_t)in / 32,
-                              x + (size_t)r * (size_t)in, (size_t)in);
+    for (int r = 0; r < n; r++) {
+        int8_t *q = a->q + (size_t)r * (size_t)in;
+        float *d = a->d + (size_t)r * (size_t)in / 32;
+        const float *xr = x + (size_t)r * (size_t)in;
+        if (!linattn_quant_takes_q8_K(type)) {
+            linattn_q8_0_quantize(q, d, xr, (size_t)in);
+            continue;
+        }
+        /* by 512 columns (whole super-blocks: in is a multiple of 256 here) */
+        for (size_t c0 = 0; c0 < (size_t)in; c0 += 2 * LINATTN_Q8_K_BLOCK) {
+            size_t nc = (size_t)in - c0 < 2 * LINATTN_Q8_K_BLOCK ? (size_t)in - c0
+                                                                 : 2 * LINATTN_Q8_K_BLOCK;
+            int32_t s16[2 * LINATTN_Q8_K_BLOCK / 16];
+            float dk[2] = {0.0f, 0.0f};
+            linattn_q8_K_quantize(q + c0, dk, s16, xr + c0, nc);
+            for (size_t g = 0; g < nc / 32; g++)
+                d[c0 / 32 + g] = dk[g / 8];
+        }
+    }
     for (size_t b = 0; b < nb; b++) {
         int32_t t = 0;
         for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
@@ -234,7 +251,7 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
     xq_rows aq = {NULL, NULL, NULL};
     if (type && n >= QUANT_GEMM_ROWS) {
         if (xq_type(type) && linattn_quant_xq_takes(type))
-            xq_rows_new(&aq, x, n, in);
+            xq_rows_new(&aq, x, type, n, in);
         else if ((xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
             quantized_rows(xq, x, type, n, in);
     }

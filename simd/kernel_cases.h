@@ -68,9 +68,9 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
     /* a prefill's projection: heads holds the ggml type (8 Q8_0, 12 Q4_K) */
     {"gemm_quant", 64, 1024, 1024, 8, 0}, {"gemm_quant", 64, 1024, 1024, 12, 0},
     /* a 512-row prompt's projection by a thread's 64-row block of the
-     * weights, A quantized (heads: 2 Q4_0, 8 Q8_0) */
+     * weights, A quantized (heads: 2 Q4_0, 8 Q8_0, 12 Q4_K) */
     {"gemm_quant_xq", 512, 64, 2048, 2, 0}, {"gemm_quant_xq", 512, 64, 2048, 8, 0},
-    {"gemm_quant_xq", 128, 512, 512, 2, 0},
+    {"gemm_quant_xq", 512, 64, 2048, 12, 0}, {"gemm_quant_xq", 128, 512, 512, 2, 0},
 };
 #define LINATTN_N_KERNEL_CASES (sizeof linattn_kernel_cases / sizeof linattn_kernel_cases[0])
 
@@ -205,7 +205,8 @@ static inline void linattn_kernel_case_call(const linattn_kernels *k, const lina
         size_t mk = bc->a * bc->c;
         k->gemm_quant_xq(d->C, bc->b, (const int8_t *)(const void *)d->x, d->x + mk / 4,
                          (const int32_t *)(const void *)(d->x + mk / 4 + mk / 32), bc->c,
-                         (const uint8_t *)(const void *)d->S, bc->c / 32 * (bc->heads == 8 ? 34 : 18),
+                         (const uint8_t *)(const void *)d->S,
+                         bc->heads == 12 ? bc->c / 256 * 144 : bc->c / 32 * (bc->heads == 8 ? 34 : 18),
                          bc->heads, bc->a, bc->b, bc->c);
         break;
     }

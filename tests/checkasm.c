@@ -1854,14 +1854,14 @@ static void check_gemm_quant(const linattn_kernels *k, const linattn_kernels *sc
             }
 }
 
-/* A prompt's rows quantized once (as the engine does) against Q4_0 and
- * Q8_0 weights: the double sum of the dequantized weights times the
+/* A prompt's rows quantized once (as the engine does) against Q4_0, Q8_0
+ * and Q4_K weights: the double sum of the dequantized weights times the
  * quantized activations, past a packing's 512 columns and 16-lane panels
  * now and then. */
 static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     const double c = tol_of("gemm_quant_xq")->c;
-    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0};
+    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K};
     static const size_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
@@ -1871,7 +1871,10 @@ static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels 
                 linattn_quant_block(type, &be, &bb);
                 size_t M = Ms[a], N = Ns[bi];
                 size_t K = (rnd_below(4) == 0 ? 15 + rnd_below(30) : 1 + rnd_below(5)) * 32;
-                size_t ldw = K / 32 * bb + rnd_below(3) * 5;
+                int kq = linattn_quant_takes_q8_K(type);
+                if (kq) /* whole super-blocks, past a packing's 512 now and then */
+                    K = (rnd_below(4) == 0 ? 3 + rnd_below(4) : 1 + rnd_below(2)) * 256;
+                size_t ldw = K / be * bb + rnd_below(3) * 5;
                 size_t lda = K + 32 * rnd_below(2), lds = lda / 32, ldc = N + rnd_below(4);
                 buf bW, bC, bS;
                 const uint8_t *W = quant_matrix_new(&bW, type, N, K, ldw);
@@ -1882,7 +1885,14 @@ static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels 
                 int32_t *As = calloc(M * lds, sizeof *As);
                 for (size_t i = 0; i < M; i++) {
                     fill(x, K, FILL_RANDOM, -1, 1);
-                    linattn_q8_0_quantize(Aq + i * lda, Ad + i * lds, x, K);
+                    if (kq) { /* Q8_K: a scale per 256, given again for each 32 */
+                        int32_t bs[6 * 256 / 16];
+                        float dk[6];
+                        linattn_q8_K_quantize(Aq + i * lda, dk, bs, x, K);
+                        for (size_t g = 0; g < K / 32; g++)
+                            Ad[i * lds + g] = dk[g / 8];
+                    } else
+                        linattn_q8_0_quantize(Aq + i * lda, Ad + i * lds, x, K);
                     for (size_t g = 0; g < K / 32; g++) {
                         int32_t t = 0;
                         for (int e = 0; e < 32; e++)
@@ -1904,10 +1914,10 @@ static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels 
                         double ref = C0[i * N + j], abs = fabs(ref);
                         int8_t q[256];
                         float s16[16], m16[16];
-                        for (size_t g = 0; g < K / 32; g++) {
-                            linattn_quant_decode(type, W + j * ldw + g * bb, q, s16, m16);
-                            for (int e = 0; e < 32; e++) {
-                                double xv = (double)Ad[i * lds + g] * Aq[i * lda + 32 * g + (size_t)e];
+                        for (size_t e0 = 0; e0 < K; e0 += be) {
+                            linattn_quant_decode(type, W + j * ldw + e0 / be * bb, q, s16, m16);
+                            for (size_t e = 0; e < be; e++) {
+                                double xv = (double)Ad[i * lds + (e0 + e) / 32] * Aq[i * lda + e0 + e];
                                 double sq = (double)s16[e / 16] * q[e], mv = m16[e / 16];
                                 ref += (sq - mv) * xv;
                                 abs += (fabs(sq) + fabs(mv)) * fabs(xv);

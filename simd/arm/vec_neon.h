@@ -344,7 +344,7 @@ LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), 
  * it vmull_s8 and two pairwise adds. */
 typedef int32x4_t vi;
 #define VQ_SIGNED 1
-#define QUANT_MR 8 /* activation rows a tile: 8 weight vectors + 8 sums + temporaries of 32 */
+#define QUANT_MR 8 /* rows a tile: 8 integer and 8 fp32 sums, 4 weight vectors, scales */
 LINATTN_INLINE vi vi_load(const uint8_t *p) { return vreinterpretq_s32_u8(vld1q_u8(p)); }
 LINATTN_INLINE vi vi_set1(int32_t a) { return vdupq_n_s32(a); }
 LINATTN_INLINE vf vi_tof(vi a) { return vcvtq_f32_s32(a); }

@@ -456,31 +456,43 @@ void linattn_gemm_quant_scalar(float *C, size_t ldc, const float *A, size_t lda,
     }
 }
 
-/* Element by element: per block the integer dot product of the stored
- * values (Q4_0's less its 8) with the activation's, scaled by d_w d_a,
+/* Element by element: per block of 32 the integer dot product of the
+ * stored values (Q4_0's less its 8) with the activation's, scaled by d_w
+ * d_a (Q4_K: less the sub-block's min times d_a and the block's sum),
  * summed over the blocks, then onto C. */
 void linattn_gemm_quant_xq_scalar(float *C, size_t ldc, const int8_t *Aq, const float *Ad,
                                   const int32_t *As, size_t lda, const uint8_t *W, size_t ldw,
                                   int type, size_t M, size_t N, size_t K)
 {
     size_t be, bb;
-    (void)As; /* the offset is taken from each value here */
     if (!linattn_quant_xq_takes(type) || !linattn_quant_block(type, &be, &bb))
         return;
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++) {
             float acc = 0.0f;
             for (size_t b = 0; b < K / 32; b++) {
-                const uint8_t *blk = W + j * ldw + b * bb;
                 const int8_t *a = Aq + i * lda + 32 * b;
+                const float da = Ad[i * (lda / 32) + b];
                 int32_t dot = 0;
+                if (type == LINATTN_QUANT_Q4_K) {
+                    const uint8_t *blk = W + j * ldw + b / 8 * bb;
+                    int sub = (int)(b % 8), sc, mn;
+                    linattn_quant_k4_scale(blk + 4, sub, &sc, &mn);
+                    for (int e = 0; e < 32; e++)
+                        dot += (blk[16 + 32 * (sub / 2) + e] >> (4 * (sub % 2)) & 0xF) * a[e];
+                    acc += linattn_quant_half(blk) * (float)sc * da * (float)dot;
+                    acc -= linattn_quant_half(blk + 2) * (float)mn * da *
+                           (float)As[i * (lda / 32) + b];
+                    continue;
+                }
+                const uint8_t *blk = W + j * ldw + b * bb;
                 for (int e = 0; e < 32; e++) {
                     int w = type == LINATTN_QUANT_Q8_0
                                 ? (int8_t)blk[2 + e]
                                 : (e < 16 ? blk[2 + e] & 0xF : blk[2 + e - 16] >> 4) - 8;
                     dot += w * a[e];
                 }
-                acc += linattn_quant_half(blk) * Ad[i * (lda / 32) + b] * (float)dot;
+                acc += linattn_quant_half(blk) * da * (float)dot;
             }
             C[i * ldc + j] += acc;
         }

@@ -188,7 +188,7 @@ typedef __m256i vi;
 #else
 #define VQ_SIGNED 1
 #endif
-#define QUANT_MR 4 /* activation rows a tile: 8 weight vectors + 4 sums + 4 of 16 registers */
+#define QUANT_MR 4 /* rows a tile: 4 integer and 4 fp32 sums, 4 weight vectors, scales */
 LINATTN_INLINE vi vi_load(const uint8_t *p) { return _mm256_load_si256((const __m256i *)(const void *)p); }
 LINATTN_INLINE vi vi_set1(int32_t a) { return _mm256_set1_epi32(a); }
 LINATTN_INLINE vf vi_tof(vi a) { return _mm256_cvtepi32_ps(a); }

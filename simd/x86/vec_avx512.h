@@ -152,7 +152,7 @@ typedef __m512i vi;
 #else
 #define VQ_SIGNED 1
 #endif
-#define QUANT_MR 8 /* activation rows a tile: 8 weight vectors + 8 sums + temporaries of 32 */
+#define QUANT_MR 12 /* rows a tile: 12 integer and 12 fp32 sums, 4 weight vectors, scales */
 LINATTN_INLINE vi vi_load(const uint8_t *p) { return _mm512_load_si512((const void *)p); }
 LINATTN_INLINE vi vi_set1(int32_t a) { return _mm512_set1_epi32(a); }
 LINATTN_INLINE vf vi_tof(vi a) { return _mm512_cvtepi32_ps(a); }
