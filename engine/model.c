@@ -154,11 +154,17 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
  * than gemm_quant's four rows at a time. */
 #define QUANT_GEMM_ROWS 16
 
-/* The types a prompt takes through gemm_quant_xq (its integer tiles); the
- * others through the fp32 gemm. */
-static int xq_type(int type)
+/* How a prompt's rows are quantized for gemm_quant_xq against weights of
+ * the ggml type: 0 not (the fp32 gemm on dequantized weights), 1 as Q8_0,
+ * 2 as Q8_K (the K-quants). Projections of the same rows whose weights
+ * take the same kind share one quantization. */
+static int xq_kind(int type)
 {
-    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 || type == LINATTN_QUANT_Q4_K;
+    int takes = type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 ||
+                type == LINATTN_QUANT_Q4_K;
+    if (!takes || !linattn_quant_xq_takes(type))
+        return 0;
+    return linattn_quant_takes_q8_K(type) ? 2 : 1;
 }
 
 /* x (n rows of in) as the block kernels quantize it for weights of the
@@ -188,75 +194,96 @@ static void quantized_rows(float *xq, const float *x, int type, int n, int in)
 }
 
 /* x (n rows of in) quantized once as the decode step does for weights of
- * type (Q8_0: int8 and a half scale per 32; the K-quants Q8_K: an fp32
- * scale per 256, given again for each 32), for gemm_quant_xq: q[n in], d
- * and the sums of each 32 q s[n in / 32]. */
+ * its kind (1, Q8_0: int8 and a half scale per 32; 2, Q8_K: an fp32 scale
+ * per 256, given again for each 32), for gemm_quant_xq: q[n in], d and the
+ * sums of each 32 q s[n in / 32]. Rows over threads (each row alike
+ * whatever the split). */
 typedef struct xq_rows {
+    int kind; /* 0: none */
     int8_t *q;
     float *d;
     int32_t *s;
 } xq_rows;
 
-static int xq_rows_new(xq_rows *a, const float *x, int type, int n, int in)
+static void xq_row(const xq_rows *a, const float *xr, size_t r, size_t in)
 {
-    size_t e = (size_t)n * (size_t)in, nb = e / LINATTN_Q8_0_BLOCK;
-    char *m = mem_alloc(nb * (sizeof *a->d + sizeof *a->s) + e);
-    if (!m)
-        return 0;
-    a->d = (float *)(void *)m;
-    a->s = (int32_t *)(void *)(m + nb * sizeof *a->d);
-    a->q = (int8_t *)(m + nb * (sizeof *a->d + sizeof *a->s));
-    for (int r = 0; r < n; r++) {
-        int8_t *q = a->q + (size_t)r * (size_t)in;
-        float *d = a->d + (size_t)r * (size_t)in / 32;
-        const float *xr = x + (size_t)r * (size_t)in;
-        if (!linattn_quant_takes_q8_K(type)) {
-            linattn_q8_0_quantize(q, d, xr, (size_t)in);
-            continue;
-        }
-        /* by 512 columns (whole super-blocks: in is a multiple of 256 here) */
-        for (size_t c0 = 0; c0 < (size_t)in; c0 += 2 * LINATTN_Q8_K_BLOCK) {
-            size_t nc = (size_t)in - c0 < 2 * LINATTN_Q8_K_BLOCK ? (size_t)in - c0
-                                                                 : 2 * LINATTN_Q8_K_BLOCK;
+    int8_t *q = a->q + r * in;
+    float *d = a->d + r * in / 32;
+    int32_t *s = a->s + r * in / 32;
+    if (a->kind == 1)
+        linattn_q8_0_quantize(q, d, xr, in);
+    else /* by 512 columns (whole super-blocks: in is a multiple of 256 here) */
+        for (size_t c0 = 0; c0 < in; c0 += 2 * LINATTN_Q8_K_BLOCK) {
+            size_t nc = in - c0 < 2 * LINATTN_Q8_K_BLOCK ? in - c0 : 2 * LINATTN_Q8_K_BLOCK;
             int32_t s16[2 * LINATTN_Q8_K_BLOCK / 16];
             float dk[2] = {0.0f, 0.0f};
             linattn_q8_K_quantize(q + c0, dk, s16, xr + c0, nc);
             for (size_t g = 0; g < nc / 32; g++)
                 d[c0 / 32 + g] = dk[g / 8];
         }
-    }
-    for (size_t b = 0; b < nb; b++) {
+    for (size_t b = 0; b < in / 32; b++) {
         int32_t t = 0;
         for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
-            t += a->q[b * LINATTN_Q8_0_BLOCK + (size_t)i];
-        a->s[b] = t;
+            t += q[b * LINATTN_Q8_0_BLOCK + (size_t)i];
+        s[b] = t;
     }
+}
+
+/* 1 if a holds x quantized for kind (done now if it did not). */
+static int xq_rows_get(xq_rows *a, const float *x, int kind, int n, int in, int threads)
+{
+    if (a->kind == kind)
+        return 1;
+    size_t e = (size_t)n * (size_t)in, nb = e / LINATTN_Q8_0_BLOCK;
+    if (!a->q) {
+        char *m = mem_alloc(nb * (sizeof *a->d + sizeof *a->s) + e);
+        if (!m)
+            return 0;
+        a->d = (float *)(void *)m;
+        a->s = (int32_t *)(void *)(m + nb * sizeof *a->d);
+        a->q = (int8_t *)(m + nb * (sizeof *a->d + sizeof *a->s));
+    }
+    a->kind = kind;
+    int par = threads > 1 && e >= 16384;
+    (void)par; /* used by the pragma only */
+#pragma omp parallel for num_threads(threads) if (par) schedule(static)
+    for (int r = 0; r < n; r++)
+        xq_row(a, x + (size_t)r * (size_t)in, (size_t)r, (size_t)in);
     return 1;
 }
 
-void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
-                          const float *b, int n, int out, int in, int threads)
+static void xq_rows_free(xq_rows *a)
+{
+    mem_free(a->d); /* the one allocation */
+}
+
+/* linattn_project_gemm with x's quantization in aq (reused, or made and
+ * kept there, when W's type takes one). */
+static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, const float *x,
+                            linattn_matrix W, const float *b, int n, int out, int in,
+                            int threads)
 {
     /* A prompt against block-quantized weights: x quantized once as the
-     * decode step quantizes it, then for the types of xq_type the integer
+     * decode step quantizes it, then for the types of xq_kind the integer
      * tiles of gemm_quant_xq on it (each block's dot product exact, as the
      * step's), for the others the fp32 gemm on its exact values d q and
      * the weights dequantized; either way a prompt's rows are the decode
      * step's to fp32 rounding (the sums go in another order). Without the
      * memory, gemm_quant (the one-row kernel's sums, four rows at a time)
      * does it. */
-    int type = linattn_dtype_quant(W.dtype);
+    int type = linattn_dtype_quant(W.dtype), kind = xq_kind(type), xq_ok = 0;
     size_t rb = linattn_dtype_row_bytes(W.dtype, (size_t)in);
     float *xq = NULL;
-    xq_rows aq = {NULL, NULL, NULL};
     if (type && n >= QUANT_GEMM_ROWS) {
-        if (xq_type(type) && linattn_quant_xq_takes(type))
-            xq_rows_new(&aq, x, type, n, in);
+        if (kind)
+            xq_ok = xq_rows_get(aq, x, kind, n, in, threads);
         else if ((xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
             quantized_rows(xq, x, type, n, in);
     }
-    /* Column blocks of 64 outputs: each thread reads its own rows of W. */
-    int blocks = (out + 63) / 64;
+    /* Column blocks of 64 outputs (128 for the integer tiles, whose
+     * activation tiles then meet twice the weights): each thread reads its
+     * own rows of W. */
+    const int bw = xq_ok ? 128 : 64, blocks = (out + bw - 1) / bw;
     int par = threads > 1 && (size_t)n * out * in >= LINATTN_PARALLEL_MIN_WORK;
     (void)par; /* used by the pragma only */
 #pragma omp parallel num_threads(threads) if (par)
@@ -264,7 +291,7 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
         float *wq = xq ? mem_alloc((size_t)64 * (size_t)in * sizeof *wq) : NULL;
 #pragma omp for schedule(static)
         for (int j = 0; j < blocks; j++) {
-            int j0 = j * 64, nj = out - j0 < 64 ? out - j0 : 64;
+            int j0 = j * bw, nj = out - j0 < bw ? out - j0 : bw;
             for (int r = 0; r < n; r++) {
                 float *row = y + (size_t)r * out + j0;
                 if (b)
@@ -273,9 +300,9 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
                     memset(row, 0, (size_t)nj * sizeof(float));
             }
             const uint8_t *Wj = matrix_rows(W, (size_t)j0, (size_t)in).data;
-            if (aq.q)
-                k->gemm_quant_xq(y + j0, (size_t)out, aq.q, aq.d, aq.s, (size_t)in, Wj, rb, type,
-                                 (size_t)n, (size_t)nj, (size_t)in);
+            if (xq_ok)
+                k->gemm_quant_xq(y + j0, (size_t)out, aq->q, aq->d, aq->s, (size_t)in, Wj, rb,
+                                 type, (size_t)n, (size_t)nj, (size_t)in);
             else if (wq) {
                 k->dequant(wq, Wj, rb, type, (size_t)nj, (size_t)in);
                 k->gemm_nt(y + j0, (size_t)out, xq, (size_t)in, wq, (size_t)in, (size_t)n,
@@ -287,7 +314,23 @@ void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, li
         mem_free(wq);
     }
     mem_free(xq);
-    mem_free(aq.d);
+}
+
+void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
+                          const float *b, int n, int out, int in, int threads)
+{
+    xq_rows aq = {0, NULL, NULL, NULL};
+    project_gemm_xq(k, &aq, y, x, W, b, n, out, in, threads);
+    xq_rows_free(&aq);
+}
+
+void linattn_project_gemm_many(const linattn_kernels *k, const linattn_proj *p, int count,
+                               const float *x, int n, int in, int threads)
+{
+    xq_rows aq = {0, NULL, NULL, NULL};
+    for (int i = 0; i < count; i++)
+        project_gemm_xq(k, &aq, p[i].y, x, p[i].W, p[i].b, n, p[i].out, in, threads);
+    xq_rows_free(&aq);
 }
 
 static void norm_rows(const linattn_model *m, const linattn_kernels *k, float *y,
@@ -787,9 +830,8 @@ static void project_qkv(const pass *p, const linattn_layer *L, const float *in)
         project_share(p->k, pr, 3, in, m->d, p->tm.t, p->tm.T);
     else if (p->n == 1 && !p->gemm) /* one row: the three in one parallel region */
         linattn_project_one(p->k, pr, 3, in, m->d, p->T);
-    else
-        for (int i = 0; i < 3; i++)
-            project_pass(p, pr[i].y, in, pr[i].W, pr[i].b, pr[i].out, m->d);
+    else /* more rows, or rows of streams: by gemm, x quantized once for the three */
+        linattn_project_gemm_many(p->k, pr, 3, in, p->n, m->d, p->T);
 }
 
 /* x += y W^T + b (a residual), y [n, in]; whole at the end. In the team
@@ -842,9 +884,10 @@ static void ffn_hidden(const pass *p, const linattn_layer *L, const float *in)
                               {s->sc->u2, L->up_w, L->up_b, m->dff}};
         linattn_project_one(k, pr, 2, in, d, p->T);
         k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
-    } else if (swiglu) {
-        project_pass(p, s->sc->u, in, L->gate_w, L->gate_b, m->dff, d);
-        project_pass(p, s->sc->u2, in, L->up_w, L->up_b, m->dff, d);
+    } else if (swiglu) { /* by gemm, x quantized once for the two */
+        linattn_proj pr[2] = {{s->sc->u, L->gate_w, L->gate_b, m->dff},
+                              {s->sc->u2, L->up_w, L->up_b, m->dff}};
+        linattn_project_gemm_many(k, pr, 2, in, p->n, d, p->T);
         k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else {
         project_pass(p, s->sc->u, in, L->up_w, L->up_b, m->dff, d);

@@ -267,5 +267,9 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
 /* The same by gemm for one row too (linattn_project takes gemv then). */
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                           const float *b, int n, int out, int in, int threads);
+/* count such projections of the same rows x[n, in], one after the other,
+ * x quantized once for those whose weights take the same quantization. */
+void linattn_project_gemm_many(const linattn_kernels *k, const linattn_proj *p, int count,
+                               const float *x, int n, int in, int threads);
 
 #endif

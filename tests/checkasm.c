@@ -1862,7 +1862,7 @@ static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels 
 {
     const double c = tol_of("gemm_quant_xq")->c;
     static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K};
-    static const size_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70};
+    static const size_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70, 130, 257};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
             for (size_t bi = 0; bi < sizeof Ns / sizeof Ns[0]; bi++) {

@@ -8,7 +8,7 @@
  * L1, meets them all; the pack stays in L1/L2 while every row of the
  * prompt passes over it, which pays for the packing. */
 #define QG_KC 512
-#define QG_NC (4 * VL)
+#define QG_NC (8 * VL)
 
 typedef struct qg_pack {
     _Alignas(64) uint8_t v[QG_NC / VL][QG_KC / 32][8][4 * VL];
@@ -196,17 +196,41 @@ LINATTN_INLINE void qg_tile(float *C, size_t ldc, const uint8_t *v, const float 
     }
 }
 
+/* The weights the next packing reads: rows of bytes (ldw apart), whose
+ * cache lines the row tiles fetch into L2 a share each, so that packing
+ * finds them there (its rows are short streams the hardware does not
+ * follow). */
+typedef struct qg_next {
+    const uint8_t *w;        /* the next line's row */
+    size_t ldw, rows, lines; /* rows left; lines of 64 bytes a row */
+    size_t line, per;        /* the next line in its row; a tile's share */
+} qg_next;
+
+LINATTN_INLINE void qg_fetch(qg_next *f)
+{
+    for (size_t i = 0; i < f->per && f->rows; i++) {
+        __builtin_prefetch(f->w + 64 * f->line, 0, 2);
+        if (++f->line == f->lines) {
+            f->line = 0;
+            f->w += f->ldw;
+            f->rows--;
+        }
+    }
+}
+
 /* Row tiles of QUANT_MR, then of 4, 2 and 1: constant sizes, the sums in
  * registers. Each tile packed once for all the panels. */
 LINATTN_INLINE void qg_rows(float *C, size_t ldc, const qg_pack *P, size_t panels, size_t nr,
                             size_t nb, const int8_t *aq, const float *ad, const int32_t *as,
-                            size_t lda, int32_t off, int mins, size_t M)
+                            size_t lda, int32_t off, int mins, size_t M, qg_next *f)
 {
     const size_t lds = lda / 32;
     qg_atile T;
     size_t m0 = 0;
+    f->per = (f->rows * f->lines) / (M / QUANT_MR + 3) + 1;
 #define QG_ROWS(R)                                                                                 \
     for (; m0 + (R) <= M; m0 += (R)) {                                                            \
+        qg_fetch(f);                                                                               \
         qg_pack_a(&T, aq + m0 * lda, ad + m0 * lds, as + m0 * lds, lda, off, mins, (R), nb);      \
         for (size_t p = 0; p < panels; p++) {                                                      \
             size_t nc = nr - p * VL < VL ? nr - p * VL : VL;                                       \
@@ -236,13 +260,19 @@ void FN(gemm_quant_xq)(float *C, size_t ldc, const int8_t *Aq, const float *Ad, 
         for (size_t k0 = 0; k0 < K; k0 += QG_KC) { /* QG_KC: whole super-blocks */
             size_t nb = (K - k0 < QG_KC ? K - k0 : QG_KC) / 32;
             qg_pack_rows(&P, W + n0 * ldw + k0 / be * bb, ldw, type, bb, nr, nb);
+            /* what the next packing reads: this rows' next chunk, or the
+             * next rows' first */
+            size_t k1 = k0 + QG_KC < K ? k0 + QG_KC : 0, n1 = k1 ? n0 : n0 + QG_NC;
+            size_t r1 = n1 < N ? (N - n1 < QG_NC ? N - n1 : QG_NC) : 0;
+            size_t kc1 = K - k1 < QG_KC ? K - k1 : QG_KC;
+            qg_next f = {W + n1 * ldw + k1 / be * bb, ldw, r1, (kc1 / be * bb + 63) / 64, 0, 0};
             /* constant mins: the tiles without them keep their registers */
             if (mins)
                 qg_rows(C + n0, ldc, &P, panels, nr, nb, Aq + k0, Ad + k0 / 32, As + k0 / 32, lda,
-                        0, 1, M);
+                        0, 1, M, &f);
             else
                 qg_rows(C + n0, ldc, &P, panels, nr, nb, Aq + k0, Ad + k0 / 32, As + k0 / 32, lda,
-                        off, 0, M);
+                        off, 0, M, &f);
         }
     }
 }
