@@ -205,22 +205,24 @@ typedef struct xq_rows {
     int32_t *s;
 } xq_rows;
 
-static void xq_row(const xq_rows *a, const float *xr, size_t r, size_t in)
+static void xq_row(const linattn_kernels *k, const xq_rows *a, const float *xr, size_t r,
+                   size_t in)
 {
     int8_t *q = a->q + r * in;
     float *d = a->d + r * in / 32;
     int32_t *s = a->s + r * in / 32;
-    if (a->kind == 1)
-        linattn_q8_0_quantize(q, d, xr, in);
-    else /* by 512 columns (whole super-blocks: in is a multiple of 256 here) */
-        for (size_t c0 = 0; c0 < in; c0 += 2 * LINATTN_Q8_K_BLOCK) {
-            size_t nc = in - c0 < 2 * LINATTN_Q8_K_BLOCK ? in - c0 : 2 * LINATTN_Q8_K_BLOCK;
-            int32_t s16[2 * LINATTN_Q8_K_BLOCK / 16];
-            float dk[2] = {0.0f, 0.0f};
-            linattn_q8_K_quantize(q + c0, dk, s16, xr + c0, nc);
-            for (size_t g = 0; g < nc / 32; g++)
-                d[c0 / 32 + g] = dk[g / 8];
-        }
+    if (a->kind == 1) { /* linattn_q8_0_quantize's bits, in vectors */
+        k->quantize_q8_0(q, d, s, xr, in);
+        return;
+    }
+    for (size_t c0 = 0; c0 < in; c0 += 2 * LINATTN_Q8_K_BLOCK) { /* whole super-blocks */
+        size_t nc = in - c0 < 2 * LINATTN_Q8_K_BLOCK ? in - c0 : 2 * LINATTN_Q8_K_BLOCK;
+        int32_t s16[2 * LINATTN_Q8_K_BLOCK / 16];
+        float dk[2] = {0.0f, 0.0f};
+        linattn_q8_K_quantize(q + c0, dk, s16, xr + c0, nc);
+        for (size_t g = 0; g < nc / 32; g++)
+            d[c0 / 32 + g] = dk[g / 8];
+    }
     for (size_t b = 0; b < in / 32; b++) {
         int32_t t = 0;
         for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
@@ -230,7 +232,8 @@ static void xq_row(const xq_rows *a, const float *xr, size_t r, size_t in)
 }
 
 /* 1 if a holds x quantized for kind (done now if it did not). */
-static int xq_rows_get(xq_rows *a, const float *x, int kind, int n, int in, int threads)
+static int xq_rows_get(const linattn_kernels *k, xq_rows *a, const float *x, int kind, int n,
+                       int in, int threads)
 {
     if (a->kind == kind)
         return 1;
@@ -248,7 +251,7 @@ static int xq_rows_get(xq_rows *a, const float *x, int kind, int n, int in, int 
     (void)par; /* used by the pragma only */
 #pragma omp parallel for num_threads(threads) if (par) schedule(static)
     for (int r = 0; r < n; r++)
-        xq_row(a, x + (size_t)r * (size_t)in, (size_t)r, (size_t)in);
+        xq_row(k, a, x + (size_t)r * (size_t)in, (size_t)r, (size_t)in);
     return 1;
 }
 
@@ -276,7 +279,7 @@ static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, con
     float *xq = NULL;
     if (type && n >= QUANT_GEMM_ROWS) {
         if (kind)
-            xq_ok = xq_rows_get(aq, x, kind, n, in, threads);
+            xq_ok = xq_rows_get(k, aq, x, kind, n, in, threads);
         else if ((xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
             quantized_rows(xq, x, type, n, in);
     }

@@ -102,6 +102,12 @@
  *              its min dmin m times d_a As), summed over the blocks and onto
  *              C: a row equals gemv_q8_0 / gemv_quant's on the same x to fp32
  *              rounding (only the order of the fp32 sums differs).
+ * quantize_q8_0
+ *              x (n, a multiple of 32) quantized per 32 as
+ *              linattn_q8_0_quantize does, bit for bit (q[n], the scales'
+ *              values d[n / 32]: NaN for a block with a NaN or an infinity,
+ *              whose q are 0), and s[n / 32] the sums of each 32 q: a
+ *              prompt's rows for gemm_quant_xq.
  * dequant      y (rows x cols, dense) = W's values in ggml blocks of type
  *              as floats, bit for bit linattn_quant_values' (scale q - min).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
@@ -166,6 +172,7 @@
        size_t N, size_t K))                                                                        \
     X(dequant, void,                                                                               \
       (float *y, const uint8_t *W, size_t ldw, int type, size_t rows, size_t cols))              \
+    X(quantize_q8_0, void, (int8_t *q, float *d, int32_t *s, const float *x, size_t n))           \
     X(linear_block_rows, void,                                                                     \
       (float *out, size_t ldo, const float *phiq, const float *S, const float *z, const float *K, \
        const float *V, const float *pw, const float *c, int n0, int m, size_t dk, size_t dv,      \

@@ -144,6 +144,9 @@ static const struct tolerance {
      "its scaling two roundings, then K/32 block terms in fp32 per chunk of columns and the "
      "chunks onto C (fewer than K/32 more adds): against the absolute sums of the weights' "
      "scale and offset parts, as gemv_quant"},
+    [K_quantize_q8_0] = {TOL_EXACT, 0, "bit for bit linattn_q8_0_quantize (q, d; any NaN for NaN), s its sums",
+     "the same IEEE operations on each value (a max, a product, two adds, a clamp); blocks with "
+     "a NaN or an infinity, of zeros, of huge, subnormal and equal values, and ties"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
      "x quantized as for gemv_q8_0 (the K-quants: as Q8_K, one fp32 scale per 256, their "
      "super-block's integer sum scaled once, fewer roundings); per 16 values an exact integer "
@@ -1940,6 +1943,55 @@ static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels 
                 buf_free(&bC);
                 buf_free(&bS);
             }
+}
+
+/* The prompt's activation quantizer against the shared C one. */
+static void check_quantize_q8_0(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    (void)sc;
+    for (int how = 0; how < N_FILLS + 3; how++)
+        for (size_t nb = 1; nb <= 9; nb += 4) {
+            size_t n = 32 * nb;
+            buf bx;
+            float *x = buf_new(&bx, n), *d = malloc(nb * sizeof *d), *dw = malloc(nb * sizeof *dw);
+            int8_t *q = malloc(n), *qw = malloc(n);
+            int32_t *s = malloc(nb * sizeof *s);
+            fill(x, n, how < N_FILLS ? how : FILL_RANDOM, -3, 3);
+            if (how == N_FILLS) /* a NaN, an infinity, zeros: blocks 0, 1, 2 */
+                for (size_t i = 0; i < n; i++) {
+                    if (i == 5)
+                        x[i] = NAN;
+                    else if (i == 40 && nb > 1)
+                        x[i] = -INFINITY;
+                    else if (i >= 64 && i < 96)
+                        x[i] = 0.0f;
+                }
+            if (how == N_FILLS + 1) /* huge, and ties: max 127 makes x * inv = x */
+                for (size_t i = 0; i < n; i++)
+                    x[i] = i % 32 == 0 ? (i % 64 ? 127.0f : 3e38f) : (float)((int)rnd_below(255) - 127) / 2.0f;
+            if (how == N_FILLS + 2) /* the smallest floats */
+                for (size_t i = 0; i < n; i++)
+                    x[i] = (float)((int)rnd_below(9) - 4) * 0x1p-149f;
+            linattn_q8_0_quantize(qw, dw, x, n);
+            k->quantize_q8_0(q, d, s, x, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
+            for (size_t i = 0; i < n; i++)
+                note(r, q[i] == qw[i] ? 0.0 : INFINITY, 1, 0.0, shape, i, q[i], qw[i], qw[i]);
+            for (size_t b = 0; b < nb; b++) {
+                int same = isnan(d[b]) ? isnan(dw[b]) : !memcmp(&d[b], &dw[b], sizeof *d);
+                note(r, same ? 0.0 : INFINITY, 1, 0.0, shape, b, d[b], dw[b], dw[b]);
+                int32_t t = 0;
+                for (int i = 0; i < 32; i++)
+                    t += qw[32 * b + (size_t)i];
+                note(r, s[b] == t ? 0.0 : INFINITY, 1, 0.0, shape, b, (float)s[b], t, t);
+            }
+            free(d);
+            free(dw);
+            free(q);
+            free(qw);
+            free(s);
+            buf_free(&bx);
+        }
 }
 
 static void check_gemm_nt_q8(const linattn_kernels *k, const linattn_kernels *sc, report *r)

@@ -110,6 +110,14 @@ LINATTN_INLINE vf vload_i8(const int8_t *p)
     int16x8_t w = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
 }
+/* VL integral floats of -127..127 as int8s at p (exact). */
+LINATTN_INLINE void vstore_i8(int8_t *p, vf v)
+{
+    int16x4_t h = vmovn_s32(vcvtq_s32_f32(v));
+    int8x8_t b = vmovn_s16(vcombine_s16(h, h));
+    int32_t w = vget_lane_s32(vreinterpret_s32_s8(b), 0);
+    memcpy(p, &w, 4);
+}
 LINATTN_INLINE void vstore_f16_m(uint16_t *p, vf v, vmask m)
 {
     uint16_t t[4];

@@ -263,6 +263,51 @@ void FN(gemm_quant)(float *C, size_t ldc, const float *A, size_t lda, const uint
 #include "quant_gemm_body.h"
 
 #if !defined(QUANT_DOT_ONLY) /* a capability's files have the dot-product kernels alone */
+/* linattn_q8_0_quantize in vectors, the same IEEE operations on each value
+ * (|x|'s max, x times 127 / max, rounded by adding and taking away 1.5 *
+ * 2^23, clamped), so the same bits; a NaN or an infinity found by x * 0
+ * (NaN for those, 0 for the rest) summed. The sums of q from the rounded
+ * values (exact integers in fp32). */
+void FN(quantize_q8_0)(int8_t *q, float *d, int32_t *s, const float *x, size_t n)
+{
+    enum { NV = 32 / VL };
+    for (size_t b = 0; b < n / 32; b++) {
+        const float *xb = x + 32 * b;
+        vf v[NV], m = vzero(), z = vzero();
+        for (int i = 0; i < NV; i++) {
+            v[i] = vload(xb + i * VL);
+            m = vmax(vmax(v[i], vsub(vzero(), v[i])), m); /* a NaN keeps m */
+            z = vadd(z, vmul(v[i], vzero()));
+        }
+        float amax = vhmax(m);
+        if (!(amax <= 3.4028235e38f) || vhsum(z) != 0.0f) {
+            memset(q + 32 * b, 0, 32);
+            d[b] = NAN;
+            s[b] = 0;
+            continue;
+        }
+        float sc = amax / 127.0f, inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        if (!(inv <= 3.4028235e38f)) { /* max under about 2^-121: 127 / max overflows */
+            linattn_q8_0_quantize(q + 32 * b, d + b, xb, 32);
+            int32_t t = 0;
+            for (int i = 0; i < 32; i++)
+                t += q[32 * b + (size_t)i];
+            s[b] = t;
+            continue;
+        }
+        vf t = vzero();
+        for (int i = 0; i < NV; i++) {
+            vf r = vsub(vadd(vmul(v[i], vset1(inv)), vset1(12582912.0f)), vset1(12582912.0f));
+            r = vmax(vmin(r, vset1(127.0f)), vset1(-127.0f));
+            vstore_i8(q + 32 * b + i * VL, r);
+            t = vadd(t, r);
+        }
+        d[b] = linattn_f16_to_f32(linattn_f32_to_f16(sc));
+        s[b] = (int32_t)vhsum(t);
+    }
+}
+
+
 /* y (rows x cols, dense) = W's values as floats: each block decoded
  * (simd/quants.h), then scale q - min by a product and a difference, as
  * linattn_quant_values rounds them; VL divides the 16 values of a scale. */

@@ -498,6 +498,17 @@ void linattn_gemm_quant_xq_scalar(float *C, size_t ldc, const int8_t *Aq, const 
         }
 }
 
+void linattn_quantize_q8_0_scalar(int8_t *q, float *d, int32_t *s, const float *x, size_t n)
+{
+    linattn_q8_0_quantize(q, d, x, n);
+    for (size_t b = 0; b < n / 32; b++) {
+        int32_t t = 0;
+        for (int i = 0; i < 32; i++)
+            t += q[32 * b + (size_t)i];
+        s[b] = t;
+    }
+}
+
 void linattn_dequant_scalar(float *y, const uint8_t *W, size_t ldw, int type, size_t rows,
                             size_t cols)
 {

@@ -56,6 +56,13 @@ LINATTN_INLINE vf vload_i8(const int8_t *p)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
 }
+/* VL integral floats of -127..127 as int8s at p (exact). */
+LINATTN_INLINE void vstore_i8(int8_t *p, vf v)
+{
+    __m256i i = _mm256_cvtps_epi32(v);
+    __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    _mm_storel_epi64((__m128i *)(void *)p, _mm_packs_epi16(w, w));
+}
 /* v as VL halfs at p, rounded to nearest even (F16C vcvtps2ph; overflow
  * gives infinity, NaN stays NaN); the _m form writes the lanes of m only. */
 LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)

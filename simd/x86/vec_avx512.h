@@ -51,6 +51,11 @@ LINATTN_INLINE vf vload_i8(const int8_t *p)
 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));
 }
+/* VL integral floats of -127..127 as int8s at p (exact). */
+LINATTN_INLINE void vstore_i8(int8_t *p, vf v)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+}
 /* v as VL halfs at p, rounded to nearest even (see vec_avx2.h); the _m
  * form by a masked 16-bit store (AVX512BW). */
 LINATTN_INLINE void vstore_f16(uint16_t *p, vf v)
