@@ -208,27 +208,11 @@ typedef struct xq_rows {
 static void xq_row(const linattn_kernels *k, const xq_rows *a, const float *xr, size_t r,
                    size_t in)
 {
-    int8_t *q = a->q + r * in;
-    float *d = a->d + r * in / 32;
-    int32_t *s = a->s + r * in / 32;
-    if (a->kind == 1) { /* linattn_q8_0_quantize's bits, in vectors */
-        k->quantize_q8_0(q, d, s, xr, in);
-        return;
-    }
-    for (size_t c0 = 0; c0 < in; c0 += 2 * LINATTN_Q8_K_BLOCK) { /* whole super-blocks */
-        size_t nc = in - c0 < 2 * LINATTN_Q8_K_BLOCK ? in - c0 : 2 * LINATTN_Q8_K_BLOCK;
-        int32_t s16[2 * LINATTN_Q8_K_BLOCK / 16];
-        float dk[2] = {0.0f, 0.0f};
-        linattn_q8_K_quantize(q + c0, dk, s16, xr + c0, nc);
-        for (size_t g = 0; g < nc / 32; g++)
-            d[c0 / 32 + g] = dk[g / 8];
-    }
-    for (size_t b = 0; b < in / 32; b++) {
-        int32_t t = 0;
-        for (int i = 0; i < LINATTN_Q8_0_BLOCK; i++)
-            t += q[b * LINATTN_Q8_0_BLOCK + (size_t)i];
-        s[b] = t;
-    }
+    /* linattn_q8_0_quantize's and linattn_q8_K_quantize's bits, in vectors */
+    if (a->kind == 1)
+        k->quantize_q8_0(a->q + r * in, a->d + r * in / 32, a->s + r * in / 32, xr, in);
+    else
+        k->quantize_q8_K(a->q + r * in, a->d + r * in / 32, a->s + r * in / 32, xr, in);
 }
 
 /* 1 if a holds x quantized for kind (done now if it did not). */

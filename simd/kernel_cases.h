@@ -71,7 +71,7 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
      * weights, A quantized (heads: 2 Q4_0, 8 Q8_0, 12 Q4_K) */
     {"gemm_quant_xq", 512, 64, 2048, 2, 0}, {"gemm_quant_xq", 512, 64, 2048, 8, 0},
     {"gemm_quant_xq", 512, 64, 2048, 12, 0}, {"gemm_quant_xq", 128, 512, 512, 2, 0},
-    {"quantize_q8_0", 2048, 0, 0, 0, 0},
+    {"quantize_q8_0", 2048, 0, 0, 0, 0}, {"quantize_q8_K", 2048, 0, 0, 0, 0},
 };
 #define LINATTN_N_KERNEL_CASES (sizeof linattn_kernel_cases / sizeof linattn_kernel_cases[0])
 
@@ -202,6 +202,7 @@ static inline void linattn_kernel_case_call(const linattn_kernels *k, const lina
     case LINATTN_K_gemm_quant: k->gemm_quant(d->C, bc->b, d->x, bc->c, (const uint8_t *)(const void *)d->S, bc->heads == 8 ? bc->c / 32 * 34 : bc->c / 256 * 144, bc->heads, bc->a, bc->b, bc->c); break;
     /* q in y's bytes, the scales in w, the sums in b */
     case LINATTN_K_quantize_q8_0: k->quantize_q8_0((int8_t *)(void *)d->y, d->w, (int32_t *)(void *)d->b, d->x, n); break;
+    case LINATTN_K_quantize_q8_K: k->quantize_q8_K((int8_t *)(void *)d->y, d->w, (int32_t *)(void *)d->b, d->x, n); break;
     /* A's int8 in x's first quarter, then its scales (the random floats of
      * x) and block sums; W's blocks in S's bytes */
     case LINATTN_K_gemm_quant_xq: {

@@ -108,6 +108,11 @@
  *              values d[n / 32]: NaN for a block with a NaN or an infinity,
  *              whose q are 0), and s[n / 32] the sums of each 32 q: a
  *              prompt's rows for gemm_quant_xq.
+ * quantize_q8_K
+ *              x (n, a multiple of 256) quantized per 256 as
+ *              linattn_q8_K_quantize does, bit for bit (q[n]; its scales
+ *              given again for each 32, d[n / 32]), and s[n / 32] the sums
+ *              of each 32 q: a prompt's rows for gemm_quant_xq's K-quants.
  * dequant      y (rows x cols, dense) = W's values in ggml blocks of type
  *              as floats, bit for bit linattn_quant_values' (scale q - min).
  * to_f16       y[i] = x[i] as IEEE half, rounded to nearest even; overflow
@@ -173,6 +178,7 @@
     X(dequant, void,                                                                               \
       (float *y, const uint8_t *W, size_t ldw, int type, size_t rows, size_t cols))              \
     X(quantize_q8_0, void, (int8_t *q, float *d, int32_t *s, const float *x, size_t n))           \
+    X(quantize_q8_K, void, (int8_t *q, float *d, int32_t *s, const float *x, size_t n))           \
     X(linear_block_rows, void,                                                                     \
       (float *out, size_t ldo, const float *phiq, const float *S, const float *z, const float *K, \
        const float *V, const float *pw, const float *c, int n0, int m, size_t dk, size_t dv,      \

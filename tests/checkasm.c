@@ -147,6 +147,9 @@ static const struct tolerance {
     [K_quantize_q8_0] = {TOL_EXACT, 0, "bit for bit linattn_q8_0_quantize (q, d; any NaN for NaN), s its sums",
      "the same IEEE operations on each value (a max, a product, two adds, a clamp); blocks with "
      "a NaN or an infinity, of zeros, of huge, subnormal and equal values, and ties"},
+    [K_quantize_q8_K] = {TOL_EXACT, 0, "bit for bit linattn_q8_K_quantize (q, d; any NaN for NaN), s its sums per 32",
+     "the same IEEE operations on each value; the first value of the largest magnitude sets the "
+     "scale's sign (blocks with both signs of it); NaN, infinity, zeros, subnormals"},
     [K_gemv_quant] = {TOL_BOUND, 8, "(cols/16+c) u sum(|s q| + |m|) |x_q| + |b| u",
      "x quantized as for gemv_q8_0 (the K-quants: as Q8_K, one fp32 scale per 256, their "
      "super-block's integer sum scaled once, fewer roundings); per 16 values an exact integer "
@@ -1987,6 +1990,54 @@ static void check_quantize_q8_0(const linattn_kernels *k, const linattn_kernels 
             }
             free(d);
             free(dw);
+            free(q);
+            free(qw);
+            free(s);
+            buf_free(&bx);
+        }
+}
+
+static void check_quantize_q8_K(const linattn_kernels *k, const linattn_kernels *sc, report *r)
+{
+    (void)sc;
+    for (int how = 0; how < N_FILLS + 3; how++)
+        for (size_t nb = 1; nb <= 3; nb++) {
+            size_t n = 256 * nb;
+            buf bx;
+            float *x = buf_new(&bx, n), *d = malloc(n / 32 * sizeof *d), dw[3];
+            int8_t *q = malloc(n), *qw = malloc(n);
+            int32_t *s = malloc(n / 32 * sizeof *s), bs[3 * 16];
+            fill(x, n, how < N_FILLS ? how : FILL_RANDOM, -3, 3);
+            if (how == N_FILLS) /* a NaN; an infinity; zeros */
+                for (size_t i = 0; i < n; i++) {
+                    if (i == 5)
+                        x[i] = NAN;
+                    else if (i == 300)
+                        x[i] = INFINITY;
+                    else if (i >= 512)
+                        x[i] = 0.0f;
+                }
+            if (how == N_FILLS + 1) /* the largest magnitude twice, of both signs, either first */
+                for (size_t b = 0; b < nb; b++) {
+                    x[256 * b + 7 + b] = b % 2 ? 4.0f : -4.0f;
+                    x[256 * b + 200] = b % 2 ? -4.0f : 4.0f;
+                }
+            if (how == N_FILLS + 2) /* the smallest floats */
+                for (size_t i = 0; i < n; i++)
+                    x[i] = (float)((int)rnd_below(9) - 4) * 0x1p-149f;
+            linattn_q8_K_quantize(qw, dw, bs, x, n);
+            k->quantize_q8_K(q, d, s, x, n);
+            snprintf(shape, sizeof shape, "n=%zu fill=%d", n, how);
+            for (size_t i = 0; i < n; i++)
+                note(r, q[i] == qw[i] ? 0.0 : INFINITY, 1, 0.0, shape, i, q[i], qw[i], qw[i]);
+            for (size_t g = 0; g < n / 32; g++) {
+                float want = dw[g / 8];
+                int same = isnan(d[g]) ? isnan(want) : !memcmp(&d[g], &want, sizeof want);
+                note(r, same ? 0.0 : INFINITY, 1, 0.0, shape, g, d[g], want, want);
+                int32_t t = bs[2 * g] + bs[2 * g + 1];
+                note(r, s[g] == t ? 0.0 : INFINITY, 1, 0.0, shape, g, (float)s[g], t, t);
+            }
+            free(d);
             free(q);
             free(qw);
             free(s);

@@ -308,6 +308,58 @@ void FN(quantize_q8_0)(int8_t *q, float *d, int32_t *s, const float *x, size_t n
 }
 
 
+/* linattn_q8_K_quantize in vectors: |x|'s max in vectors, then the
+ * first value of that magnitude (its sign sets the scale's, as the C one
+ * takes the first), then the same IEEE operations on each value; a block
+ * whose -127 / max overflows takes the C one's way. Its scale given for
+ * each 32, and the sums of each 32 q. */
+void FN(quantize_q8_K)(int8_t *q, float *d, int32_t *s, const float *x, size_t n)
+{
+    enum { NV = 256 / VL, PER = 32 / VL };
+    for (size_t b = 0; b < n / 256; b++) {
+        const float *xb = x + 256 * b;
+        int8_t *qb = q + 256 * b;
+        vf m = vzero(), z = vzero();
+        for (int i = 0; i < NV; i++) {
+            vf v = vload(xb + i * VL);
+            m = vmax(vmax(v, vsub(vzero(), v)), m); /* a NaN keeps m */
+            z = vadd(z, vmul(v, vzero()));
+        }
+        float amax = vhmax(m), max = 0.0f;
+        int bad = !(amax <= 3.4028235e38f) || vhsum(z) != 0.0f;
+        if (!bad && amax > 0.0f)
+            for (int i = 0; i < 256; i++)
+                if (fabsf(xb[i]) == amax) {
+                    max = xb[i];
+                    break;
+                }
+        float sc = bad || amax == 0.0f ? 0.0f : -127.0f / max;
+        if (bad || !(fabsf(sc) <= 3.4028235e38f)) { /* bad: q 0, d NaN; or max under 2^-121 */
+            int32_t s16[16];
+            float dk;
+            linattn_q8_K_quantize(qb, &dk, s16, xb, 256);
+            for (int g = 0; g < 8; g++) {
+                d[8 * b + (size_t)g] = dk;
+                s[8 * b + (size_t)g] = s16[2 * g] + s16[2 * g + 1];
+            }
+            continue;
+        }
+        for (int g = 0; g < 8; g++) {
+            vf t = vzero();
+            for (int i = 0; i < PER; i++) {
+                const size_t e = 32 * (size_t)g + (size_t)i * VL;
+                vf r = vmul(vload(xb + e), vset1(sc));
+                r = vsub(vadd(r, vset1(12582912.0f)), vset1(12582912.0f));
+                r = vmax(vmin(r, vset1(127.0f)), vset1(-127.0f));
+                vstore_i8(qb + e, r);
+                t = vadd(t, r);
+            }
+            d[8 * b + (size_t)g] = sc != 0.0f ? 1.0f / sc : 0.0f;
+            s[8 * b + (size_t)g] = (int32_t)vhsum(t);
+        }
+    }
+}
+
 /* y (rows x cols, dense) = W's values as floats: each block decoded
  * (simd/quants.h), then scale q - min by a product and a difference, as
  * linattn_quant_values rounds them; VL divides the 16 values of a scale. */

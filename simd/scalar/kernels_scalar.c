@@ -509,6 +509,19 @@ void linattn_quantize_q8_0_scalar(int8_t *q, float *d, int32_t *s, const float *
     }
 }
 
+void linattn_quantize_q8_K_scalar(int8_t *q, float *d, int32_t *s, const float *x, size_t n)
+{
+    for (size_t b = 0; b < n / 256; b++) {
+        int32_t s16[16];
+        float dk;
+        linattn_q8_K_quantize(q + 256 * b, &dk, s16, x + 256 * b, 256);
+        for (int g = 0; g < 8; g++) {
+            d[8 * b + (size_t)g] = dk;
+            s[8 * b + (size_t)g] = s16[2 * g] + s16[2 * g + 1];
+        }
+    }
+}
+
 void linattn_dequant_scalar(float *y, const uint8_t *W, size_t ldw, int type, size_t rows,
                             size_t cols)
 {
