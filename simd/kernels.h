@@ -90,16 +90,17 @@
  * gemm_quant_xq
  *              C[M x N] += A . W^T for a prompt, W's N rows in ggml blocks of
  *              type (ldw bytes apart; linattn_quant_xq_takes(type): Q4_0,
- *              Q8_0, Q4_K) and A's M rows already quantized as the decode
+ *              Q8_0, Q4_K, Q6_K) and A's M rows already quantized as the decode
  *              step quantizes them for type (linattn_q8_0_quantize, the
  *              K-quants linattn_q8_K_quantize): row i's K int8 at Aq + i
  *              lda, per 32 of them the scale Ad (fp32: the half's value, or
  *              Q8_K's scale of its 256 again for each 32) and the sum of the
  *              32 q As, both at i (lda / 32) + K / 32 of the row's blocks;
- *              lda and K multiples of 32 (of 256 for Q4_K). Per 32 the exact
- *              integer dot product (the weights' offset against As), times
- *              d_w and d_a in fp32 (Q4_K: its sub-block's scale d sc, less
- *              its min dmin m times d_a As), summed over the blocks and onto
+ *              lda and K multiples of 32 (of 256 for the K-quants). Per 32
+ *              the exact integer dot product (the weights' offset against
+ *              As), times d_w and d_a in fp32 (Q4_K: its sub-block's scale d
+ *              sc, less its min dmin m times d_a As; Q6_K: per 16, d sc),
+ *              summed over the blocks and onto
  *              C: a row equals gemv_q8_0 / gemv_quant's on the same x to fp32
  *              rounding (only the order of the fp32 sums differs).
  * quantize_q8_0

@@ -65,10 +65,11 @@ static inline int linattn_quant_takes_q8_K(int type)
 
 /* Whether gemm_quant_xq (a prompt on activations quantized once, integer
  * tiles) takes weights of type: those whose values pack as bytes with one
- * scale (and min) per 32, a fixed offset or none. */
+ * scale (and min) per 32, or two (Q6_K), a fixed offset or none. */
 static inline int linattn_quant_xq_takes(int type)
 {
-    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 || type == LINATTN_QUANT_Q4_K;
+    return type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 || type == LINATTN_QUANT_Q4_K ||
+           type == LINATTN_QUANT_Q6_K;
 }
 
 /* All 8 scales and mins of a Q4_K/Q5_K block's 12 packed bytes at s at

@@ -1860,15 +1860,16 @@ static void check_gemm_quant(const linattn_kernels *k, const linattn_kernels *sc
             }
 }
 
-/* A prompt's rows quantized once (as the engine does) against Q4_0, Q8_0
- * and Q4_K weights: the double sum of the dequantized weights times the
+/* A prompt's rows quantized once (as the engine does) against Q4_0, Q8_0,
+ * Q4_K and Q6_K weights: the double sum of the dequantized weights times the
  * quantized activations, past a packing's 512 columns and 16-lane panels
  * now and then. */
 static void check_gemm_quant_xq(const linattn_kernels *k, const linattn_kernels *sc, report *r)
 {
     const double c = tol_of("gemm_quant_xq")->c;
-    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K};
-    static const size_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70, 130, 257};
+    static const int types[] = {LINATTN_QUANT_Q4_0, LINATTN_QUANT_Q8_0, LINATTN_QUANT_Q4_K,
+                                LINATTN_QUANT_Q6_K};
+    static const size_t Ms[] = {1, 2, 3, 5, 7, 8, 9, 13, 17}, Ns[] = {1, 5, 16, 17, 33, 64, 70, 130, 257};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
             for (size_t bi = 0; bi < sizeof Ns / sizeof Ns[0]; bi++) {

@@ -474,6 +474,20 @@ void linattn_gemm_quant_xq_scalar(float *C, size_t ldc, const int8_t *Aq, const 
                 const int8_t *a = Aq + i * lda + 32 * b;
                 const float da = Ad[i * (lda / 32) + b];
                 int32_t dot = 0;
+                if (type == LINATTN_QUANT_Q6_K) { /* per 16: its int8 scale */
+                    const uint8_t *blk = W + j * ldw + b / 8 * bb;
+                    int8_t q[256];
+                    float sc[16], mn[16];
+                    linattn_quant_decode(type, blk, q, sc, mn);
+                    size_t e0 = 32 * (b % 8);
+                    for (int h = 0; h < 2; h++) {
+                        int32_t t = 0;
+                        for (int e = 0; e < 16; e++)
+                            t += q[e0 + 16 * (size_t)h + (size_t)e] * a[16 * h + e];
+                        acc += sc[e0 / 16 + (size_t)h] * da * (float)t;
+                    }
+                    continue;
+                }
                 if (type == LINATTN_QUANT_Q4_K) {
                     const uint8_t *blk = W + j * ldw + b / 8 * bb;
                     int sub = (int)(b % 8), sc, mn;
