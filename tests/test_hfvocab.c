@@ -32,28 +32,6 @@ static void write_gpt2(void)
     tu_write_text(tu_path("config.json"), "{\"bos_token_id\": 8, \"eos_token_id\": 8}");
 }
 
-/* GPT-2's printable character for byte b. */
-static int byte_char(int b)
-{
-    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))
-        return b;
-    int n = 0;
-    for (int c = 0; c < b; c++)
-        n += !((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255));
-    return 256 + n;
-}
-
-static size_t put_char(char *out, int cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xC0 | cp >> 6);
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-}
-
 /* test_pretok.c's byte-level vocabulary (token b is byte b), with more
  * merges ("3 4", "Ġ b", "Ġ t", "h e", "Ġt he", "Ã ©", "1 2"), added
  * tokens <|begin|> (256 + 8, special) and <tab> (non-special), and pre
@@ -67,12 +45,7 @@ static void write_bytes_json(const char *pre, int ignore_merges)
                                 " \"special\": false}],"
                                 " \"model\": {\"type\": \"BPE\", \"ignore_merges\": %s,"
                                 " \"vocab\": {", ignore_merges ? "true" : "false");
-    for (int b = 0; b < 256; b++) {
-        char c[4];
-        size_t l = put_char(c, byte_char(b));
-        m += (size_t)snprintf(json + m, sizeof json - m, "\"%s%.*s\": %d, ",
-                              c[0] == '"' || c[0] == '\\' ? "\\" : "", (int)l, c, b);
-    }
+    m = tu_byte_vocab_json(json, m, sizeof json);
     snprintf(json + m, sizeof json - m,
              "\"34\": 256, \"\xc4\xa0" "b\": 257, \"\xc4\xa0t\": 258, \"he\": 259,"
              " \"\xc4\xa0the\": 260, \"\xc3\x83\xc2\xa9\": 261, \"12\": 262, \"<|begin|>\": 264},"
@@ -234,20 +207,6 @@ static linattn_status quantize_fails(void)
     return linattn_quantize(&c, tu_path("no.gguf"), "f32", NULL);
 }
 
-static size_t decode_all(const linattn_tokenizer *t, const int *ids, size_t n, char *out)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *p;
-        size_t l;
-        cr_assert_eq(linattn_tokenizer_decode(t, i ? ids[i - 1] : -1, ids[i], &p, &l), LINATTN_OK,
-                     "%s", linattn_last_error());
-        memcpy(out + m, p, l);
-        m += l;
-    }
-    return m;
-}
-
 /* Every text encodes to the same ids (with and without bos) from the
  * GGUF file as from the tokenizer.json, or fails in both, and the ids
  * decode to the same bytes; returns how many texts encoded. */
@@ -283,7 +242,7 @@ static int same_tokens(const char *out, const char *const *texts, size_t n_texts
                                                                  "gguf llama (sentencepiece)"))
                 continue;
             char dx[1024], dy[1024];
-            size_t mx = decode_all(a, x, nx, dx), my = decode_all(b, y, ny, dy);
+            size_t mx = tu_decode_all(a, x, nx, dx), my = tu_decode_all(b, y, ny, dy);
             cr_expect(mx == my && !memcmp(dx, dy, mx), "'%s' (bos %d): decoded '%.*s' and '%.*s'",
                       text, bos, (int)mx, dx, (int)my, dy);
         }

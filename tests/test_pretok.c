@@ -293,28 +293,6 @@ Test(pretok, long_runs)
 /* In a tokenizer.json                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* GPT-2's printable character for byte b. */
-static int byte_char(int b)
-{
-    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))
-        return b;
-    int n = 0;
-    for (int c = 0; c < b; c++)
-        n += !((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255));
-    return 256 + n;
-}
-
-static size_t put_char(char *out, int cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xC0 | cp >> 6);
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-}
-
 /* A byte-level tokenizer.json: token b is byte b (as its character, JSON
  * escaped where it must be), then "34" (256) from the merge "3 4" and "Ġb"
  * (257) from "Ġ b"; pre is the pre_tokenizer. */
@@ -322,12 +300,7 @@ static const char *write_bytes_json(const char *pre)
 {
     static char json[16384];
     size_t m = (size_t)snprintf(json, sizeof json, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
-    for (int b = 0; b < 256; b++) {
-        char c[4];
-        size_t l = put_char(c, byte_char(b));
-        m += (size_t)snprintf(json + m, sizeof json - m, "\"%s%.*s\": %d, ",
-                              c[0] == '"' || c[0] == '\\' ? "\\" : "", (int)l, c, b);
-    }
+    m = tu_byte_vocab_json(json, m, sizeof json);
     snprintf(json + m, sizeof json - m,
              "\"34\": 256, \"\xc4\xa0" "b\": 257}, \"merges\": [\"3 4\", \"\xc4\xa0 b\"]},"
              " \"pre_tokenizer\": %s}", pre);

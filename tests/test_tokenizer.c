@@ -61,22 +61,6 @@ static void expect_ids(const linattn_tokenizer *t, const char *text, int add_bos
                      want[i], shown);
 }
 
-/* The bytes of ids[n] decoded one after another (prev -1 at the start). */
-static size_t decode_all(const linattn_tokenizer *t, const int *ids, size_t n, char *out)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *p;
-        size_t l;
-        cr_assert_eq(linattn_tokenizer_decode(t, i ? ids[i - 1] : -1, ids[i], &p, &l), LINATTN_OK,
-                     "%s", linattn_last_error());
-        memcpy(out + m, p, l);
-        m += l;
-    }
-    out[m] = '\0';
-    return m;
-}
-
 static void expect_piece(const linattn_tokenizer *t, int prev, int token, const char *want)
 {
     const char *p;
@@ -416,7 +400,7 @@ static void check_gpt2(linattn_tokenizer *t)
     const char *text = "ab\xc3\xa9 a!\n<|endoftext|>  cab";
     cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 0, ids, 32, &n), LINATTN_OK,
                  "%s", linattn_last_error());
-    cr_assert_str_eq((decode_all(t, ids, n, back), back), text);
+    cr_assert_str_eq((tu_decode_all(t, ids, n, back), back), text);
 }
 
 Test(tokenizer, hf_byte_level)
@@ -506,7 +490,7 @@ static void check_sp_common(linattn_tokenizer *t)
     size_t n;
     char back[64];
     cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 0, ids, 32, &n), LINATTN_OK);
-    cr_assert_str_eq((decode_all(t, ids, n, back), back), text);
+    cr_assert_str_eq((tu_decode_all(t, ids, n, back), back), text);
 }
 
 /* The Metaspace pre-tokenizer (prepend_scheme first): after a special

@@ -319,3 +319,51 @@ int tu_cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT])
     cr_assert_eq(linattn_set_isa(LINATTN_ISA_AUTO), LINATTN_OK);
     return n;
 }
+
+/* GPT-2's printable character for byte b (computed here, not taken from
+ * the engine): the printable bytes stand for themselves, the others
+ * (0-32, 127-160, 173) for 256, 257, ... in order. */
+static int tu_byte_char(int b)
+{
+    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))
+        return b;
+    int n = 0;
+    for (int c = 0; c < b; c++)
+        n += !((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255));
+    return 256 + n;
+}
+
+size_t tu_byte_vocab_json(char *json, size_t m, size_t cap)
+{
+    for (int b = 0; b < 256; b++) {
+        int cp = tu_byte_char(b);
+        char c[2];
+        size_t l = 1;
+        if (cp < 0x80) {
+            c[0] = (char)cp;
+        } else { /* all below 0x800 */
+            c[0] = (char)(0xC0 | cp >> 6);
+            c[1] = (char)(0x80 | (cp & 0x3F));
+            l = 2;
+        }
+        m += (size_t)snprintf(json + m, cap - m, "\"%s%.*s\": %d, ",
+                              c[0] == '"' || c[0] == '\\' ? "\\" : "", (int)l, c, b);
+        cr_assert_lt(m, cap, "the JSON buffer is too small");
+    }
+    return m;
+}
+
+size_t tu_decode_all(const linattn_tokenizer *t, const int *ids, size_t n, char *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p;
+        size_t l;
+        cr_assert_eq(linattn_tokenizer_decode(t, i ? ids[i - 1] : -1, ids[i], &p, &l), LINATTN_OK,
+                     "%s", linattn_last_error());
+        memcpy(out + m, p, l);
+        m += l;
+    }
+    out[m] = '\0';
+    return m;
+}

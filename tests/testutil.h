@@ -111,6 +111,15 @@ double tu_cpu_seconds(void);
 #define TU_SANITIZED 0
 #endif
 
+/* ---- tokenizers ---- */
+/* json[m..] += the 256 byte tokens of a GPT-2 byte-level vocabulary,
+ * "c": b, each byte as its printable character (JSON-escaped), with a
+ * comma and space after each; returns the new length (cap: json's size). */
+size_t tu_byte_vocab_json(char *json, size_t m, size_t cap);
+/* The bytes of ids[n] decoded one after another (prev -1 at the start)
+ * into out, NUL-terminated; returns their count. */
+size_t tu_decode_all(const linattn_tokenizer *t, const int *ids, size_t n, char *out);
+
 /* The ISAs this CPU and build run (scalar first) into isas; returns how
  * many. Leaves the choice at auto. */
 int tu_cpu_isas(linattn_isa isas[LINATTN_ISA_COUNT]);

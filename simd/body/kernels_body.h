@@ -549,6 +549,31 @@ void FN(linear_block_read)(float *out, const float *phiq, const float *S, const 
     lbr_finish(out, dv, d);
 }
 
+/* The end of lbr_rows4 and lbr_rows4x2: rows 1.. of the group add their
+ * own waiting rows from j on (nr[] grows by one a row), in order, then
+ * every row is scaled by its inv and stored (4 vectors). */
+LINATTN_INLINE void lbr_rows_end(vf acc[3][4], float *out, size_t ldo, const float *V,
+                                 size_t dv, const float *const *w, const int *nr, int j,
+                                 const float *inv, int R)
+{
+#pragma GCC unroll 3
+    for (int r = 1; r < R; r++)
+        for (int jr = j; jr < nr[r]; jr++) {
+            const vf wj = vbcast(w[r] + jr);
+            const float *vj = V + (size_t)jr * dv;
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
+        }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++) {
+        const vf vinv = vset1(inv[r]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++)
+            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
+    }
+}
+
 /* linear_block_rows: R (<= 3) query rows at once against 4 full vectors of
  * S's columns, each S vector loaded once for the R rows: 12 sums, 3
  * broadcasts and the S vector fill 16 registers. Each row's column sums are
@@ -600,22 +625,7 @@ LINATTN_INLINE void lbr_rows4(float *out, size_t ldo, const float *phiq, size_t 
             for (int r = 0; r < R; r++)
                 acc[r][k] = vfma(wj[r], vload(vj + VL * k), acc[r][k]);
     }
-#pragma GCC unroll 3
-    for (int r = 1; r < R; r++)
-        for (int jr = j; jr < nr[r]; jr++) {
-            const vf wj = vbcast(w[r] + jr);
-            const float *vj = V + (size_t)jr * dv;
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++)
-                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
-        }
-#pragma GCC unroll 3
-    for (int r = 0; r < R; r++) {
-        const vf vinv = vset1(inv[r]);
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
-    }
+    lbr_rows_end(acc, out, ldo, V, dv, w, nr, j, inv, R);
 }
 
 /* R (2 or 3) query rows against a column block of exactly 4 vectors,
@@ -686,22 +696,7 @@ LINATTN_INLINE void lbr_rows4x2(float *out, size_t ldo, const float *phiq, size_
                 acc[r][k] = vfma(vbcast(w[r] + j), x, acc[r][k]);
         }
     }
-#pragma GCC unroll 3
-    for (int r = 1; r < R; r++)
-        for (int jr = j; jr < nr[r]; jr++) {
-            const vf wj = vbcast(w[r] + jr);
-            const float *vj = V + (size_t)jr * dv;
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++)
-                acc[r][k] = vfma(wj, vload(vj + VL * k), acc[r][k]);
-        }
-#pragma GCC unroll 3
-    for (int r = 0; r < R; r++) {
-        const vf vinv = vset1(inv[r]);
-#pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            vstore(out + (size_t)r * ldo + VL * k, vmul(acc[r][k], vinv));
-    }
+    lbr_rows_end(acc, out, ldo, V, dv, w, nr, j, inv, R);
 }
 
 /* Rows [0, R) of a group of linear_block_rows (R <= 3), one column block of
