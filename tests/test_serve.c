@@ -621,6 +621,38 @@ Test(serve, prefix_reuse_resumes_and_matches)
     cr_expect_eq(stop(&t), 0);
 }
 
+/* A stream past --prefix-max-tokens keeps no token ids: a request resending
+ * its history is fed whole (cached_tokens 0), with the same text. */
+Test(serve, prefix_history_has_a_limit)
+{
+    const char *small[] = {"--prefix-max-tokens", "30", NULL};
+    server s = start_text_model(small);
+    reply r = post(&s, "/v1/completions",
+                   "{\"prompt\": \"In the beginning\", \"max_tokens\": 20, \"temperature\": 0}");
+    cr_assert_eq(r.status, 200);
+    char *a = text_of(&r);
+    free(r.body);
+    char req[512];
+    snprintf(req, sizeof req,
+             "{\"prompt\": \"In the beginning%s and\", \"max_tokens\": 15, \"temperature\": 0}", a);
+    r = post(&s, "/v1/completions", req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_expect_eq(cached_of(&r), 0, "36 tokens consumed, 30 kept at most: none reused");
+    char *b = text_of(&r);
+    free(r.body);
+    cr_expect_eq(stop(&s), 0);
+
+    const char *off_args[] = {"--prefix-cache", "0", NULL};
+    server t = start_text_model(off_args);
+    r = post(&t, "/v1/completions", req);
+    cr_assert_eq(r.status, 200);
+    char *c = text_of(&r);
+    free(r.body);
+    cr_expect_str_eq(b, c, "with the history dropped and without the cache");
+    free(a), free(b), free(c);
+    cr_expect_eq(stop(&t), 0);
+}
+
 static server start_softmax_model(const char *const *extra)
 {
     static char path[1024];

@@ -24,7 +24,8 @@ static const char usage[] =
     "usage: linattn serve CONFIG [--host ADDR] [--port N] [--threads N] [--max-active N]\n"
     "                     [--max-streams N] [--park-mem BYTES] [--state-dir DIR]\n"
     "                     [--api-key KEY] [--max-body BYTES] [--timeout S]\n"
-    "                     [--prefix-cache N] [--store redis://HOST:PORT] [--lease-ms MS]\n"
+    "                     [--prefix-cache N] [--prefix-max-tokens N]\n"
+    "                     [--store redis://HOST:PORT] [--lease-ms MS]\n"
     "                     [--max-tokens N] [--max-stream-tokens N]\n"
     "\n"
     "Serves the model CONFIG describes over HTTP until Ctrl-C or SIGTERM. One\n"
@@ -73,6 +74,9 @@ static const char usage[] =
     "  --prefix-cache N  completions' streams kept so that a later request whose\n"
     "                    tokens begin with one's resumes it, or a softmax one cut\n"
     "                    to the 16 or more first tokens they share (default 64; 0: off)\n"
+    "  --prefix-max-tokens N  the most token ids a stream keeps for prefix reuse\n"
+    "                    (4 bytes each; default 1048576); a longer stream is found by\n"
+    "                    its id only, and a request resending it is fed whole\n"
     "  -h, --help        this text\n"
     "\n"
     "Example: linattn serve configs/kjv-linear.ini --port 8080 &\n"
@@ -773,13 +777,14 @@ int cmd_serve(int argc, char **argv)
         {"prefix-cache", required_argument, 0, 'P'}, {"store", required_argument, 0, 'R'},
         {"lease-ms", required_argument, 0, 'L'}, {"chat-template", required_argument, 0, 'C'},
         {"max-tokens", required_argument, 0, 'N'}, {"max-stream-tokens", required_argument, 0, 'W'},
+        {"prefix-max-tokens", required_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *host = "127.0.0.1", *state_dir = NULL, *api_key = NULL, *store_url = NULL,
                *chat_name = "auto";
     long port = 8080, threads = -1, max_active = 64, max_streams = 10000, timeout = 60,
          prefix_cache = 64, lease_ms = 10000, max_tokens = 0;
-    uint64_t max_stream_tokens = 0;
+    uint64_t max_stream_tokens = 0, prefix_max_tokens = (uint64_t)1 << 20;
     uint64_t park_mem = (uint64_t)1 << 30, max_body = (uint64_t)1 << 20;
     int c;
     opterr = 0;
@@ -802,6 +807,7 @@ int cmd_serve(int argc, char **argv)
         case 'L': if (cli_parse_long(cmd, "--lease-ms", optarg, 100, 3600000, &lease_ms)) return 1; break;
         case 'N': if (cli_parse_long(cmd, "--max-tokens", optarg, 0, 1000000000, &max_tokens)) return 1; break;
         case 'W': if (cli_parse_u64(cmd, "--max-stream-tokens", optarg, &max_stream_tokens)) return 1; break;
+        case 'X': if (cli_parse_u64(cmd, "--prefix-max-tokens", optarg, &prefix_max_tokens)) return 1; break;
         case 'h': fputs(usage, stdout); return 0;
         case ':': return cli_fail(cmd, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -870,7 +876,8 @@ int cmd_serve(int argc, char **argv)
 #endif
     }
     srv_options so = {(int)max_active, (size_t)park_mem, state_dir, cfg->threads, (int)max_streams,
-                      (int)prefix_cache, store, (int)lease_ms, max_stream_tokens};
+                      (int)prefix_cache, store, (int)lease_ms, max_stream_tokens,
+                      prefix_max_tokens};
     if ((st = srv_start(model, &so, &sched)) != LINATTN_OK) {
         cli_fail(cmd, "cannot start the scheduler");
         goto out;

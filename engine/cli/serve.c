@@ -181,11 +181,21 @@ static void tokens_path(const srv *s, const char *id, char *buf, size_t n)
     snprintf(buf, n, "%s/%s.tokens", s->o.state_dir, id);
 }
 
-/* Appends n tokens to the history (on no memory it becomes unknown). */
-static void hist_add(srv_stream *st, const int *t, size_t n)
+/* Appends n tokens to the history (on no memory it becomes unknown). A
+ * history past --prefix-max-tokens is dropped and becomes unknown: a
+ * stream fed for ever keeps constant memory, and a request resending
+ * that much history is fed whole instead of reusing it. */
+static void hist_add(const srv *s, srv_stream *st, const int *t, size_t n)
 {
     if (!st->hist_known)
         return;
+    if (st->n_hist + n > s->o.prefix_max_tokens) {
+        free(st->hist);
+        st->hist = NULL;
+        st->n_hist = st->cap_hist = 0;
+        st->hist_known = 0;
+        return;
+    }
     if (st->n_hist + n > st->cap_hist) {
         size_t cap = st->cap_hist ? st->cap_hist : 256;
         while (cap < st->n_hist + n)
@@ -222,9 +232,12 @@ static void *hist_pack(const srv_stream *st, size_t *n)
  * unknown); 1 when it is written. */
 static int write_tokens(const srv *s, const srv_stream *st)
 {
-    if (!st->hist_known)
-        return 1;
     char path[4200];
+    if (!st->hist_known) { /* and none from an earlier park left to stand for it */
+        tokens_path(s, st->id, path, sizeof path);
+        unlink(path);
+        return 1;
+    }
     size_t hn;
     void *h = hist_pack(st, &hn);
     tokens_path(s, st->id, path, sizeof path);
@@ -235,7 +248,7 @@ static int write_tokens(const srv *s, const srv_stream *st)
 
 /* The history from extra bytes, if they hold one for a stream of tokens
  * tokens (else it stays unknown). */
-static void hist_unpack(srv_stream *st, const void *b, size_t n, uint64_t tokens)
+static void hist_unpack(const srv *s, srv_stream *st, const void *b, size_t n, uint64_t tokens)
 {
     uint32_t head[2];
     st->n_hist = 0;
@@ -246,7 +259,7 @@ static void hist_unpack(srv_stream *st, const void *b, size_t n, uint64_t tokens
     if (head[0] != HIST_MAGIC || head[1] != tokens || n != sizeof head + head[1] * sizeof(int))
         return;
     st->hist_known = 1;
-    hist_add(st, (const int *)(const void *)((const char *)b + sizeof head), head[1]);
+    hist_add(s, st, (const int *)(const void *)((const char *)b + sizeof head), head[1]);
 }
 
 /* A new stream (id given, or made here), with an empty session. */
@@ -462,7 +475,7 @@ static int store_take(srv *s, const char *id, srv_stream **out, char *msg, size_
             st->sess = sess;
             sess = NULL;
             st->tokens = linattn_session_tokens(st->sess);
-            hist_unpack(st, extra, en, st->tokens);
+            hist_unpack(s, st, extra, en, st->tokens);
             st->store_ver = ver;
             s->own.restores++;
         }
@@ -727,7 +740,7 @@ static int begin(srv *s, srv_job *j)
             linattn_session_free(st->sess);
             st->sess = f;
             linattn_session_set_threads(f, s->o.threads);
-            hist_add(st, src->hist, reuse);
+            hist_add(s, st, src->hist, reuse);
             st->tokens = reuse;
             j->fed = j->reused_tokens = (int)reuse;
             src->last_use = now_s();
@@ -788,7 +801,7 @@ static int begin(srv *s, srv_job *j)
         linattn_session_free(st->sess);
         st->sess = sess;
         st->tokens = linattn_session_tokens(sess);
-        hist_unpack(st, extra, extra_n, st->tokens);
+        hist_unpack(s, st, extra, extra_n, st->tokens);
         free(extra);
         st->leased = s->o.store != NULL; /* finish stores it */
         j->st = st;
@@ -844,7 +857,7 @@ static int begin(srv *s, srv_job *j)
         linattn_session_set_threads(f->sess, s->o.threads);
         f->tokens = linattn_session_tokens(f->sess);
         f->hist_known = st->hist_known;
-        hist_add(f, st->hist, st->n_hist);
+        hist_add(s, f, st->hist, st->n_hist);
         if (s->o.store) {
             if (srv_store_lease(s->o.store, f->id) != 1) {
                 remove_stream(s, f);
@@ -928,7 +941,7 @@ static void step(srv *s)
                 continue;
             }
             if (n > 0)
-                hist_add(j->st, j->input + j->fed, (size_t)n);
+                hist_add(s, j->st, j->input + j->fed, (size_t)n);
             j->fed += n;
             s->own.prompt_tokens += (unsigned long long)n;
             if (j->fed < j->n_input)
@@ -1013,7 +1026,7 @@ static void step(srv *s)
                     finish(s, s->running[i], 500, "step: %s", linattn_last_error());
         } else {
             for (int i = 0; i < nb; i++)
-                hist_add(stepped[i], &toks[i], 1);
+                hist_add(s, stepped[i], &toks[i], 1);
         }
     }
     for (int i = 0; i < na; i++) {
@@ -1082,7 +1095,7 @@ static void adopt_state_dir(srv *s)
         if (f) {
             uint32_t head[2];
             if (fread(head, sizeof head, 1, f) == 1 && head[0] == HIST_MAGIC &&
-                head[1] < (1u << 28)) {
+                head[1] < (1u << 28) && head[1] <= s->o.prefix_max_tokens) {
                 st->hist = malloc((size_t)head[1] * sizeof(int) + 1);
                 if (st->hist && fread(st->hist, sizeof(int), head[1], f) == head[1]) {
                     st->n_hist = st->cap_hist = head[1];

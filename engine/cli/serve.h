@@ -109,6 +109,8 @@ typedef struct srv_options {
     srv_store *store;     /* NULL: streams are this server's alone */
     int lease_ms;         /* the store's lease of an active stream */
     uint64_t max_stream_tokens; /* tokens a stream may hold (0: the model's limit alone) */
+    uint64_t prefix_max_tokens; /* a stream's token ids kept for prefix reuse up to this
+                                 * many; past it none (the stream stays found by id) */
 } srv_options;
 
 typedef struct srv srv;
