@@ -246,15 +246,22 @@ static int lin_phi_exp(const linattn_kernels *kt, const float *x, size_t ld, int
     return lin_exp_over(m + 1.0f);
 }
 
-/* The exponent n rows of v need: a row whose sum of squares is at most
- * 2^40 has no |v| past 2^20 (one dot kernel a row); only the others (and
- * rows with a value not finite) take the slow pass. */
+/* A row of v whose sum of squares is at most 2^(2 LIN_T) has no |v| past
+ * 2^LIN_T (one dot kernel); 0 for the others and rows with a value not
+ * finite. */
+static int lin_v_row_small(const linattn_kernels *kt, const float *row, size_t d)
+{
+    return kt->dot(row, row, d) <= 0x1p40f;
+}
+
+/* The exponent n rows of v need: only the rows not lin_v_row_small take
+ * the slow pass. */
 static int lin_v_exp(const linattn_kernels *kt, const float *v, size_t ld, int n, size_t d)
 {
     float m = 0.0f;
     for (int r = 0; r < n; r++) {
         const float *row = v + (size_t)r * ld;
-        if (kt->dot(row, row, d) <= 0x1p40f)
+        if (lin_v_row_small(kt, row, d))
             continue;
         float a = lin_rows_max(row, ld, 1, d, 1);
         m = a > m ? a : m;
@@ -357,10 +364,14 @@ static void lin_phi_scaled(const lin_seq *s, float *dst, const float *src, size_
                            float scale)
 {
     lin_phi_rows(s->kt, dst, src, ld, n, (size_t)s->dk);
-    /* lin_phi_exp's max, on phi's own rows while they are in cache: the
-     * max of phi is the max x + 1 it tests (NaN: a value not finite) */
-    if (s->over && !(s->kt->max(dst, (size_t)n * (size_t)s->dk) <= 0x1p20f))
-        *s->over = 1;
+    /* lin_phi_exp's test, on phi's own rows while they are in cache: the
+     * max of phi is the max x + 1 it tests (NaN: a value not finite, which
+     * its slow pass would look past) */
+    if (s->over) {
+        const float mx = s->kt->max(dst, (size_t)n * (size_t)s->dk);
+        if (isnan(mx) || lin_exp_over(mx) != 0)
+            *s->over = 1;
+    }
     if (scale != 1.0f)
         s->kt->scale(dst, scale, (size_t)n * (size_t)s->dk);
 }
@@ -373,11 +384,9 @@ static const float *lin_v_rows(const lin_seq *s, lin_buffers *b, int j0, int m, 
     if (s->vexp == 0) {
         *vr = s->vr;
         /* lin_v_exp's test, here where the rows are read anyway */
-        for (int r = 0; s->over && r < m; r++) {
-            const float *row = v + (size_t)r * s->vr;
-            if (!(s->kt->dot(row, row, (size_t)s->dv) <= 0x1p40f))
+        for (int r = 0; s->over && r < m; r++)
+            if (!lin_v_row_small(s->kt, v + (size_t)r * s->vr, (size_t)s->dv))
                 *s->over = 1;
-        }
         return v;
     }
     const size_t dv = (size_t)s->dv;

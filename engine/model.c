@@ -160,9 +160,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
  * take the same kind share one quantization. */
 static int xq_kind(int type)
 {
-    int takes = type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q8_0 ||
-                type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q6_K;
-    if (!takes || !linattn_quant_xq_takes(type))
+    if (!linattn_quant_xq_takes(type))
         return 0;
     return linattn_quant_takes_q8_K(type) ? 2 : 1;
 }
