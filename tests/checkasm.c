@@ -1355,8 +1355,11 @@ static void check_gemv_half(const linattn_kernels *k, const linattn_kernels *sc,
 typedef void (*gemm_half_fn)(float *C, size_t ldc, const float *A, size_t lda, const uint16_t *B,
                              size_t ldb, size_t M, size_t N, size_t K);
 
-static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, int bf, double c, size_t M,
-                           size_t N, size_t K)
+/* Against the double reference and scalar within the bound, and bit for
+ * bit against this ISA's fp32 gemm_nt (gf) on B's values in floats: the
+ * halfs convert exactly, in registers or into a strip or a panel. */
+static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, gemm_fn gf, int bf, double c,
+                           size_t M, size_t N, size_t K)
 {
     int wide = rnd_below(3) == 0;
     size_t lda = K + 1 + rnd_below(4), ldc = N + 1 + rnd_below(4), ldb = K + 1 + rnd_below(4);
@@ -1370,11 +1373,27 @@ static void gemm_half_case(report *r, gemm_half_fn f, gemm_half_fn fs, int bf, d
     for (size_t i = 0; i < M; i++)
         for (size_t j = 0; j < N; j++)
             C0[i * N + j] = C[i * ldc + j];
+    float *Cf = malloc((bC.n + 1) * sizeof *Cf), *Bf = malloc((N * ldb + 1) * sizeof *Bf);
+    memcpy(Cf, C, bC.n * sizeof *C);
+    for (size_t j = 0; j < N; j++)
+        for (size_t p = 0; p < K; p++)
+            Bf[j * ldb + p] = (float)Bv[j * K + p];
     f(C, ldc, A, lda, B, ldb, M, N, K);
     fs(Cs, ldc, A, lda, B, ldb, M, N, K);
+    gf(Cf, ldc, A, lda, Bf, ldb, M, N, K);
     snprintf(shape, sizeof shape, "%s M=%zu N=%zu K=%zu lda=%zu ldb=%zu ldc=%zu C",
              bf ? "bf16" : "f16", M, N, K, lda, ldb, ldc);
     note_gemm(r, C, Cs, ldc, C0, A, lda, Bv, 1, M, N, K, c);
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++)
+            if (memcmp(&C[i * ldc + j], &Cf[i * ldc + j], sizeof *C) != 0) {
+                fail(r, "%s[%zu][%zu] = %a, not gemm_nt's %a on the same values in floats",
+                     shape, i, j, (double)C[i * ldc + j], (double)Cf[i * ldc + j]);
+                i = M;
+                break;
+            }
+    free(Cf);
+    free(Bf);
     check_guards(r, &bC, "C");
     if (!gaps_ok(&bC, M, N, ldc))
         fail(r, "%s: wrote into the gap between rows (columns N..ldc-1)", shape);
@@ -1398,14 +1417,18 @@ static void check_gemm_nt_half(const linattn_kernels *k, const linattn_kernels *
         for (size_t b = 0; b < N_SIZES; b++)
             for (size_t d = 0; d < N_SIZES; d++)
                 if (sizes[a] * sizes[b] * sizes[d] <= SHAPE_LIMIT)
-                    gemm_half_case(r, f, fs, bf, c, sizes[a], sizes[b], sizes[d]);
+                    gemm_half_case(r, f, fs, k->gemm_nt, bf, c, sizes[a], sizes[b], sizes[d]);
+    /* ... and the dot tiles' half strips: from 4 and 12 rows, K at and past
+     * the strip's 2048 */
     static const size_t extra[][3] = {{65, 65, 1000}, {7, 33, 1000}, {64, 64, 64},
                                       {150, 33, 1000}, {133, 40, 1001}, {68, 40, 70},
-                                      {71, 31, 260}, {1, 1, 0}, {0, 5, 5}, {5, 0, 5}};
+                                      {71, 31, 260},  {1, 1, 0},       {0, 5, 5},
+                                      {5, 0, 5},      {4, 9, 2048},    {12, 9, 2049},
+                                      {11, 7, 300},   {12, 7, 300},    {33, 6, 517}};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
-        gemm_half_case(r, f, fs, bf, c, extra[i][0], extra[i][1], extra[i][2]);
+        gemm_half_case(r, f, fs, k->gemm_nt, bf, c, extra[i][0], extra[i][1], extra[i][2]);
     for (size_t m = 64; m < 76; m++)
-        gemm_half_case(r, f, fs, bf, c, m, 24 + m % 9, 37);
+        gemm_half_case(r, f, fs, k->gemm_nt, bf, c, m, 24 + m % 9, 37);
 }
 
 /* gemm_nn with a half B [K x N] (stride ldb): against the double

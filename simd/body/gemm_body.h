@@ -208,19 +208,53 @@ LINATTN_INLINE void dots_rows(float *C, size_t ldc, const float *A, size_t lda, 
     }
 }
 
+/* Floats of half B rows gemm_nt_dots converts once for all its row
+ * blocks (a 4-row strip of K up to 2048: 32 KiB of stack, in L1). */
+#define DOTS_STRIP (4 * 2048)
+/* From how many rows the strip pays (measured, Sapphire Rapids-class Xeon,
+ * K 256 and 1024: AVX-512 gains from 4 rows; AVX2, whose conversion is
+ * one cheap instruction, loses 6-13% at 4 and 8 rows and gains from 12;
+ * NEON takes its register count's rule, not measured on Arm hardware). */
+#define DOTS_STRIP_MIN_M (VREGS >= 32 ? 4 : 12)
+
 /* C += A . B^T by dot tiles (3x4; 1x8 when M = 1), for M < NT_DOTS_MAX_M:
  * no packing at all. Columns outer: a few B rows stay in L1 while every
- * row block of A passes, so B is read from memory once. */
+ * row block of A passes, so B is read from memory once. Half weights
+ * against more than one row block are converted once per strip into
+ * floats (exactly: the same bits as converting in registers), since in
+ * registers each row block would convert them again: at 32 rows, the 11
+ * conversions of each B vector took the port the FMAs need (AVX-512,
+ * 32 x 1024 x 256: 110 GFLOP/s against fp32's 164; 156 with the strip). */
 LINATTN_INLINE void gemm_nt_dots(float *C, size_t ldc, const float *A, size_t lda, const void *B,
                                  size_t ldb, size_t M, size_t N, size_t K, int wt)
 {
     size_t step = M == 1 ? 8 : 4;
+    _Alignas(64) float S[wt == WT_F32 ? 1 : DOTS_STRIP];
+    const int strip = wt != WT_F32 && M >= DOTS_STRIP_MIN_M && step * K <= DOTS_STRIP;
     for (size_t j = 0; j < N;) {
         size_t ncols = N - j >= step ? step : N - j >= 4 ? 4 : 1;
+        const void *b = wptr(B, j * ldb, wt);
+        size_t ldbs = ldb;
+        if (strip) {
+            for (size_t c = 0; c < ncols; c++) {
+                size_t p = 0;
+                for (; p + VL <= K; p += VL)
+                    vstore(S + c * K + p, wload(b, c * ldb + p, wt));
+                if (p < K) {
+                    vmask m = vmask_n(K - p);
+                    vstore_m(S + c * K + p, wload_m(b, c * ldb + p, m, wt), m);
+                }
+            }
+            b = S;
+            ldbs = K;
+        }
         for (size_t i = 0; i < M; i += 3) {
             size_t rows = M - i < 3 ? M - i : 3;
-            dots_rows(C + i * ldc + j, ldc, A + i * lda, lda, wptr(B, j * ldb, wt), ldb, rows,
-                      ncols, K, wt);
+            if (strip)
+                dots_rows(C + i * ldc + j, ldc, A + i * lda, lda, b, ldbs, rows, ncols, K,
+                          WT_F32);
+            else
+                dots_rows(C + i * ldc + j, ldc, A + i * lda, lda, b, ldbs, rows, ncols, K, wt);
         }
         j += ncols;
     }
