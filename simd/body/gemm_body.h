@@ -241,11 +241,10 @@ LINATTN_INLINE void prefetch_lines(const void *B, size_t ldb, size_t esz, size_t
  * llama2.c shape, 32 streams, the LM head 37 MB of fp32 a step: 1.65k ->
  * 1.92k tokens/s, AVX2 1.32k -> 1.68k; two strips ahead was no better). */
 LINATTN_INLINE void gemm_nt_dots(float *C, size_t ldc, const float *A, size_t lda, const void *B,
-                                 size_t ldb, size_t M, size_t N, size_t K, int wt)
+                                 size_t ldb, size_t M, size_t N, size_t K, int wt, float *S)
 {
     size_t step = M == 1 ? 8 : 4;
-    _Alignas(64) float S[wt == WT_F32 ? 1 : DOTS_STRIP];
-    const int strip = wt != WT_F32 && M >= DOTS_STRIP_MIN_M && step * K <= DOTS_STRIP;
+    const int strip = S != NULL; /* then wt is a half type, M > 1, 4 K <= DOTS_STRIP */
     for (size_t j = 0; j < N;) {
         size_t ncols = N - j >= step ? step : N - j >= 4 ? 4 : 1;
         const void *b = wptr(B, j * ldb, wt);
@@ -499,7 +498,11 @@ LINATTN_INLINE void gemm_nt_w(float *C, size_t ldc, const float *A, size_t lda, 
     if (M == 0 || N == 0 || K == 0)
         return;
     if (M < NT_DOTS_MAX_M) {
-        gemm_nt_dots(C, ldc, A, lda, B, ldb, M, N, K, wt);
+        if (wt != WT_F32 && M >= DOTS_STRIP_MIN_M && 4 * K <= DOTS_STRIP) {
+            _Alignas(64) float S[DOTS_STRIP];
+            gemm_nt_dots(C, ldc, A, lda, B, ldb, M, N, K, wt, S);
+        } else
+            gemm_nt_dots(C, ldc, A, lda, B, ldb, M, N, K, wt, NULL);
         return;
     }
     _Alignas(64) float Bp[KC * NR];
