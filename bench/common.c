@@ -327,7 +327,11 @@ static void print_row(const bench_row *r)
     if (isfinite(r->pct_peak)) {
         char pk[24];
         fmt_val(pk, sizeof pk, r->peak);
-        snprintf(ratio, sizeof ratio, "%.0f%% of peak %s", r->pct_peak, pk);
+        if (isfinite(r->floor)) /* both bounds matter (a batched step) */
+            snprintf(ratio, sizeof ratio, "%.0f%% of peak %s, %.0f%% of floor", r->pct_peak, pk,
+                     r->pct_bw);
+        else
+            snprintf(ratio, sizeof ratio, "%.0f%% of peak %s", r->pct_peak, pk);
     } else if (isfinite(r->floor)) {
         char fl[48];
         fmt_seconds(fl, sizeof fl, r->floor);

@@ -200,6 +200,20 @@ static const batch_row batch_rows[] = {
     {"batch2-linear-step", "linear model, 2 streams stepped together", 1, 2, 64},
 };
 
+/* The serving rows (step<N>-<model>), full runs only, on every model: N
+ * streams each fed a STEP_PROMPT-token prompt, then STEP_GEN
+ * linattn_sessions_step calls advancing all of them a token (issue 20's
+ * workload: 128 + 128 tokens a stream). A sample is one such run (the
+ * prompts fed again, untimed); the row's min..max is over runs, its
+ * note has the inter-token latency (one step) over all runs' steps. */
+static const int step_streams[] = {1, 8, 32, 128};
+enum { STEP_PROMPT = 128, STEP_GEN = 128, N_STEP_ROWS = 4 };
+
+static void step_name(char *buf, size_t n, int streams, const char *label)
+{
+    snprintf(buf, n, "step%d-%s", streams, label);
+}
+
 /* The hybrid model's decode against the linear one's of the same shape,
  * interleaved token by token (one step of each in turn, the order
  * alternating), so a shared machine's swings in memory bandwidth, which
@@ -314,6 +328,17 @@ size_t model_units(const bench_plan *p)
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name) && batch_config(p, batch_rows[i].linear) >= 0)
             n += (size_t)p->n_isas * (size_t)nt;
+    for (int i = 0; !p->quick && i < p->n_configs; i++)
+        for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++)
+            for (int k = 0; k < N_STEP_ROWS; k++) {
+                char label[48], a[96];
+                label_of(p->configs[i], label, sizeof label);
+                if (tw >= 0)
+                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
+                step_name(a, sizeof a, step_streams[k], label);
+                if (bench_wanted(p, a))
+                    n += (size_t)p->n_isas * (size_t)nt;
+            }
     if (pair_wanted(p))
         n += (size_t)p->n_isas * (size_t)nt;
     return n;
@@ -346,6 +371,20 @@ void model_list(const bench_plan *p)
     for (size_t i = 0; !p->quick && i < sizeof batch_rows / sizeof batch_rows[0]; i++)
         if (bench_wanted(p, batch_rows[i].name))
             printf("%-30s model    %s\n", batch_rows[i].name, batch_rows[i].what);
+    for (int i = 0; !p->quick && i < p->n_configs; i++)
+        for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++)
+            for (int k = 0; k < N_STEP_ROWS; k++) {
+                char label[48], a[96];
+                label_of(p->configs[i], label, sizeof label);
+                if (tw >= 0)
+                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
+                step_name(a, sizeof a, step_streams[k], label);
+                if (bench_wanted(p, a))
+                    printf("%-30s model    %s%s, %d stream%s of %d prompt + %d stepped tokens\n",
+                           a, p->configs[i], tw >= 0 ? twins[tw].what : "", step_streams[k],
+                           step_streams[k] > 1 ? "s" : "",
+                           STEP_PROMPT, STEP_GEN);
+            }
     if (pair_wanted(p))
         printf("%-30s model    %s over %s: decode speed after %d tokens, token by token in "
                "turn\n", pair_name, p->configs[hybrid_config(p)], p->configs[batch_config(p, 1)],
@@ -571,6 +610,109 @@ out:
     return rc;
 }
 
+/* Work of one decode token at context ctx: 2 flops a parameter, plus
+ * attention as prefill_flops counts it (softmax 4 ctx d_model a layer,
+ * linear 4 d_model d_head). */
+static double token_flops(const bench_model *bm, double ctx)
+{
+    const linattn_config *c = bm->cfg;
+    double dh = (double)c->d_model / c->n_heads, keys = ctx;
+    if (c->window > 0 && keys > c->window)
+        keys = c->window;
+    double attn = c->attention == LINATTN_ATTN_LINEAR ? 4.0 * c->d_model * dh
+                                                       : 4.0 * keys * c->d_model;
+    if (c->attention == LINATTN_ATTN_HYBRID)
+        attn += 4.0 * c->d_model * (c->feature_dim > 0 ? c->feature_dim : dh);
+    return 2.0 * (double)linattn_model_params(bm->m) + attn * c->n_layers;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The step<ns>-<label> row: ns streams of STEP_PROMPT + STEP_GEN tokens. */
+static int run_steps(const bench_plan *p, const bench_model *bm, int ns, linattn_isa isa,
+                     int threads)
+{
+    enum { MAX_STREAMS = 128 };
+    linattn_session *s[MAX_STREAMS] = {0};
+    float *logits[MAX_STREAMS] = {0};
+    int tokens[MAX_STREAMS], prompt[STEP_PROMPT], rc = -1, vocab = bm->cfg->vocab_size;
+    int runs = p->repeat < BENCH_MAX_SAMPLES ? p->repeat : BENCH_MAX_SAMPLES;
+    double run_t[BENCH_MAX_SAMPLES];
+    double *lat = malloc((size_t)runs * STEP_GEN * sizeof *lat);
+    char name[96];
+    step_name(name, sizeof name, ns, bm->label);
+    if (!lat || ns > MAX_STREAMS)
+        goto out;
+    bench_pin(bench_resolve_threads(threads));
+    for (int i = 0; i < ns; i++) {
+        if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
+            !(logits[i] = malloc((size_t)vocab * sizeof(float))))
+            goto out;
+        linattn_session_set_threads(s[i], threads);
+    }
+    for (int r = 0; r < runs; r++) {
+        for (int i = 0; i < ns; i++) { /* each stream its own prompt */
+            for (int j = 0; j < STEP_PROMPT; j++)
+                prompt[j] = (j * 7919 + i * 104729 + 13) % vocab;
+            linattn_session_reset(s[i]);
+            if (linattn_session_feed(s[i], prompt, STEP_PROMPT, NULL) != LINATTN_OK)
+                goto out;
+            tokens[i] = (i * 31 + 7) % vocab;
+        }
+        run_t[r] = 0;
+        for (int g = 0; g < STEP_GEN; g++) {
+            double a = bench_now(p);
+            if (linattn_sessions_step(s, tokens, ns, logits) != LINATTN_OK)
+                goto out;
+            double d = bench_now(p) - a;
+            lat[r * STEP_GEN + g] = d;
+            run_t[r] += d;
+            for (int i = 0; i < ns; i++)
+                tokens[i] = (tokens[i] * 31 + g + 1) % vocab;
+        }
+    }
+    bench_row r;
+    model_row(&r, bm, name, isa, threads);
+    char what[4096 + 96];
+    snprintf(what, sizeof what, "%s (%s), %d streams of %d prompt + %d stepped tokens", bm->path,
+             bm->label, ns, STEP_PROMPT, STEP_GEN);
+    bench_copy(r.what, sizeof r.what, what);
+    bench_stats_of_rate(run_t, runs, (double)ns * STEP_GEN, &r.st);
+    bench_stats sec;
+    bench_stats_of(run_t, runs, &sec);
+    r.seconds = sec.median / STEP_GEN; /* one step: ns tokens */
+    r.flops = (double)ns * token_flops(bm, STEP_PROMPT + STEP_GEN / 2.0);
+    /* a step reads every weight once and every stream's cache or state */
+    double state = 0;
+    for (int i = 0; i < ns; i++)
+        state += (double)linattn_session_state_bytes(s[i]);
+    r.bytes = (double)linattn_model_weight_bytes(bm->m) + state;
+    r.context = STEP_PROMPT + STEP_GEN;
+    size_t nl = (size_t)runs * STEP_GEN;
+    qsort(lat, nl, sizeof *lat, cmp_double);
+    snprintf(r.note, sizeof r.note,
+             "%d streams; a step p50 %.2f ms, p99 %.2f ms; worst run %.2f of the median", ns,
+             lat[nl / 2] * 1e3, lat[(size_t)(0.99 * (double)(nl - 1))] * 1e3,
+             r.st.min / r.st.median);
+    bench_row_ratios(&r, isa, r.bytes, r.seconds);
+    bench_emit(&r);
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "linattn-bench: %s: %s\n", name,
+                lat ? linattn_last_error() : "out of memory");
+    for (int i = 0; i < ns; i++) {
+        linattn_session_free(s[i]);
+        free(logits[i]);
+    }
+    free(lat);
+    return rc;
+}
+
 /* The pair row (pair_name): a's decode speed over b's. */
 static int run_pair(const bench_plan *p, const bench_model *a, const bench_model *b,
                     linattn_isa isa, int threads)
@@ -681,6 +823,23 @@ int suite_model(const bench_plan *p)
                 failed |= run_batch(p, b, &models[mi], p->isas[ii], t[ti]) != 0;
             }
     }
+    for (int i = 0; !p->quick && i < n_models; i++)
+        for (int k = 0; k < N_STEP_ROWS; k++) {
+            char a[96];
+            step_name(a, sizeof a, step_streams[k], models[i].label);
+            if (!bench_wanted(p, a))
+                continue;
+            for (int ii = 0; ii < p->n_isas; ii++)
+                for (int ti = 0; ti < nt; ti++) {
+                    char label[128], thr[8];
+                    snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
+                    snprintf(label, sizeof label, "%s %s %s", a, linattn_isa_name(p->isas[ii]),
+                             thr);
+                    bench_progress_step(label);
+                    linattn_set_isa(p->isas[ii]);
+                    failed |= run_steps(p, &models[i], step_streams[k], p->isas[ii], t[ti]) != 0;
+                }
+        }
     for (int ii = 0; pair_wanted(p) && ii < p->n_isas; ii++)
         for (int ti = 0; ti < nt; ti++) {
             char label[128], thr[8];
