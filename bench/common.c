@@ -153,7 +153,22 @@ void bench_pin(int threads)
 
 int bench_wanted(const bench_plan *p, const char *name)
 {
-    return !p->filter || strstr(name, p->filter) != NULL;
+    if (!p->filter)
+        return 1;
+    /* a comma-separated list: any of its parts */
+    for (const char *f = p->filter;;) {
+        size_t n = strcspn(f, ",");
+        char part[128];
+        if (n > 0 && n < sizeof part) {
+            memcpy(part, f, n);
+            part[n] = '\0';
+            if (strstr(name, part))
+                return 1;
+        }
+        if (!f[n])
+            return 0;
+        f += n + 1;
+    }
 }
 
 int bench_resolve_threads(int asked)

@@ -610,9 +610,21 @@ out:
     return rc;
 }
 
-/* Work of one decode token at context ctx: 2 flops a parameter, plus
- * attention as prefill_flops counts it (softmax 4 ctx d_model a layer,
- * linear 4 d_model d_head). */
+/* The share of the parameters a token multiplies with: all but an untied
+ * embedding table, of which it reads one row (a llama.cpp GGUF of a
+ * llama2.c checkpoint has its own output matrix: 9.2M of 24.4M
+ * parameters at the 15M shape are the embedding). */
+static double used_share(const bench_model *bm)
+{
+    const linattn_config *c = bm->cfg;
+    double all = (double)linattn_model_params(bm->m);
+    double emb = c->tie_embeddings ? 0 : (double)c->vocab_size * c->d_model;
+    return all > emb && all > 0 ? (all - emb) / all : 1;
+}
+
+/* Work of one decode token at context ctx: 2 flops a parameter it uses,
+ * plus attention as prefill_flops counts it (softmax 4 ctx d_model a
+ * layer, linear 4 d_model d_head). */
 static double token_flops(const bench_model *bm, double ctx)
 {
     const linattn_config *c = bm->cfg;
@@ -623,7 +635,7 @@ static double token_flops(const bench_model *bm, double ctx)
                                                        : 4.0 * keys * c->d_model;
     if (c->attention == LINATTN_ATTN_HYBRID)
         attn += 4.0 * c->d_model * (c->feature_dim > 0 ? c->feature_dim : dh);
-    return 2.0 * (double)linattn_model_params(bm->m) + attn * c->n_layers;
+    return 2.0 * (double)linattn_model_params(bm->m) * used_share(bm) + attn * c->n_layers;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -686,11 +698,15 @@ static int run_steps(const bench_plan *p, const bench_model *bm, int ns, linattn
     bench_stats_of(run_t, runs, &sec);
     r.seconds = sec.median / STEP_GEN; /* one step: ns tokens */
     r.flops = (double)ns * token_flops(bm, STEP_PROMPT + STEP_GEN / 2.0);
-    /* a step reads every weight once and every stream's cache or state */
+    /* a step reads every weight it uses once (an untied embedding's share
+     * of the bytes taken as its share of the parameters) and every
+     * stream's cache or state */
     double state = 0;
     for (int i = 0; i < ns; i++)
         state += (double)linattn_session_state_bytes(s[i]);
-    r.bytes = (double)linattn_model_weight_bytes(bm->m) + state;
+    if (!fixed_state(bm->cfg)) /* a cache read at the mean context, not the last */
+        state *= (STEP_PROMPT + STEP_GEN / 2.0) / (STEP_PROMPT + STEP_GEN);
+    r.bytes = (double)linattn_model_weight_bytes(bm->m) * used_share(bm) + state;
     r.context = STEP_PROMPT + STEP_GEN;
     size_t nl = (size_t)runs * STEP_GEN;
     qsort(lat, nl, sizeof *lat, cmp_double);

@@ -42,6 +42,15 @@
 # 2-thread runs, default none), KV32 (1: the f32-cache linattn column, default 1),
 # RAW (a file for every round's figure: phase shape type threads program t/s),
 # PIN1 (CPU of 1-thread runs, default 1), KEEP (keep the temporary folder).
+#
+# Streams stepped together (issue 20), when NPL is set (e.g. NPL="1 8 32 128"):
+# for BATCHED_TYPES (default F32) of the 15m shape, at each of $THREADS,
+# llama-batched-bench -npp 128 -ntg 128 -npl $NPL (its defaults otherwise:
+# f16 K/V cache, one unified cache of every sequence; S_TG, the aggregate
+# generation tokens/s) against linattn-bench's step<N> rows on the same file
+# (N streams each fed its own 128-token prompt, then 128 sessions_step
+# calls; K/V cache f16; the median over REPEAT runs). Skips the decode and
+# prefill phases when ONLY_BATCHED=1.
 set -eu
 
 BUILD=${1:-build}
@@ -62,7 +71,10 @@ LINATTN=$BUILD/linattn
 BENCH=$BUILD/bench/linattn-bench
 LB=$LLAMACPP_BIN/llama-bench
 [ -x "$LINATTN" ] || { echo "vs_llamacpp: $LINATTN not built" >&2; exit 1; }
-for b in llama-bench llama-convert-llama2c-to-ggml llama-quantize; do
+NPL=${NPL:-}
+BATCHED_TYPES=${BATCHED_TYPES:-F32}
+ONLY_BATCHED=${ONLY_BATCHED:-0}
+for b in llama-bench llama-convert-llama2c-to-ggml llama-quantize ${NPL:+llama-batched-bench}; do
     [ -x "$LLAMACPP_BIN/$b" ] || { echo "vs_llamacpp: no $LLAMACPP_BIN/$b" >&2; exit 1; }
 done
 command -v taskset >/dev/null 2>&1 || PIN1=
@@ -310,7 +322,8 @@ raw() { # phase shape type threads: keep the round figures
 }
 
 : > "$TMP/decode.txt"; : > "$TMP/prefill.txt"; : > "$TMP/raw.txt"
-for s in $SHAPES; do
+[ "$ONLY_BATCHED" = 1 ] && SHAPES_DP= || SHAPES_DP=$SHAPES
+for s in $SHAPES_DP; do
     for ty in $TYPES; do
         f=$TMP/$s-$ty.gguf
         [ -f "$f" ] || continue
@@ -344,6 +357,39 @@ for s in $SHAPES; do
         done
     done
 done
+
+if [ -n "$NPL" ]; then
+    echo "== streams stepped together: 128 prompt + 128 generated tokens a stream (aggregate generation tokens/s)"
+    maxn=$(echo $NPL | tr ' ' '\n' | sort -g | tail -1)
+    filt=$(echo $NPL | tr ' ' '\n' | sed 's/^/step/; s/$/-/' | paste -sd, -)
+    printf '%-6s %-7s %-3s %-5s %10s %10s %6s  %s\n' shape type thr streams "llama.cpp" linattn ratio \
+        "linattn: % of FMA peak, % of memory floor, step p50/p99, worst run"
+    for ty in $BATCHED_TYPES; do
+        f=$TMP/15m-$ty.gguf
+        [ -f "$f" ] || { echo "no $f (add $ty and 15m to TYPES and SHAPES)" >&2; continue; }
+        printf '[model]\nweights = gguf:%s\nmax_seq_len = 256\n[runtime]\nkv_cache = f16\n' "$f" \
+            > "$TMP/b-$ty.ini"
+        for t in $THREADS; do
+            OMP_NUM_THREADS=$t $(pin "$t") "$LLAMACPP_BIN/llama-batched-bench" -m "$f" \
+                -c $((maxn * 256)) -npp 128 -ntg 128 -npl "$(echo $NPL | tr ' ' ,)" -t "$t" \
+                --output-format jsonl > "$TMP/bb.jsonl" 2> "$TMP/bb.log" ||
+                { echo "llama-batched-bench failed:" >&2; tail -3 "$TMP/bb.log" >&2; }
+            if [ "$t" = 1 ] && [ -n "$PIN1" ]; then cpu="--cpu $PIN1"; else cpu=; fi
+            "$BENCH" --suite model --config "$TMP/b-$ty.ini" --isa auto --threads "$t" $cpu \
+                --repeat "$REPEAT" --filter "$filt" --csv "$TMP/st.csv" > "$TMP/st.txt" 2>&1 ||
+                { echo "linattn-bench failed:" >&2; tail -3 "$TMP/st.txt" >&2; }
+            for n in $NPL; do
+                b=$(sed -n "s/.*\"pl\": *$n,.*\"speed_tg\": *\([0-9.]*\).*/\1/p" "$TMP/bb.jsonl" | head -1)
+                a=$(grep -E "^step$n-" "$TMP/st.txt" | awk '{print $4}' | head -1)
+                note=$(grep -E "^step$n-" "$TMP/st.txt" | sed 's/.* \([0-9]*% of peak [0-9.]*, [0-9]*% of floor\).*p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms; worst run \([0-9.]*\).*/\1, \2\/\3 ms, \4/' | head -1)
+                printf '%-6s %-7s %-3s %-5s %10s %10s %6s  %s\n' 15m "$ty" "$t" "$n" "${b:-?}" "${a:-?}" \
+                    "$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
+                    "$note"
+            done
+        done
+    done
+    echo "(llama.cpp: one run of llama-batched-bench; linattn: median of $REPEAT runs of the 128 steps)"
+fi
 
 BW1="0 0"
 [ -x "$BENCH" ] && BW1=$(bw after)
