@@ -640,6 +640,14 @@ Test(llama2c, model_given_alone)
     cr_expect_neq(oc.status, 0);
     cr_expect(strstr(oc.err, "a config already"), "%s", oc.err);
     tu_run_free(&oc);
+    /* a model path that does not exist is that, not "a config already" */
+    const char *gone = tu_path("no-such-model.gguf");
+    tu_run_result og = tu_run("generate", "-m", gone, "--config", over, "-p", "x", NULL);
+    cr_expect_neq(og.status, 0);
+    cr_expect_eq(tu_count_lines(og.err, og.err_len), 1, "one line: %s", og.err);
+    cr_expect(strstr(og.err, "no-such-model.gguf: cannot open the model: No such file"), "%s",
+              og.err);
+    tu_run_free(&og);
 
     /* a tokenizer.bin beside the checkpoint is its tokenizer */
     const char *tok = tu_path("tokenizer.bin");

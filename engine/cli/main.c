@@ -231,6 +231,11 @@ linattn_status cli_load_model(const char *path, const char *over, linattn_config
     }
     char not_model[1024];
     snprintf(not_model, sizeof not_model, "%s", linattn_last_error());
+    if (over && access(use, F_OK) != 0) { /* no such file: say that, not what it is not */
+        int e = errno;
+        free(a0);
+        return cli_err(LINATTN_ERR_IO, "%s: cannot open the model: %s", path, strerror(e));
+    }
     if (over) {
         free(a0);
         return cli_err(LINATTN_ERR_INVALID,
