@@ -146,7 +146,7 @@ void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn
         linattn_project_one(k, &p, 1, x, in, threads);
         return;
     }
-    linattn_project_gemm(k, y, x, W, b, n, out, in, threads);
+    linattn_project_gemm(k, y, x, W, b, n, out, in, threads, 0);
 }
 
 /* Prompt rows from which a block-quantized projection goes through a
@@ -246,7 +246,7 @@ static void xq_rows_free(xq_rows *a)
  * kept there, when W's type takes one). */
 static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, const float *x,
                             linattn_matrix W, const float *b, int n, int out, int in,
-                            int threads)
+                            int threads, int alike)
 {
     /* A prompt against block-quantized weights: x quantized once as the
      * decode step quantizes it, then for the types of xq_kind the integer
@@ -259,7 +259,9 @@ static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, con
     int type = linattn_dtype_quant(W.dtype), kind = xq_kind(type), xq_ok = 0;
     size_t rb = linattn_dtype_row_bytes(W.dtype, (size_t)in);
     float *xq = NULL;
-    if (type && n >= QUANT_GEMM_ROWS) {
+    /* alike (rows of streams stepped together): the same kernels for any
+     * n, so a row's bits do not depend on how many rows share the call */
+    if (type && (n >= QUANT_GEMM_ROWS || alike)) {
         if (kind)
             xq_ok = xq_rows_get(k, aq, x, kind, n, in, threads);
         else if ((xq = mem_alloc((size_t)n * (size_t)in * sizeof *xq)))
@@ -302,19 +304,19 @@ static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, con
 }
 
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
-                          const float *b, int n, int out, int in, int threads)
+                          const float *b, int n, int out, int in, int threads, int alike)
 {
     xq_rows aq = {0, NULL, NULL, NULL};
-    project_gemm_xq(k, &aq, y, x, W, b, n, out, in, threads);
+    project_gemm_xq(k, &aq, y, x, W, b, n, out, in, threads, alike);
     xq_rows_free(&aq);
 }
 
 void linattn_project_gemm_many(const linattn_kernels *k, const linattn_proj *p, int count,
-                               const float *x, int n, int in, int threads)
+                               const float *x, int n, int in, int threads, int alike)
 {
     xq_rows aq = {0, NULL, NULL, NULL};
     for (int i = 0; i < count; i++)
-        project_gemm_xq(k, &aq, p[i].y, x, p[i].W, p[i].b, n, p[i].out, in, threads);
+        project_gemm_xq(k, &aq, p[i].y, x, p[i].W, p[i].b, n, p[i].out, in, threads, alike);
     xq_rows_free(&aq);
 }
 
@@ -766,7 +768,7 @@ static void project_pass(const pass *p, float *y, const float *x, linattn_matrix
                          int out, int in)
 {
     if (p->gemm)
-        linattn_project_gemm(p->k, y, x, W, b, p->n, out, in, p->T);
+        linattn_project_gemm(p->k, y, x, W, b, p->n, out, in, p->T, 1);
     else
         linattn_project(p->k, y, x, W, b, p->n, out, in, p->T);
 }
@@ -816,7 +818,7 @@ static void project_qkv(const pass *p, const linattn_layer *L, const float *in)
     else if (p->n == 1 && !p->gemm) /* one row: the three in one parallel region */
         linattn_project_one(p->k, pr, 3, in, m->d, p->T);
     else /* more rows, or rows of streams: by gemm, x quantized once for the three */
-        linattn_project_gemm_many(p->k, pr, 3, in, p->n, m->d, p->T);
+        linattn_project_gemm_many(p->k, pr, 3, in, p->n, m->d, p->T, p->gemm);
 }
 
 /* x += y W^T + b (a residual), y [n, in]; whole at the end. In the team
@@ -872,7 +874,7 @@ static void ffn_hidden(const pass *p, const linattn_layer *L, const float *in)
     } else if (swiglu) { /* by gemm, x quantized once for the two */
         linattn_proj pr[2] = {{s->sc->u, L->gate_w, L->gate_b, m->dff},
                               {s->sc->u2, L->up_w, L->up_b, m->dff}};
-        linattn_project_gemm_many(k, pr, 2, in, p->n, d, p->T);
+        linattn_project_gemm_many(k, pr, 2, in, p->n, d, p->T, p->gemm);
         k->silu_mul(s->sc->u, s->sc->u, s->sc->u2, nf);
     } else {
         project_pass(p, s->sc->u, in, L->up_w, L->up_b, m->dff, d);
@@ -1098,8 +1100,10 @@ static void logits_of(const linattn_model *m, const linattn_kernels *k, float *x
 {
     if (m->cfg.norm_position == LINATTN_NORM_PRE)
         norm_rows(m, k, x, x, m->norm_f_w, m->norm_f_b, n);
-    (gemm ? linattn_project_gemm : linattn_project)(k, logits, x, m->lm_head, NULL, n, m->vocab,
-                                                    m->d, threads);
+    if (gemm)
+        linattn_project_gemm(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads, 1);
+    else
+        linattn_project(k, logits, x, m->lm_head, NULL, n, m->vocab, m->d, threads);
 }
 
 void linattn_model_logits_rows(const linattn_model *m, const linattn_kernels *k, float *x, int n,

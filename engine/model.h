@@ -264,12 +264,16 @@ void linattn_project_one(const linattn_kernels *k, const linattn_proj *p, int co
  * W [out, in] in any dtype a linattn_matrix holds. */
 void linattn_project(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
                      const float *b, int n, int out, int in, int threads);
-/* The same by gemm for one row too (linattn_project takes gemv then). */
+/* The same by gemm for one row too (linattn_project takes gemv then).
+ * alike: each row's bits whatever n (rows of streams stepped together, n
+ * below 64): block-quantized weights through the integer tiles (or the
+ * fp32 gemm on dequantized weights) at any n, where a prompt takes them
+ * from 16 rows and gemm_quant below. */
 void linattn_project_gemm(const linattn_kernels *k, float *y, const float *x, linattn_matrix W,
-                          const float *b, int n, int out, int in, int threads);
+                          const float *b, int n, int out, int in, int threads, int alike);
 /* count such projections of the same rows x[n, in], one after the other,
  * x quantized once for those whose weights take the same quantization. */
 void linattn_project_gemm_many(const linattn_kernels *k, const linattn_proj *p, int count,
-                               const float *x, int n, int in, int threads);
+                               const float *x, int n, int in, int threads, int alike);
 
 #endif

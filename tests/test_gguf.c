@@ -1562,6 +1562,50 @@ static void prefill_is_steps(linattn_model *m, const char *what)
     free(all);
 }
 
+/* Stream 0's logits in linattn_sessions_step, to the bit, alone and among
+ * 2, 15, 16, 17 and 40 streams: block-quantized weights too (from 16 rows
+ * a prompt takes integer tiles or the fp32 gemm, whose sums go in another
+ * order; streams stepped together must not, or a server's text for a seed
+ * would depend on how many others it runs beside). */
+static void steps_alike(linattn_model *m, const char *what)
+{
+    const int V = linattn_model_config(m)->vocab_size;
+    static const int sizes[] = {1, 2, 15, 16, 17, 40};
+    enum { NS = sizeof sizes / sizeof sizes[0], STEPS = 3 };
+    float *first = malloc((size_t)STEPS * V * sizeof *first);
+    cr_assert(first);
+    for (int si = 0; si < NS; si++) {
+        const int n = sizes[si];
+        linattn_session *s[40];
+        float *lg[40];
+        int tok[40];
+        for (int i = 0; i < n; i++) {
+            const int prompt[3] = {1, (5 + 3 * i) % V, 9 % V};
+            cr_assert_eq(linattn_session_new(m, &s[i]), LINATTN_OK);
+            linattn_session_set_threads(s[i], 1);
+            cr_assert_eq(linattn_session_feed(s[i], prompt, 3, NULL), LINATTN_OK);
+            cr_assert(lg[i] = malloc((size_t)V * sizeof(float)));
+        }
+        for (int t = 0; t < STEPS; t++) {
+            for (int i = 0; i < n; i++)
+                tok[i] = i == 0 ? (11 + t) % V : (7 * i + t) % V;
+            cr_assert_eq(linattn_sessions_step(s, tok, n, lg), LINATTN_OK, "%s",
+                         linattn_last_error());
+            if (si == 0)
+                memcpy(first + (size_t)t * V, lg[0], (size_t)V * sizeof(float));
+            else
+                cr_expect_eq(memcmp(first + (size_t)t * V, lg[0], (size_t)V * sizeof(float)), 0,
+                             "%s: stream 0 among %d streams differs from alone at step %d", what,
+                             n, t);
+        }
+        for (int i = 0; i < n; i++) {
+            linattn_session_free(s[i]);
+            free(lg[i]);
+        }
+    }
+    free(first);
+}
+
 Test(gguf, quantize_every_type)
 {
     const char *ini = write_k_model();
@@ -1625,6 +1669,7 @@ Test(gguf, quantize_every_type)
          * gemm on the quantized values) as its steps (the integer kernels) */
         linattn_model *m = model_of(out);
         prefill_is_steps(m, cases[k].type);
+        steps_alike(m, cases[k].type);
         linattn_model_free(m);
     }
     linattn_weights_close(src);
