@@ -242,6 +242,11 @@ static void xq_rows_free(xq_rows *a)
     mem_free(a->d); /* the one allocation */
 }
 
+/* Rows of one kernel call for rows alike: below the 64 where gemm_nt
+ * leaves its dot tiles (whose sums of a row do not depend on the rows
+ * beside it) for packed panels (which sum in another order). */
+#define ALIKE_ROWS 63
+
 /* linattn_project_gemm with x's quantization in aq (reused, or made and
  * kept there, when W's type takes one). */
 static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, const float *x,
@@ -287,16 +292,29 @@ static void project_gemm_xq(const linattn_kernels *k, xq_rows *aq, float *y, con
                     memset(row, 0, (size_t)nj * sizeof(float));
             }
             const uint8_t *Wj = matrix_rows(W, (size_t)j0, (size_t)in).data;
-            if (xq_ok)
-                k->gemm_quant_xq(y + j0, (size_t)out, aq->q, aq->d, aq->s, (size_t)in, Wj, rb,
-                                 type, (size_t)n, (size_t)nj, (size_t)in);
-            else if (wq) {
+            if (wq)
                 k->dequant(wq, Wj, rb, type, (size_t)nj, (size_t)in);
-                k->gemm_nt(y + j0, (size_t)out, xq, (size_t)in, wq, (size_t)in, (size_t)n,
-                           (size_t)nj, (size_t)in);
-            } else
-                gemm_nt_any(k, y + j0, (size_t)out, x, matrix_rows(W, (size_t)j0, (size_t)in),
-                            (size_t)n, (size_t)nj, (size_t)in);
+            /* alike: slabs of at most ALIKE_ROWS rows, each its own call
+             * (the block's weights stay in cache between them) */
+            for (int r0 = 0, nr; r0 < n; r0 += nr) {
+                nr = n - r0;
+                if (alike && nr > ALIKE_ROWS) /* near-equal slabs: never one row alone */
+                    nr = (nr + (nr + ALIKE_ROWS - 1) / ALIKE_ROWS - 1) /
+                         ((nr + ALIKE_ROWS - 1) / ALIKE_ROWS);
+                float *yr = y + (size_t)r0 * out + j0;
+                const size_t rs = (size_t)r0 * (size_t)in;
+                if (xq_ok)
+                    k->gemm_quant_xq(yr, (size_t)out, aq->q + rs, aq->d + rs / 32,
+                                     aq->s + rs / 32, (size_t)in, Wj, rb, type, (size_t)nr,
+                                     (size_t)nj, (size_t)in);
+                else if (wq)
+                    k->gemm_nt(yr, (size_t)out, xq + rs, (size_t)in, wq, (size_t)in, (size_t)nr,
+                               (size_t)nj, (size_t)in);
+                else
+                    gemm_nt_any(k, yr, (size_t)out, x + rs,
+                                matrix_rows(W, (size_t)j0, (size_t)in), (size_t)nr, (size_t)nj,
+                                (size_t)in);
+            }
         }
         mem_free(wq);
     }

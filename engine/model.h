@@ -28,9 +28,11 @@
 /* Streams whose logits one gemm forms in sessions_step (the LM head read
  * once a block: at vocab 32000 and d 288 it is 37 MB of fp32) */
 #define LINATTN_HEAD_ROWS 32
-/* Streams of one sessions_step group: below the 64 rows where gemm_nt
- * switches from dot tiles to packed panels (another summation order). */
-#define LINATTN_STEP_GROUP 63
+/* Streams of one sessions_step group: a chunk's rows (the buffers'), each
+ * projection's weights read once for them all; its gemms run in slabs
+ * below the 64 rows where gemm_nt switches from dot tiles to packed
+ * panels (another summation order). */
+#define LINATTN_STEP_GROUP LINATTN_CHUNK
 
 /* A weight matrix [rows, cols], row-major, as the model holds it: fp32, or
  * F16 / BF16 as the file stores it ([runtime] weights_dtype = stored), or

@@ -659,7 +659,7 @@ linattn_status linattn_sessions_step(linattn_session *const *sessions, const int
     linattn_status st = linattn_kernels_current(&k);
     /* Groups of up to LINATTN_STEP_GROUP streams (never one, when n > 1),
      * a lone stream's too, through the rows path: every projection is a
-     * gemm of fewer than 64 rows (one row included), whose dot tiles sum
+     * gemm in slabs of fewer than 64 rows (one row included), whose dot tiles sum
      * each row alike whatever the rows beside it, and the LM head's blocks
      * likewise, so a stream's bits do not depend on the streams it shares
      * a step with (what a lone step costs for it: docs/benchmarks.md). */

@@ -1563,22 +1563,23 @@ static void prefill_is_steps(linattn_model *m, const char *what)
 }
 
 /* Stream 0's logits in linattn_sessions_step, to the bit, alone and among
- * 2, 15, 16, 17 and 40 streams: block-quantized weights too (from 16 rows
+ * 2, 15, 16, 17, 40 and 70 streams (two slabs of 35): block-quantized
+ * weights too (from 16 rows
  * a prompt takes integer tiles or the fp32 gemm, whose sums go in another
  * order; streams stepped together must not, or a server's text for a seed
  * would depend on how many others it runs beside). */
 static void steps_alike(linattn_model *m, const char *what)
 {
     const int V = linattn_model_config(m)->vocab_size;
-    static const int sizes[] = {1, 2, 15, 16, 17, 40};
+    static const int sizes[] = {1, 2, 15, 16, 17, 40, 70};
     enum { NS = sizeof sizes / sizeof sizes[0], STEPS = 3 };
     float *first = malloc((size_t)STEPS * V * sizeof *first);
     cr_assert(first);
     for (int si = 0; si < NS; si++) {
         const int n = sizes[si];
-        linattn_session *s[40];
-        float *lg[40];
-        int tok[40];
+        linattn_session *s[70];
+        float *lg[70];
+        int tok[70];
         for (int i = 0; i < n; i++) {
             const int prompt[3] = {1, (5 + 3 * i) % V, 9 % V};
             cr_assert_eq(linattn_session_new(m, &s[i]), LINATTN_OK);

@@ -1811,14 +1811,15 @@ Test(examples, generate_writes_what_the_cli_writes)
 
 /* A stream's bits in linattn_sessions_step do not depend on the streams
  * beside it: the same logits, to the bit, alone (n = 1) and among 2, 33,
- * 64 or 130 (groups of up to 63, LM-head blocks of 32, never a block of
- * one row): a server's text for a seed is the same whatever else runs.
+ * 64, 100, 128 or 130 (groups of up to 128 whose gemms run in slabs of up
+ * to 63, LM-head blocks of 32, never a block of one row): a server's text
+ * for a seed is the same whatever else runs.
  * Before, a lone step took the team's gemv and a row left alone in a
  * block of the LM head too, 1e-6 apart from the batch's gemm. */
 Test(batch, a_streams_bits_do_not_depend_on_the_batch)
 {
     linattn_model *m = load("tiny-linear-pre-ln-gelu-sincos");
-    static const int sizes[] = {1, 2, 33, 64, 130};
+    static const int sizes[] = {1, 2, 33, 64, 100, 128, 130};
     enum { STEPS = 6, NS = sizeof sizes / sizeof sizes[0] };
     static float first[STEPS][256];
     for (int si = 0; si < NS; si++) {
