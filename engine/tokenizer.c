@@ -680,3 +680,43 @@ linattn_status linattn_tokenizer_decode(const linattn_tokenizer *t, int prev, in
     *len = n;
     return LINATTN_OK;
 }
+
+/* The automaton that finds the added tokens in a text: their contents
+ * reversed, each valued by its place in t->added (longest first: a
+ * repeated content keeps its first place). */
+linattn_status tok_added_build(linattn_tokenizer *t, const char *path)
+{
+    size_t bytes = 0;
+    for (int k = 0; k < t->n_added; k++) {
+        size_t n = t->text_off[t->added[k] + 1] - t->text_off[t->added[k]];
+        bytes += n;
+        t->added_max = n > t->added_max ? n : t->added_max;
+    }
+    t->added_ac = tok_trie_new(bytes);
+    int ok = t->added_ac != NULL;
+    for (int k = 0; k < t->n_added && ok; k++) {
+        int id = t->added[k];
+        ok = tok_trie_add(t->added_ac, t->text + t->text_off[id],
+                          t->text_off[id + 1] - t->text_off[id], 1, k);
+    }
+    if (!ok || !tok_trie_link(t->added_ac))
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %d added tokens", path,
+                           t->n_added);
+    return LINATTN_OK;
+}
+
+/* The automaton reads the text backwards, from the end of the longest
+ * token that can start before `to` (its state then depends on no byte
+ * after it), so each call costs (to - from) + added_max steps, amortized. */
+void tok_added_matches(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                       size_t to, int32_t *match)
+{
+    size_t k = to + t->added_max - 1 < len ? to + t->added_max - 1 : len;
+    uint32_t state = 0;
+    while (k > from) {
+        k--;
+        state = tok_trie_step(t->added_ac, state, (unsigned char)text[k]);
+        if (k < to)
+            match[k - from] = t->added_ac->value[state];
+    }
+}

@@ -204,6 +204,20 @@ int tok_can_cut(const linattn_tokenizer *t, int a, int b);
 linattn_status tok_bpe_run(const linattn_tokenizer *t, tok_vec *out, size_t *run,
                            tok_pair_fn pair, int last);
 
+/* C's isspace in the C locale: what an added token's lstrip and rstrip take. */
+static inline int tok_is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Added tokens (t->added, n_added, longest content first): their
+ * automaton (added_ac, added_max); path names the file in messages. */
+linattn_status tok_added_build(linattn_tokenizer *t, const char *path);
+/* match[k - from] for the text's bytes k in [from, to): the added token
+ * (its place in t->added) that is the longest to start at byte k, or -1. */
+void tok_added_matches(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                       size_t to, int32_t *match);
+
 /* UTF-8 length of the character starting with byte c (1 for a byte that
  * cannot start one). */
 int tok_utf8_len(unsigned char c);

@@ -1,5 +1,6 @@
 /* tokenizer_gguf.c: a GGUF file's vocabulary (tokenizer.ggml.*) as the llama2.c or Hugging Face tokenizer it is. */
 #include <stdio.h>
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,95 @@ static linattn_status special_ids(const linattn_gguf *g, const char *path, linat
     t->eos = eos;
     t->add_bos = bos >= 0 && add;
     return LINATTN_OK;
+}
+
+/* Whether s[0..n) holds word, ASCII case aside. */
+static int has_ci(const char *s, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = 0; i + w <= n; i++) {
+        size_t k = 0;
+        while (k < w && tolower((unsigned char)s[i + k]) == word[k])
+            k++;
+        if (k == w)
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct piece_len {
+    size_t len;
+    int id;
+} piece_len;
+
+static int longer_piece(const void *a, const void *b)
+{
+    const piece_len *x = a, *y = b;
+    return x->len < y->len ? 1 : x->len > y->len ? -1 : x->id - y->id;
+}
+
+/* The tokens a text names by their piece, as llama.cpp's tokenizer splits
+ * a text at them before sentencepiece (its default for prompts): control
+ * (<s>, </s>, a chat format's markers), user-defined and unknown tokens,
+ * matched longest first. A Llama 2 or Mistral chat turn's "<s>" and
+ * "</s>" are then bos and eos, not 11 byte-sized pieces. */
+static linattn_status spm_added(const linattn_gguf *g, const char *path,
+                                const linattn_gguf_array *tokens, linattn_tokenizer *t)
+{
+    if (!linattn_gguf_has(g, "tokenizer.ggml.token_type"))
+        return LINATTN_OK;
+    linattn_gguf_array types;
+    linattn_status st = linattn_gguf_get_array(g, "tokenizer.ggml.token_type", &types);
+    if (st != LINATTN_OK)
+        return st;
+    if (types.count != tokens->count)
+        return linattn_err(LINATTN_ERR_FORMAT,
+                           "%s: tokenizer.ggml.token_type has %llu entries for %llu tokens", path,
+                           (unsigned long long)types.count, (unsigned long long)tokens->count);
+    int n = 0;
+    piece_len *order = mem_alloc(((size_t)t->vocab + 1) * sizeof *order);
+    if (!order)
+        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for the special tokens", path);
+    for (int i = 0; i < t->vocab && st == LINATTN_OK; i++) {
+        int64_t type;
+        if ((st = linattn_gguf_array_int(&types, (uint64_t)i, &type)) != LINATTN_OK)
+            st = linattn_err(LINATTN_ERR_FORMAT,
+                             "%s: tokenizer.ggml.token_type[%d]: not an integer", path, i);
+        else if ((type == TYPE_CONTROL || type == TYPE_USER_DEFINED || type == TYPE_UNKNOWN) &&
+                 t->text_off[i + 1] > t->text_off[i])
+            order[n++] = (piece_len){t->text_off[i + 1] - t->text_off[i], i};
+    }
+    if (st == LINATTN_OK && n > 0) {
+        qsort(order, (size_t)n, sizeof *order, longer_piece);
+        t->added = mem_alloc((size_t)n * sizeof *t->added);
+        t->added_strip = mem_calloc((size_t)n, 1);
+        if (!t->added || !t->added_strip)
+            st = linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for the special tokens", path);
+        for (int k = 0; k < n && st == LINATTN_OK; k++)
+            t->added[k] = order[k].id;
+        if (st == LINATTN_OK) {
+            t->n_added = n;
+            st = tok_added_build(t, path);
+        }
+    }
+    mem_free(order);
+    /* llama.cpp's rule by the model's name: Phi-3's markers take the white
+     * space after them ("<|user|>\nHi" is <|user|> then " Hi"), all but
+     * <unk>, <s> and <|endoftext|> */
+    const char *name;
+    size_t nlen;
+    if (st == LINATTN_OK && n > 0 && linattn_gguf_has(g, "general.name") &&
+        linattn_gguf_get_string(g, "general.name", &name, &nlen) == LINATTN_OK &&
+        (has_ci(name, nlen, "phi-3") || has_ci(name, nlen, "phi3")))
+        for (int k = 0; k < n; k++) {
+            int id = t->added[k];
+            const char *pc = t->text + t->text_off[id];
+            size_t pl = t->text_off[id + 1] - t->text_off[id];
+            int keep = (pl == 5 && !memcmp(pc, "<unk>", 5)) || (pl == 3 && !memcmp(pc, "<s>", 3)) ||
+                       (pl == 13 && !memcmp(pc, "<|endoftext|>", 13));
+            t->added_strip[k] = keep ? 0 : 2;
+        }
+    return st;
 }
 
 /* Sentencepiece (model "llama"): the pieces with U+2581 as ' ', scores,
@@ -124,7 +214,8 @@ static linattn_status load_spm(const linattn_gguf *g, const char *path,
         return st;
     }
     t->no_dummy_prefix = !prefix;
-    if ((st = special_ids(g, path, t, 1)) != LINATTN_OK) {
+    if ((st = special_ids(g, path, t, 1)) != LINATTN_OK ||
+        (st = spm_added(g, path, tokens, t)) != LINATTN_OK) {
         linattn_tokenizer_free(t);
         *out = NULL;
     }

@@ -563,31 +563,6 @@ static int longest_first(const void *a, const void *b)
     return x->len < y->len ? 1 : x->len > y->len ? -1 : x->id - y->id;
 }
 
-/* The automaton that finds the added tokens in a text (tok_encode_hf):
- * their contents reversed, each valued by its place in t->added (longest
- * first: a repeated content keeps its first place). */
-static linattn_status build_added_ac(hf_load *L)
-{
-    linattn_tokenizer *t = L->t;
-    size_t bytes = 0;
-    for (int k = 0; k < t->n_added; k++) {
-        size_t n = t->text_off[t->added[k] + 1] - t->text_off[t->added[k]];
-        bytes += n;
-        t->added_max = n > t->added_max ? n : t->added_max;
-    }
-    t->added_ac = tok_trie_new(bytes);
-    int ok = t->added_ac != NULL;
-    for (int k = 0; k < t->n_added && ok; k++) {
-        int id = t->added[k];
-        ok = tok_trie_add(t->added_ac, t->text + t->text_off[id],
-                          t->text_off[id + 1] - t->text_off[id], 1, k);
-    }
-    if (!ok || !tok_trie_link(t->added_ac))
-        return linattn_err(LINATTN_ERR_NOMEM, "%s: out of memory for %d added tokens", L->path,
-                           t->n_added);
-    return LINATTN_OK;
-}
-
 static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
 {
     const cJSON *model = get(root, "model");
@@ -734,7 +709,7 @@ static linattn_status load(hf_load *L, const cJSON *root, const char *dir)
     mem_free(order);
     t->added = ids;
     t->added_strip = strip;
-    if (t->n_added && (st = build_added_ac(L)) != LINATTN_OK)
+    if (t->n_added && (st = tok_added_build(t, L->path)) != LINATTN_OK)
         return st;
     return read_bos_eos(L, root, dir);
 }
@@ -934,28 +909,6 @@ static linattn_status emit_segment(enc *e, const char *s, size_t n, int first)
     return st == LINATTN_OK ? emit_word(e, e->buf + w, m - w) : st;
 }
 
-static int is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-/* match[k] for the text's bytes k in [from, to): the added token (its
- * place in t->added) that is the longest to start at byte k, or -1. The
- * automaton reads the text backwards, from the end of the longest token
- * that can start before `to` (its state then depends on no byte after it),
- * so each call costs (to - from) + added_max steps, amortized. */
-static void added_matches(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
-                          size_t to, int32_t *match)
-{
-    size_t k = to + t->added_max - 1 < len ? to + t->added_max - 1 : len;
-    uint32_t state = 0;
-    while (k > from) {
-        k--;
-        state = tok_trie_step(t->added_ac, state, (unsigned char)text[k]);
-        if (k < to)
-            match[k - from] = t->added_ac->value[state];
-    }
-}
 
 linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_t len,
                              int add_bos, size_t base, tok_vec *out)
@@ -989,7 +942,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         if (i >= w1) {
             w0 = i;
             w1 = len - i < win ? len : i + win;
-            added_matches(t, text, len, w0, w1, match);
+            tok_added_matches(t, text, len, w0, w1, match);
         }
         int hit = match[i - w0];
         if (hit < 0) {
@@ -1000,14 +953,14 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         size_t hit_len = t->text_off[id + 1] - t->text_off[id];
         size_t end = i;
         if (t->added_strip[hit] & 1)
-            while (end > seg && is_space(text[end - 1]))
+            while (end > seg && tok_is_space(text[end - 1]))
                 end--;
         st = emit_segment(&e, text + seg, end - seg, seg > 0 ? 0 : base ? -1 : 1);
         if (st == LINATTN_OK)
             st = tok_push(out, id);
         i += hit_len;
         if (t->added_strip[hit] & 2)
-            while (i < len && is_space(text[i]))
+            while (i < len && tok_is_space(text[i]))
                 i++;
         seg = i;
     }
@@ -1061,7 +1014,7 @@ static int meta_symbol(const linattn_tokenizer *t, int last)
 static int can_cut_at(const linattn_tokenizer *t, const char *text, size_t len, size_t p)
 {
     unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
-    if (a >= 0x80 || b >= 0x80 || is_space((char)a))
+    if (a >= 0x80 || b >= 0x80 || tok_is_space((char)a))
         return 0;
     /* the splits: between two words, "...a| b...", where each pattern is
      * known to split there whatever comes before (tok_split_can_cut) */
@@ -1106,7 +1059,7 @@ size_t tok_cut_hf(const linattn_tokenizer *t, const char *text, size_t len, size
             if (i >= w1) {
                 w0 = i;
                 w1 = len - i < win ? len : i + win;
-                added_matches(t, text, len, w0, w1, match);
+                tok_added_matches(t, text, len, w0, w1, match);
             }
             hit = match[i - w0];
         }
@@ -1121,7 +1074,7 @@ size_t tok_cut_hf(const linattn_tokenizer *t, const char *text, size_t len, size
         int id = t->added[hit];
         i += t->text_off[id + 1] - t->text_off[id];
         if (t->added_strip[hit] & 2)
-            while (i < len && is_space(text[i]))
+            while (i < len && tok_is_space(text[i]))
                 i++;
     }
     mem_free(match);

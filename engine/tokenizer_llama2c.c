@@ -250,18 +250,16 @@ static linattn_status push_byte(const linattn_tokenizer *t, unsigned char b, tok
     return tok_push(out, id);
 }
 
-/* run.c's encode: BOS, a dummy-prefix " " when the text is not empty, each
- * UTF-8 code point as its token or its bytes as byte tokens, then merges.
- * Where run.c would write id -1 (a vocabulary without " "), the space's
- * byte token stands in. */
-linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
-                                  int add_bos, size_t base, tok_vec *out)
+/* run.c's encode of text[len] (bytes base.. of the whole): the dummy-prefix
+ * " " when prefix, each UTF-8 code point as its token or its bytes as byte
+ * tokens, then merges (from *run: bos too, as in run.c). Where run.c would
+ * write id -1 (a vocabulary without " "), the space's byte token stands
+ * in. */
+static linattn_status encode_text(const linattn_tokenizer *t, const char *text, size_t len,
+                                  int prefix, size_t base, size_t run, tok_vec *out)
 {
     linattn_status st = LINATTN_OK;
-    size_t run = out->n; /* the symbols not merged yet start here (bos too, as in run.c) */
-    if (add_bos)
-        st = tok_push(out, t->bos);
-    if (st == LINATTN_OK && len > 0 && base == 0 && !t->no_dummy_prefix) {
+    if (prefix) {
         int space = tok_lookup(t, " ", 1);
         st = space >= 0 ? tok_push(out, space) : push_byte(t, ' ', out, SIZE_MAX);
     }
@@ -285,6 +283,59 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
     return st == LINATTN_OK ? tok_bpe_run(t, out, &run, pair_score, 1) : st;
 }
 
+/* BOS, then the text; with added tokens (a GGUF vocabulary's control,
+ * user-defined and unknown tokens) the text is split at them first, as
+ * llama.cpp does: each piece between them encoded alone, with the dummy
+ * prefix when it is the text's start or follows an added token. */
+linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, size_t len,
+                                  int add_bos, size_t base, tok_vec *out)
+{
+    size_t run = out->n;
+    linattn_status st = add_bos ? tok_push(out, t->bos) : LINATTN_OK;
+    if (st != LINATTN_OK)
+        return st;
+    if (!t->n_added)
+        return encode_text(t, text, len, len > 0 && base == 0 && !t->no_dummy_prefix, base, run,
+                           out);
+    size_t win = t->added_max > 4096 ? t->added_max : 4096;
+    win = win < len ? win : len;
+    int32_t *match = mem_alloc((win + 1) * sizeof *match);
+    if (!match)
+        return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu bytes",
+                           len);
+    size_t seg = 0, i = 0, w0 = 0, w1 = 0; /* match[] holds bytes [w0, w1) */
+    int after = base == 0; /* the piece at seg starts the text or follows an added token */
+    while (i < len && st == LINATTN_OK) {
+        if (i >= w1) {
+            w0 = i;
+            w1 = len - i < win ? len : i + win;
+            tok_added_matches(t, text, len, w0, w1, match);
+        }
+        int hit = match[i - w0];
+        if (hit < 0) {
+            i++;
+            continue;
+        }
+        int id = t->added[hit];
+        if (i > seg)
+            st = encode_text(t, text + seg, i - seg, after && !t->no_dummy_prefix, base + seg,
+                             out->n, out);
+        if (st == LINATTN_OK)
+            st = tok_push(out, id);
+        i += t->text_off[id + 1] - t->text_off[id];
+        if (t->added_strip[hit] & 2) /* rstrip: the white space after it goes with it */
+            while (i < len && tok_is_space(text[i]))
+                i++;
+        seg = i;
+        after = 1;
+    }
+    if (st == LINATTN_OK && len > seg)
+        st = encode_text(t, text + seg, len - seg, after && !t->no_dummy_prefix, base + seg,
+                         seg == 0 ? run : out->n, out);
+    mem_free(match);
+    return st;
+}
+
 /* The symbol an ASCII byte starts as (its token, else its byte token); -1
  * when it has neither. */
 static int ascii_symbol(const linattn_tokenizer *t, unsigned char c)
@@ -293,14 +344,41 @@ static int ascii_symbol(const linattn_tokenizer *t, unsigned char c)
     return id >= 0 ? id : t->byte_token[c] < t->vocab ? t->byte_token[c] : -1;
 }
 
+/* Whether an added token's occurrence holds byte p - 1 (p inside it or
+ * just past it: a part starting there would lose the split, or the dummy
+ * prefix that follows an added token). Any occurrence counts, also one a
+ * longer match before it would swallow: a cut is only refused more. */
+static int added_at(const linattn_tokenizer *t, const char *text, size_t len, size_t p)
+{
+    size_t from = p > t->added_max ? p - t->added_max : 0;
+    int32_t match[256];
+    for (size_t w = from; w < p; w += sizeof match / sizeof *match) {
+        size_t to = p - w < sizeof match / sizeof *match ? p : w + sizeof match / sizeof *match;
+        tok_added_matches(t, text, len, w, to, match);
+        for (size_t k = w; k < to; k++)
+            if (match[k - w] >= 0) {
+                int id = t->added[match[k - w]];
+                size_t end = k + (t->text_off[id + 1] - t->text_off[id]);
+                if (t->added_strip[match[k - w]] & 2)
+                    while (end < len && tok_is_space(text[end]))
+                        end++;
+                if (end >= p)
+                    return 1;
+            }
+    }
+    return 0;
+}
+
 /* Between two ASCII bytes (each its own code point) whose symbols no merge
- * can join. */
+ * can join, and not inside or just after an added token. */
 size_t tok_cut_llama2c(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
                        size_t want)
 {
     for (size_t p = from + (want ? want : 1); p < len && p >= from; p++) {
         unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
         if (a >= 0x80 || b >= 0x80)
+            continue;
+        if (t->n_added && added_at(t, text, len, p))
             continue;
         int x = ascii_symbol(t, a), y = ascii_symbol(t, b);
         if (x >= 0 && y >= 0 && tok_can_cut(t, x, y))

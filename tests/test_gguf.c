@@ -856,6 +856,95 @@ Test(gguf, spm_add_space_prefix)
     }
 }
 
+/* A sentencepiece vocabulary with token types: <unk> (unknown) <s> </s>
+ * (control) a U+2581 U+2581a <|u|> (control) b, and < > | / s u (so a
+ * text may be cut beside the control tokens), general.name `name`. */
+static const char *spm_typed_vocab(const char *name)
+{
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "\xe2\x96\x81",
+                                       "\xe2\x96\x81" "a", "<|u|>", "b", "<", ">", "|", "/",
+                                       "s", "u"};
+    static const uint32_t types[] = {2, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1};
+    enum { N = sizeof toks / sizeof toks[0] };
+    gw w = {0};
+    header(&w, 3, 0, 6);
+    key(&w, "general.name", 8); str(&w, name);
+    key(&w, "tokenizer.ggml.model", 8); str(&w, "llama");
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, N);
+    for (int i = 0; i < N; i++)
+        str(&w, toks[i]);
+    key(&w, "tokenizer.ggml.scores", 9); u32(&w, 6); u64(&w, N);
+    for (int i = 0; i < N; i++)
+        f32(&w, (float)-i);
+    key(&w, "tokenizer.ggml.token_type", 9); u32(&w, 5); u64(&w, N);
+    for (int i = 0; i < N; i++)
+        u32(&w, types[i]);
+    key(&w, "tokenizer.ggml.bos_token_id", 4); u32(&w, 1);
+    const char *path = tu_path("spm-typed.gguf");
+    tu_write_file(path, w.p, w.n);
+    free(w.p);
+    static char spec[4200];
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    return spec;
+}
+
+static void expect_ids(const linattn_tokenizer *t, const char *text, const int *want, size_t nw)
+{
+    int ids[64];
+    size_t n;
+    cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 1, ids, 64, &n), LINATTN_OK,
+                 "%s", linattn_last_error());
+    int same = n == nw;
+    for (size_t i = 0; same && i < n; i++)
+        same = ids[i] == want[i];
+    char got[256] = "";
+    for (size_t i = 0; i < n && strlen(got) < 200; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[i]);
+    cr_expect(same, "'%s': got%s", text, got);
+}
+
+/* Control, user-defined and unknown tokens named in a text are those
+ * tokens, as llama.cpp reads a prompt: a Llama 2 chat turn's "<s>" and
+ * "</s>" are bos and eos. Each piece between them is encoded alone, with
+ * sentencepiece's " " first when it starts the text or follows one; a
+ * model named Phi-3 has its markers take the white space after them
+ * (llama.cpp's rule). Checked against llama-tokenize on llama.cpp's
+ * llama-spm, phi-3 and baichuan vocabularies (docs/tokenizers.md). Cut
+ * in parts where linattn_tokenizer_cut says, the text gives the same ids:
+ * no cut inside such a token or right after it. */
+Test(gguf, spm_special_tokens_in_text)
+{
+    linattn_tokenizer *t;
+    cr_assert_eq(linattn_tokenizer_load(spm_typed_vocab("a llama"), &t), LINATTN_OK, "%s",
+                 linattn_last_error());
+    expect_ids(t, "<s>a</s>a", (int[]){1, 1, 5, 2, 5}, 5);
+    expect_ids(t, "a<|u|> b", (int[]){1, 5, 6, 4, 4, 7}, 6);
+    expect_ids(t, "<unk>b", (int[]){1, 0, 4, 7}, 4);
+    linattn_tokenizer_free(t);
+    cr_assert_eq(linattn_tokenizer_load(spm_typed_vocab("Phi-3 mini"), &t), LINATTN_OK);
+    expect_ids(t, "a<|u|> b", (int[]){1, 5, 6, 4, 7}, 5);
+    expect_ids(t, "<s> a", (int[]){1, 1, 4, 5}, 4); /* <s> keeps the space after it */
+    /* in parts: every cut of a text full of them */
+    const char *text = "a<|u|>  ba</s>a<s><|u|>b a";
+    size_t len = strlen(text);
+    int whole[64], part[64];
+    size_t nw, m = 0;
+    cr_assert_eq(linattn_tokenizer_encode(t, text, len, 1, whole, 64, &nw), LINATTN_OK);
+    for (size_t want = 1; want <= 3; want++) {
+        m = 0;
+        for (size_t from = 0, to; from < len; from = to) {
+            to = linattn_tokenizer_cut(t, text, len, from, want);
+            size_t k;
+            cr_assert_eq(linattn_tokenizer_encode_part(t, text, from, to, 1, part + m, 64 - m, &k),
+                         LINATTN_OK, "%s", linattn_last_error());
+            m += k;
+        }
+        cr_expect(m == nw && !memcmp(part, whole, nw * sizeof *whole),
+                  "cut every %zu bytes: %zu ids against %zu", want, m, nw);
+    }
+    linattn_tokenizer_free(t);
+}
+
 /* "1234" by each pre-type: llama3's digits go 3 by 3 ("123" "4": no 3 4
  * merge), GPT-2's are one word (1 2 34); llama.cpp's default (no key)
  * also cuts 3 by 3. An unknown type is refused by name. */
