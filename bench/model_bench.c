@@ -233,6 +233,18 @@ static int thread_counts(const bench_plan *p, int *out)
     return n;
 }
 
+/* Whether row step<k>- of config i (its twin tw, or itself: -1) is wanted;
+ * its name into a. */
+static int step_wanted(const bench_plan *p, int i, int tw, int k, char *a, size_t n)
+{
+    char label[48];
+    label_of(p->configs[i], label, sizeof label);
+    if (tw >= 0)
+        strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
+    step_name(a, n, step_streams[k], label);
+    return bench_wanted(p, a);
+}
+
 /* Config i keeps a fixed state (read from its file before the models load). */
 static int config_fixed(const bench_plan *p, int i)
 {
@@ -331,12 +343,8 @@ size_t model_units(const bench_plan *p)
     for (int i = 0; !p->quick && i < p->n_configs; i++)
         for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++)
             for (int k = 0; k < N_STEP_ROWS; k++) {
-                char label[48], a[96];
-                label_of(p->configs[i], label, sizeof label);
-                if (tw >= 0)
-                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
-                step_name(a, sizeof a, step_streams[k], label);
-                if (bench_wanted(p, a))
+                char a[96];
+                if (step_wanted(p, i, tw, k, a, sizeof a))
                     n += (size_t)p->n_isas * (size_t)nt;
             }
     if (pair_wanted(p))
@@ -374,12 +382,8 @@ void model_list(const bench_plan *p)
     for (int i = 0; !p->quick && i < p->n_configs; i++)
         for (int tw = -1; tw < (config_random(p, i) ? N_TWINS : 0); tw++)
             for (int k = 0; k < N_STEP_ROWS; k++) {
-                char label[48], a[96];
-                label_of(p->configs[i], label, sizeof label);
-                if (tw >= 0)
-                    strncat(label, twins[tw].suffix, sizeof label - strlen(label) - 1);
-                step_name(a, sizeof a, step_streams[k], label);
-                if (bench_wanted(p, a))
+                char a[96];
+                if (step_wanted(p, i, tw, k, a, sizeof a))
                     printf("%-30s model    %s%s, %d stream%s of %d prompt + %d stepped tokens\n",
                            a, p->configs[i], tw >= 0 ? twins[tw].what : "", step_streams[k],
                            step_streams[k] > 1 ? "s" : "",
@@ -552,6 +556,20 @@ out:
     return rc;
 }
 
+/* ns sessions of bm's model at `threads`, each with logits of its vocab;
+ * 0 on success (what was made is in s and logits either way). */
+static int new_streams(const bench_model *bm, int ns, int threads, linattn_session **s,
+                       float **logits)
+{
+    for (int i = 0; i < ns; i++) {
+        if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
+            !(logits[i] = malloc((size_t)bm->cfg->vocab_size * sizeof(float))))
+            return -1;
+        linattn_session_set_threads(s[i], threads);
+    }
+    return 0;
+}
+
 /* b->streams sessions of one model, each fed b->ctx tokens, then
  * linattn_sessions_step advancing all of them one token: tokens/s over
  * all streams. The group runs on the first session's threads. */
@@ -571,11 +589,9 @@ static int run_batch(const bench_plan *p, const batch_row *b, const bench_model 
     for (int i = 0; i < n; i++)
         prompt[i] = (i * 7919 + 13) % vocab;
     bench_pin(bench_resolve_threads(threads));
+    if (new_streams(bm, ns, threads, s, logits) != 0)
+        goto out;
     for (int i = 0; i < ns; i++) {
-        if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
-            !(logits[i] = malloc((size_t)vocab * sizeof(float))))
-            goto out;
-        linattn_session_set_threads(s[i], threads);
         if (n > 0 && linattn_session_feed(s[i], prompt, n, NULL) != LINATTN_OK)
             goto out;
         tokens[i] = (i * 31 + 7) % vocab;
@@ -660,12 +676,8 @@ static int run_steps(const bench_plan *p, const bench_model *bm, int ns, linattn
     if (!lat || ns > MAX_STREAMS)
         goto out;
     bench_pin(bench_resolve_threads(threads));
-    for (int i = 0; i < ns; i++) {
-        if (linattn_session_new(bm->m, &s[i]) != LINATTN_OK ||
-            !(logits[i] = malloc((size_t)vocab * sizeof(float))))
-            goto out;
-        linattn_session_set_threads(s[i], threads);
-    }
+    if (new_streams(bm, ns, threads, s, logits) != 0)
+        goto out;
     for (int r = 0; r < runs; r++) {
         for (int i = 0; i < ns; i++) { /* each stream its own prompt */
             for (int j = 0; j < STEP_PROMPT; j++)
@@ -791,6 +803,16 @@ out:
     return rc;
 }
 
+/* The progress line of row `name` at isa and threads, and that ISA set. */
+static void begin_row(const char *name, linattn_isa isa, int threads)
+{
+    char label[160], thr[8];
+    snprintf(thr, sizeof thr, threads ? "%dt" : "auto", threads);
+    snprintf(label, sizeof label, "%s %s %s", name, linattn_isa_name(isa), thr);
+    bench_progress_step(label);
+    linattn_set_isa(isa);
+}
+
 int suite_model(const bench_plan *p)
 {
     if (load_models(p) != 0)
@@ -830,12 +852,7 @@ int suite_model(const bench_plan *p)
             continue;
         for (int ii = 0; ii < p->n_isas; ii++)
             for (int ti = 0; ti < nt; ti++) {
-                char label[128], thr[8];
-                snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
-                snprintf(label, sizeof label, "%s %s %s", b->name, linattn_isa_name(p->isas[ii]),
-                         thr);
-                bench_progress_step(label);
-                linattn_set_isa(p->isas[ii]);
+                begin_row(b->name, p->isas[ii], t[ti]);
                 failed |= run_batch(p, b, &models[mi], p->isas[ii], t[ti]) != 0;
             }
     }
@@ -847,23 +864,13 @@ int suite_model(const bench_plan *p)
                 continue;
             for (int ii = 0; ii < p->n_isas; ii++)
                 for (int ti = 0; ti < nt; ti++) {
-                    char label[128], thr[8];
-                    snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
-                    snprintf(label, sizeof label, "%s %s %s", a, linattn_isa_name(p->isas[ii]),
-                             thr);
-                    bench_progress_step(label);
-                    linattn_set_isa(p->isas[ii]);
+                    begin_row(a, p->isas[ii], t[ti]);
                     failed |= run_steps(p, &models[i], step_streams[k], p->isas[ii], t[ti]) != 0;
                 }
         }
     for (int ii = 0; pair_wanted(p) && ii < p->n_isas; ii++)
         for (int ti = 0; ti < nt; ti++) {
-            char label[128], thr[8];
-            snprintf(thr, sizeof thr, t[ti] ? "%dt" : "auto", t[ti]);
-            snprintf(label, sizeof label, "%s %s %s", pair_name, linattn_isa_name(p->isas[ii]),
-                     thr);
-            bench_progress_step(label);
-            linattn_set_isa(p->isas[ii]);
+            begin_row(pair_name, p->isas[ii], t[ti]);
             failed |= run_pair(p, &models[hybrid_config(p)], &models[batch_config(p, 1)],
                                p->isas[ii], t[ti]) != 0;
         }

@@ -720,3 +720,72 @@ void tok_added_matches(const linattn_tokenizer *t, const char *text, size_t len,
             match[k - from] = t->added_ac->value[state];
     }
 }
+
+int tok_added_scan_begin(tok_added_scan *s, const linattn_tokenizer *t, const char *text,
+                         size_t len)
+{
+    size_t win = t->added_max > 4096 ? t->added_max : 4096;
+    *s = (tok_added_scan){t, text, len, win < len ? win : len, 0, 0, NULL};
+    s->match = mem_alloc((s->win + 1) * sizeof *s->match);
+    return s->match != NULL;
+}
+
+void tok_added_scan_end(tok_added_scan *s)
+{
+    mem_free(s->match);
+    s->match = NULL;
+}
+
+int tok_added_next(tok_added_scan *s, size_t *at)
+{
+    for (size_t i = *at; i < s->len; i++) {
+        if (i >= s->w1) {
+            s->w0 = i;
+            s->w1 = s->len - i < s->win ? s->len : i + s->win;
+            tok_added_matches(s->t, s->text, s->len, s->w0, s->w1, s->match);
+        }
+        if (s->match[i - s->w0] >= 0) {
+            *at = i;
+            return s->match[i - s->w0];
+        }
+    }
+    *at = s->len;
+    return -1;
+}
+
+size_t tok_added_cut(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                     size_t want, tok_cut_fn can_cut, int not_after)
+{
+    size_t first = from + (want ? want : 1);
+    if (first >= len || first < from)
+        return len;
+    tok_added_scan sc = {0};
+    if (t->n_added && !tok_added_scan_begin(&sc, t, text, len))
+        return len; /* no cut: the whole, which needs no memory here */
+    size_t i = from, cut = len, after = SIZE_MAX, next = len;
+    int hit = -1, known = 0; /* known: next (hit there) is the first token at or after i */
+    while (i < len) {
+        if (t->n_added && !known) {
+            next = i;
+            hit = tok_added_next(&sc, &next);
+            known = 1;
+        }
+        if (hit < 0 || i < next) { /* no added token starts at i */
+            if (i >= first && i != after && can_cut(t, text, len, i)) {
+                cut = i;
+                break;
+            }
+            i++;
+            continue;
+        }
+        int id = t->added[hit];
+        i += t->text_off[id + 1] - t->text_off[id];
+        if (t->added_strip[hit] & 2)
+            while (i < len && tok_is_space(text[i]))
+                i++;
+        after = not_after ? i : SIZE_MAX;
+        known = 0;
+    }
+    tok_added_scan_end(&sc);
+    return cut;
+}

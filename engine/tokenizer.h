@@ -218,6 +218,33 @@ linattn_status tok_added_build(linattn_tokenizer *t, const char *path);
 void tok_added_matches(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
                        size_t to, int32_t *match);
 
+/* The added tokens of a text, left to right, a window of bytes at a time. */
+typedef struct tok_added_scan {
+    const linattn_tokenizer *t;
+    const char *text;
+    size_t len, win, w0, w1; /* match[] holds bytes [w0, w1) */
+    int32_t *match;
+} tok_added_scan;
+/* 0 when out of memory. */
+int tok_added_scan_begin(tok_added_scan *s, const linattn_tokenizer *t, const char *text,
+                         size_t len);
+void tok_added_scan_end(tok_added_scan *s);
+/* The first added token that starts at or after byte *at: its place in
+ * t->added, *at moved to its start; -1 (and *at = len) when none. */
+int tok_added_next(tok_added_scan *s, size_t *at);
+
+/* Whether a reader's encoding may be cut at byte p of a stretch between
+ * added tokens (no added token at p). */
+typedef int (*tok_cut_fn)(const linattn_tokenizer *t, const char *text, size_t len, size_t p);
+/* The first place from from + want (at least from + 1) that the encoder's
+ * scan of added tokens from `from` visits (no added token starts there;
+ * not_after: nor does one end there) and can_cut allows; len when none.
+ * Encoding from there alone finds the same added tokens: the scan depends
+ * only on the bytes from its place on, and the longest token at a place
+ * it visits ends before the cut or it would have been taken. */
+size_t tok_added_cut(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
+                     size_t want, tok_cut_fn can_cut, int not_after);
+
 /* UTF-8 length of the character starting with byte c (1 for a byte that
  * cannot start one). */
 int tok_utf8_len(unsigned char c);

@@ -918,37 +918,24 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
         return st;
     /* metaspace turns a byte into up to meta_len bytes, byte-level into 2 */
     size_t grow = t->meta_len > 2 ? t->meta_len : 2;
-    /* added tokens are found a window of bytes at a time */
-    size_t win = t->added_max > 4096 ? t->added_max : 4096;
-    win = win < len ? win : len;
     enc e = {t, out, mem_alloc((len + 1) * grow + 8), mem_alloc(2 * (size_t)t->max_piece + 8),
              (len + 1) * grow + 8, text, text, 0, 0, base, NULL};
-    int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
-    if (!e.buf || !e.scratch || (t->n_added && !match)) {
+    tok_added_scan sc = {0};
+    if (!e.buf || !e.scratch || (t->n_added && !tok_added_scan_begin(&sc, t, text, len))) {
         mem_free(e.buf);
         mem_free(e.scratch);
-        mem_free(match);
+        tok_added_scan_end(&sc);
         return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu bytes",
                            len);
     }
     if ((st = tok_split_begin(t, &e.md)) != LINATTN_OK) {
         mem_free(e.buf);
         mem_free(e.scratch);
-        mem_free(match);
+        tok_added_scan_end(&sc);
         return st;
     }
-    size_t seg = 0, i = 0, w0 = 0, w1 = 0; /* match[] holds bytes [w0, w1) */
-    while (i < len && st == LINATTN_OK && t->n_added) {
-        if (i >= w1) {
-            w0 = i;
-            w1 = len - i < win ? len : i + win;
-            tok_added_matches(t, text, len, w0, w1, match);
-        }
-        int hit = match[i - w0];
-        if (hit < 0) {
-            i++;
-            continue;
-        }
+    size_t seg = 0, i = 0;
+    for (int hit; t->n_added && st == LINATTN_OK && (hit = tok_added_next(&sc, &i)) >= 0;) {
         int id = t->added[hit];
         size_t hit_len = t->text_off[id + 1] - t->text_off[id];
         size_t end = i;
@@ -969,7 +956,7 @@ linattn_status tok_encode_hf(const linattn_tokenizer *t, const char *text, size_
     tok_split_end(e.md);
     mem_free(e.buf);
     mem_free(e.scratch);
-    mem_free(match);
+    tok_added_scan_end(&sc);
     return st;
 }
 
@@ -1036,47 +1023,10 @@ static int can_cut_at(const linattn_tokenizer *t, const char *text, size_t len, 
     return x >= 0 && y >= 0 && x != t->unk && y != t->unk && tok_can_cut(t, x, y);
 }
 
-/* The scan of tok_encode_hf from `from` (a place it visits): a place it
- * visits that no added token starts at, where can_cut_at holds. Encoding
- * from there alone finds the same added tokens (the scan depends only on
- * the bytes from its place on, and the longest token at a place it visits
- * ends before the cut or it would have been taken), and the stretch it is
- * in splits as can_cut_at says. */
+/* Where tok_encode_hf's scan may cut (tok_added_cut): where can_cut_at
+ * holds. */
 size_t tok_cut_hf(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
                   size_t want)
 {
-    size_t first = from + (want ? want : 1);
-    if (first >= len || first < from)
-        return len;
-    size_t win = t->added_max > 4096 ? t->added_max : 4096;
-    int32_t *match = t->n_added ? mem_alloc(win * sizeof *match) : NULL;
-    if (t->n_added && !match)
-        return len; /* no cut: the whole, which needs no memory here */
-    size_t i = from, w0 = 0, w1 = 0, cut = len;
-    while (i < len) {
-        int hit = -1;
-        if (t->n_added) {
-            if (i >= w1) {
-                w0 = i;
-                w1 = len - i < win ? len : i + win;
-                tok_added_matches(t, text, len, w0, w1, match);
-            }
-            hit = match[i - w0];
-        }
-        if (hit < 0) {
-            if (i >= first && can_cut_at(t, text, len, i)) {
-                cut = i;
-                break;
-            }
-            i++;
-            continue;
-        }
-        int id = t->added[hit];
-        i += t->text_off[id + 1] - t->text_off[id];
-        if (t->added_strip[hit] & 2)
-            while (i < len && tok_is_space(text[i]))
-                i++;
-    }
-    mem_free(match);
-    return cut;
+    return tok_added_cut(t, text, len, from, want, can_cut_at, 0);
 }

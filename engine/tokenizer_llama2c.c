@@ -297,25 +297,13 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
     if (!t->n_added)
         return encode_text(t, text, len, len > 0 && base == 0 && !t->no_dummy_prefix, base, run,
                            out);
-    size_t win = t->added_max > 4096 ? t->added_max : 4096;
-    win = win < len ? win : len;
-    int32_t *match = mem_alloc((win + 1) * sizeof *match);
-    if (!match)
+    tok_added_scan sc;
+    if (!tok_added_scan_begin(&sc, t, text, len))
         return linattn_err(LINATTN_ERR_NOMEM, "tokenizer_encode: out of memory for %zu bytes",
                            len);
-    size_t seg = 0, i = 0, w0 = 0, w1 = 0; /* match[] holds bytes [w0, w1) */
+    size_t seg = 0, i = 0;
     int after = base == 0; /* the piece at seg starts the text or follows an added token */
-    while (i < len && st == LINATTN_OK) {
-        if (i >= w1) {
-            w0 = i;
-            w1 = len - i < win ? len : i + win;
-            tok_added_matches(t, text, len, w0, w1, match);
-        }
-        int hit = match[i - w0];
-        if (hit < 0) {
-            i++;
-            continue;
-        }
+    for (int hit; st == LINATTN_OK && (hit = tok_added_next(&sc, &i)) >= 0;) {
         int id = t->added[hit];
         if (i > seg)
             st = encode_text(t, text + seg, i - seg, after && !t->no_dummy_prefix, base + seg,
@@ -332,7 +320,7 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
     if (st == LINATTN_OK && len > seg)
         st = encode_text(t, text + seg, len - seg, after && !t->no_dummy_prefix, base + seg,
                          seg == 0 ? run : out->n, out);
-    mem_free(match);
+    tok_added_scan_end(&sc);
     return st;
 }
 
@@ -344,45 +332,22 @@ static int ascii_symbol(const linattn_tokenizer *t, unsigned char c)
     return id >= 0 ? id : t->byte_token[c] < t->vocab ? t->byte_token[c] : -1;
 }
 
-/* Whether an added token's occurrence holds byte p - 1 (p inside it or
- * just past it: a part starting there would lose the split, or the dummy
- * prefix that follows an added token). Any occurrence counts, also one a
- * longer match before it would swallow: a cut is only refused more. */
-static int added_at(const linattn_tokenizer *t, const char *text, size_t len, size_t p)
+/* Between two ASCII bytes (each its own code point) whose symbols no merge
+ * can join. */
+static int can_cut_at(const linattn_tokenizer *t, const char *text, size_t len, size_t p)
 {
-    size_t from = p > t->added_max ? p - t->added_max : 0;
-    int32_t match[256];
-    for (size_t w = from; w < p; w += sizeof match / sizeof *match) {
-        size_t to = p - w < sizeof match / sizeof *match ? p : w + sizeof match / sizeof *match;
-        tok_added_matches(t, text, len, w, to, match);
-        for (size_t k = w; k < to; k++)
-            if (match[k - w] >= 0) {
-                int id = t->added[match[k - w]];
-                size_t end = k + (t->text_off[id + 1] - t->text_off[id]);
-                if (t->added_strip[match[k - w]] & 2)
-                    while (end < len && tok_is_space(text[end]))
-                        end++;
-                if (end >= p)
-                    return 1;
-            }
-    }
-    return 0;
+    (void)len;
+    unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
+    if (a >= 0x80 || b >= 0x80)
+        return 0;
+    int x = ascii_symbol(t, a), y = ascii_symbol(t, b);
+    return x >= 0 && y >= 0 && tok_can_cut(t, x, y);
 }
 
-/* Between two ASCII bytes (each its own code point) whose symbols no merge
- * can join, and not inside or just after an added token. */
+/* There, and not inside an added token or right after one (a part
+ * starting there would lose the dummy prefix that follows it). */
 size_t tok_cut_llama2c(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
                        size_t want)
 {
-    for (size_t p = from + (want ? want : 1); p < len && p >= from; p++) {
-        unsigned char a = (unsigned char)text[p - 1], b = (unsigned char)text[p];
-        if (a >= 0x80 || b >= 0x80)
-            continue;
-        if (t->n_added && added_at(t, text, len, p))
-            continue;
-        int x = ascii_symbol(t, a), y = ascii_symbol(t, b);
-        if (x >= 0 && y >= 0 && tok_can_cut(t, x, y))
-            return p;
-    }
-    return len;
+    return tok_added_cut(t, text, len, from, want, can_cut_at, 1);
 }

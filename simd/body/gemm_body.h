@@ -52,6 +52,18 @@ LINATTN_INLINE vf wload_m(const void *W, size_t i, vmask m, int wt)
     return vload_m((const float *)W + i, m);
 }
 
+/* dst[0..n) = W[i..i + n) as floats (exactly). */
+LINATTN_INLINE void w_to_f32(float *dst, const void *W, size_t i, size_t n, int wt)
+{
+    size_t p = 0;
+    for (; p + VL <= n; p += VL)
+        vstore(dst + p, wload(W, i + p, wt));
+    if (p < n) {
+        vmask m = vmask_n(n - p);
+        vstore_m(dst + p, wload_m(W, i + p, m, wt), m);
+    }
+}
+
 /* &W[i] */
 LINATTN_INLINE const void *wptr(const void *W, size_t i, int wt)
 {
@@ -250,15 +262,8 @@ LINATTN_INLINE void gemm_nt_dots(float *C, size_t ldc, const float *A, size_t ld
         const void *b = wptr(B, j * ldb, wt);
         size_t ldbs = ldb;
         if (strip) {
-            for (size_t c = 0; c < ncols; c++) {
-                size_t p = 0;
-                for (; p + VL <= K; p += VL)
-                    vstore(S + c * K + p, wload(b, c * ldb + p, wt));
-                if (p < K) {
-                    vmask m = vmask_n(K - p);
-                    vstore_m(S + c * K + p, wload_m(b, c * ldb + p, m, wt), m);
-                }
-            }
+            for (size_t c = 0; c < ncols; c++)
+                w_to_f32(S + c * K, b, c * ldb, K, wt);
             b = S;
             ldbs = K;
         }
@@ -480,15 +485,8 @@ LINATTN_INLINE void pack_bt_w(float *Bp, const void *B, size_t ldb, size_t nrows
         return;
     }
     _Alignas(64) float S[NR * KC];
-    for (size_t j = 0; j < nrows; j++) {
-        size_t p = 0;
-        for (; p + VL <= kc; p += VL)
-            vstore(S + j * KC + p, wload(B, j * ldb + p, wt));
-        if (p < kc) {
-            vmask m = vmask_n(kc - p);
-            vstore_m(S + j * KC + p, wload_m(B, j * ldb + p, m, wt), m);
-        }
-    }
+    for (size_t j = 0; j < nrows; j++)
+        w_to_f32(S + j * KC, B, j * ldb, kc, wt);
     pack_bt(Bp, S, KC, nrows, kc);
 }
 
