@@ -294,14 +294,19 @@ static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
     if (id && *id) {
         snprintf(st->id, sizeof st->id, "%s", id);
     } else {
-        /* unguessable enough for a local server: time, a counter and the address */
-        uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ ++s->next_id * 0xD1B54A32D192ED03ull ^
-                     (uint64_t)(uintptr_t)st;
-        x ^= x >> 31;
-        x *= 0xBF58476D1CE4E5B9ull;
-        x ^= x >> 29;
-        snprintf(st->id, sizeof st->id, "%s-%016llx", id ? "cache" : "st",
-                 (unsigned long long)x);
+        /* unguessable enough for a local server: the time, a counter and
+         * the address; and never an id in use: a server restarted on its
+         * --state-dir within a second, its heap laid out alike, minted its
+         * predecessor's ids again, two streams under one id */
+        do {
+            uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^
+                         ++s->next_id * 0xD1B54A32D192ED03ull ^ (uint64_t)(uintptr_t)st;
+            x ^= x >> 31;
+            x *= 0xBF58476D1CE4E5B9ull;
+            x ^= x >> 29;
+            snprintf(st->id, sizeof st->id, "%s-%016llx", id ? "cache" : "st",
+                     (unsigned long long)x);
+        } while (find(s, st->id));
     }
     st->last_use = now_s();
     st->hist_known = 1;
