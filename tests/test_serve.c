@@ -422,22 +422,53 @@ Test(serve, streams_continue_fork_and_move)
     cr_expect_eq(stop(&s), 0);
 }
 
+/* Where the stream is ("active", "memory", "writing", "disk"), or NULL
+ * when there is no such stream. */
+static char *where_is(const server *s, const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/streams/%s", id);
+    reply r = http(s, "GET", path, NULL, NULL, 0);
+    char *w = NULL;
+    if (r.status == 200) {
+        cJSON *j = json_of(&r);
+        w = strdup(str_at(j, "parked"));
+        cJSON_Delete(j);
+    } else {
+        cr_assert_eq(r.status, 404, "%s", r.body);
+    }
+    free(r.body);
+    return w;
+}
+
+/* Polls until the stream is where (or gone, with NULL): the writer's
+ * files land in their own time. */
+static void wait_where(const server *s, const char *id, const char *where)
+{
+    char *w = NULL;
+    for (int i = 0; i < 1000; i++) {
+        free(w);
+        w = where_is(s, id);
+        if (where ? w && !strcmp(w, where) : !w)
+            break;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert(where ? w && !strcmp(w, where) : !w, "stream %s is %s, not %s", id,
+              w ? w : "gone", where ? where : "gone");
+    free(w);
+}
+
 /* With --max-active 1 every stream but the newest is parked (in memory,
- * or past --park-mem on disk); a parked stream comes back exactly. */
+ * or past --park-mem on disk, once its file has landed); a parked stream
+ * comes back exactly. */
 static void parked_streams_come_back(const char *const *extra, const char *where)
 {
     server s = start(extra);
     char *a = new_stream(&s, "And God");
     char *twin = new_stream(&s, "And God");
     char *b = new_stream(&s, "Then");
-    char path[128];
-    snprintf(path, sizeof path, "/v1/streams/%s", a);
-    reply r = http(&s, "GET", path, NULL, NULL, 0);
-    cr_assert_eq(r.status, 200);
-    cJSON *j = json_of(&r);
-    cr_expect_str_eq(str_at(j, "parked"), where, "%s", r.body);
-    cJSON_Delete(j);
-    free(r.body);
+    wait_where(&s, a, where);
     char *ta = stream_text(&s, a, 30), *tt = stream_text(&s, twin, 30);
     cr_expect_str_eq(ta, tt, "parked and brought back twice, the same text");
     free(ta), free(tt), free(a), free(twin), free(b);
@@ -763,6 +794,185 @@ Test(serve, streams_survive_a_restart)
     free(r.body);
     free(id), free(t1), free(t2), free(t3), free(fresh), free(h);
     cr_expect_eq(stop(&t), 0);
+}
+
+/* Holds the server's state files in flight: LINATTN_SERVE_WRITE_GATE names
+ * a FIFO its writer reads one byte from before each file, and the test
+ * keeps the FIFO's only write end (close-on-exec: the server must not
+ * hold one), so a file waits until the test writes a byte, and all go
+ * once it closes the FIFO. */
+static int hold_writes(void)
+{
+    const char *gate = tu_path("gate");
+    cr_assert_eq(mkfifo(gate, 0600), 0, "mkfifo: %s", strerror(errno));
+    int fd = open(gate, O_RDWR | O_CLOEXEC); /* RDWR: the open does not wait for a reader */
+    cr_assert_geq(fd, 0, "%s: %s", gate, strerror(errno));
+    cr_assert_eq(setenv("LINATTN_SERVE_WRITE_GATE", gate, 1), 0);
+    return fd;
+}
+
+static void let_files_go(int gate, int n)
+{
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(write(gate, "x", 1), 1);
+}
+
+/* Every stream but the newest parked on disk, in dir. */
+static const char *const *disk_parking(const char *dir)
+{
+    static const char *extra[] = {"--max-active", "1", "--park-mem", "0", "--state-dir", NULL,
+                                  NULL};
+    extra[5] = dir;
+    return extra;
+}
+
+/* A server parking on disk in the test's state/ (into dir[512]), its
+ * files held at *gate (hold_writes). */
+static server start_held(int *gate, char *dir)
+{
+    *gate = hold_writes();
+    snprintf(dir, 512, "%s", tu_path("state"));
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    return start(disk_parking(dir));
+}
+
+static int has_file(const char *dir, const char *id, const char *ext)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s%s", dir, id, ext);
+    return access(path, F_OK) == 0;
+}
+
+/* A stream whose state file is still being written comes back at once from
+ * the bytes on their way, exactly: it goes on as a stream never parked.
+ * The file that lands after it is active again is removed (the stream is
+ * not on disk), and the next one parked lands and comes back likewise. */
+Test(serve, parked_while_its_file_is_written_comes_back_exactly)
+{
+    int gate;
+    char dir[512];
+    server s = start_held(&gate, dir);
+    char *a = new_stream(&s, "And God");
+    char *twin = new_stream(&s, "And God"); /* a is parked: its file waits at the gate */
+    char *w = where_is(&s, a);
+    cr_expect_str_eq(w, "writing");
+    free(w);
+    char *tt = stream_text(&s, twin, 30); /* never parked */
+    char *ta = stream_text(&s, a, 30);    /* from the bytes in flight; twin is parked */
+    cr_expect_str_eq(ta, tt, "resumed while its file was written, as never parked");
+    w = where_is(&s, twin);
+    cr_expect_str_eq(w, "writing");
+    free(w);
+    cr_expect(!has_file(dir, a, ".state"), "the gate holds a's file");
+    let_files_go(gate, 2); /* a's (then removed: a is active), twin's */
+    wait_where(&s, twin, "disk");
+    cr_expect(has_file(dir, twin, ".state") && has_file(dir, twin, ".tokens"));
+    cr_expect(!has_file(dir, a, ".state") && !has_file(dir, a, ".tokens"),
+              "a's file, landed after a came back, is gone");
+    char *ta2 = stream_text(&s, a, 10), *tt2 = stream_text(&s, twin, 10);
+    cr_expect_str_eq(tt2, ta2, "the file that landed is the stream");
+    close(gate);
+    free(a), free(twin), free(ta), free(tt), free(ta2), free(tt2);
+    cr_expect_eq(stop(&s), 0);
+}
+
+typedef struct delete_call {
+    const server *s;
+    char path[128];
+    _Atomic int status; /* 0 until answered */
+} delete_call;
+
+static void *delete_stream(void *arg)
+{
+    delete_call *d = arg;
+    reply r = http(d->s, "DELETE", d->path, NULL, NULL, 0);
+    d->status = r.status;
+    free(r.body);
+    return NULL;
+}
+
+/* A DELETE of a stream whose file is on its way is answered once that
+ * file has landed and gone: no file of it is left, now or after a restart. */
+Test(serve, delete_while_its_file_is_written_leaves_no_file)
+{
+    int gate;
+    char dir[512];
+    server s = start_held(&gate, dir);
+    char *a = new_stream(&s, "And God");
+    char *b = new_stream(&s, "Then");
+    char *w = where_is(&s, a);
+    cr_expect_str_eq(w, "writing");
+    free(w);
+    delete_call d = {&s, "", 0};
+    snprintf(d.path, sizeof d.path, "/v1/streams/%s", a);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, delete_stream, &d), 0);
+    wait_where(&s, a, NULL); /* the DELETE is taken */
+    /* one answered before its file has landed and gone would most likely
+     * be back by now: the stream was dropped before this GET was read */
+    reply h = http(&s, "GET", "/health", NULL, NULL, 0);
+    free(h.body);
+    cr_expect_eq(d.status, 0, "the DELETE was answered with its file still on the way");
+    let_files_go(gate, 1);
+    pthread_join(t, NULL);
+    cr_expect_eq(d.status, 200);
+    cr_expect(!has_file(dir, a, ".state") && !has_file(dir, a, ".tokens"),
+              "no file of the deleted stream once its DELETE is answered");
+    close(gate);
+    cr_expect_eq(stop(&s), 0);
+    unsetenv("LINATTN_SERVE_WRITE_GATE");
+    server r = start(disk_parking(dir));
+    w = where_is(&r, a);
+    cr_expect_null(w, "the deleted stream came back: %s", w);
+    free(w);
+    wait_where(&r, b, "disk");
+    cr_expect(!has_file(dir, a, ".state"));
+    free(a), free(b);
+    cr_expect_eq(stop(&r), 0);
+}
+
+/* SIGTERM while state files are in flight: the server writes them all
+ * before it exits, and the next server on the directory finds every
+ * stream, each going on as the same text fed anew. */
+Test(serve, sigterm_writes_every_parked_stream)
+{
+    int gate;
+    char dir[512];
+    server s = start_held(&gate, dir);
+    enum { N = 4 };
+    const char *prompts[N] = {"And God", "In the", "Then said", "And the earth"};
+    char *ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = new_stream(&s, prompts[i]);
+    for (int i = 0; i < N - 1; i++) {
+        char *w = where_is(&s, ids[i]);
+        cr_expect_str_eq(w, "writing", "stream %d", i);
+        free(w);
+    }
+    kill(s.pid, SIGTERM);
+    close(gate); /* the held files may go now, as the server stops */
+    int st;
+    cr_assert_eq(waitpid(s.pid, &st, 0), s.pid);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    unsetenv("LINATTN_SERVE_WRITE_GATE");
+    server r = start(disk_parking(dir));
+    for (int i = 0; i < N; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/streams/%s", ids[i]);
+        reply g = http(&r, "GET", path, NULL, NULL, 0);
+        cr_assert_eq(g.status, 200, "stream %d: %s", i, g.body);
+        cJSON *j = json_of(&g);
+        cr_expect_str_eq(str_at(j, "parked"), "disk", "stream %d", i);
+        cr_expect_eq(num_at(j, "tokens"), (double)strlen(prompts[i]), "stream %d", i);
+        cJSON_Delete(j);
+        free(g.body);
+        char *back = stream_text(&r, ids[i], 10);
+        char *fresh_id = new_stream(&r, prompts[i]);
+        char *fresh = stream_text(&r, fresh_id, 10);
+        cr_expect_str_eq(back, fresh, "stream %d after the restart", i);
+        free(back), free(fresh), free(fresh_id), free(ids[i]);
+    }
+    cr_expect_eq(stop(&r), 0);
 }
 
 #ifdef LINATTN_TEST_STORE

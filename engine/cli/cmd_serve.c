@@ -546,8 +546,11 @@ static enum MHD_Result send_metrics(struct MHD_Connection *c, server *sv)
         "# TYPE linattn_streams_parked gauge\nlinattn_streams_parked %d\n"
         "# TYPE linattn_requests_running gauge\nlinattn_requests_running %d\n"
         "# TYPE linattn_batch_size gauge\nlinattn_batch_size %d\n"
-        "# TYPE linattn_parked_bytes gauge\nlinattn_parked_bytes %zu\n",
-        st.active, st.parked, st.running, st.batch, st.parked_bytes);
+        "# TYPE linattn_parked_bytes gauge\nlinattn_parked_bytes %zu\n"
+        "# TYPE linattn_streams_writing gauge\nlinattn_streams_writing %d\n"
+        "# TYPE linattn_writing_bytes gauge\nlinattn_writing_bytes %zu\n",
+        st.active, st.parked, st.running, st.batch, st.parked_bytes, st.writing,
+        st.writing_bytes);
     OUT("# TYPE linattn_queue_wait_seconds summary\nlinattn_queue_wait_seconds_sum %.6f\n"
         "linattn_queue_wait_seconds_count %llu\n"
         "# TYPE linattn_time_to_first_token_seconds summary\n"

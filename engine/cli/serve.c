@@ -15,6 +15,9 @@
 
 #define SRV_MAX_RUNNING 256
 #define SRV_CHUNK 128 /* input tokens a job feeds per step: running streams keep their pace */
+/* State files queued for the writer at most (4.3 MB of kjv-linear): past
+ * it the scheduler waits for the disk rather than hold ever more bytes. */
+#define SRV_MAX_WRITING 16
 
 typedef struct srv_stream {
     char id[SRV_ID_LEN];
@@ -22,6 +25,8 @@ typedef struct srv_stream {
     void *parked;          /* the state file's bytes, parked in memory */
     size_t parked_len;
     int on_disk;           /* parked as state_dir/ID.state */
+    srv_write *writing;    /* on its way there: the task's bytes stand for it until written */
+    int unparkable;        /* its park failed: it stays active until it is used again */
     uint64_t tokens;
     double last_use;
     srv_job *busy; /* the job running on it */
@@ -60,6 +65,13 @@ struct srv {
     srv_job *running[SRV_MAX_RUNNING];
     int n_running;
     uint64_t next_id;
+    /* the writer (with --state-dir or --store): its tasks' bytes are
+     * counted here, apart from --park-mem's */
+    srv_writer *writer;
+    int written;          /* under mu: the writer has done tasks to collect */
+    size_t writing_mem;   /* bytes queued to be written (files and store puts) */
+    int n_writing;        /* state files among them (at most SRV_MAX_WRITING) */
+    int warned;           /* a failed park was logged */
 };
 
 static double now_s(void)
@@ -151,13 +163,17 @@ void srv_get_stats(srv *s, srv_stats *out)
 
 static void publish_counts(srv *s)
 {
-    int active = 0, parked = 0;
-    for (srv_stream *st = s->streams; st; st = st->next)
+    int active = 0, parked = 0, writing = 0;
+    for (srv_stream *st = s->streams; st; st = st->next) {
         st->sess ? active++ : parked++;
+        writing += st->writing != NULL;
+    }
     s->own.active = active;
     s->own.parked = parked;
     s->own.running = s->n_running;
     s->own.parked_bytes = s->parked_mem;
+    s->own.writing = writing;
+    s->own.writing_bytes = s->writing_mem;
     pthread_mutex_lock(&s->mu);
     s->shared = s->own;
     pthread_mutex_unlock(&s->mu);
@@ -228,22 +244,20 @@ static void *hist_pack(const srv_stream *st, size_t *n)
     return b;
 }
 
-/* ID.tokens beside a state on disk (nothing to write when the history is
- * unknown); 1 when it is written. */
-static int write_tokens(const srv *s, const srv_stream *st)
+/* The stream's state file with its history in the extra bytes (owned;
+ * NULL without memory): what GET state gives and the store keeps. */
+static void *state_with_hist(const srv_stream *st, size_t *n)
 {
-    char path[4200];
-    if (!st->hist_known) { /* and none from an earlier park left to stand for it */
-        tokens_path(s, st->id, path, sizeof path);
-        unlink(path);
-        return 1;
-    }
     size_t hn;
     void *h = hist_pack(st, &hn);
-    tokens_path(s, st->id, path, sizeof path);
-    int ok = h && cli_write_file(path, "tokens", h, hn) == LINATTN_OK;
+    *n = linattn_session_save_size(st->sess, hn);
+    void *b = (h || !st->hist_known) ? malloc(*n ? *n : 1) : NULL;
+    if (b && linattn_session_save_mem(st->sess, h, hn, b, *n) != LINATTN_OK) {
+        free(b);
+        b = NULL;
+    }
     free(h);
-    return ok;
+    return b;
 }
 
 /* The history from extra bytes, if they hold one for a stream of tokens
@@ -317,13 +331,25 @@ static srv_stream *add_stream(srv *s, const char *id, linattn_status *why)
     return st;
 }
 
-static void drop_parked(srv *s, srv_stream *st)
+/* Forgets where the stream is parked, its files included. A file still on
+ * its way to disk is removed by the writer once it has landed (one order:
+ * removing it here could come before its rename); job j, if given, is
+ * answered then, and 1 says so. */
+static int drop_parked(srv *s, srv_stream *st, srv_job *j)
 {
     if (st->parked) {
         s->parked_mem -= st->parked_len;
         free(st->parked);
         st->parked = NULL;
         st->parked_len = 0;
+    }
+    if (st->writing) {
+        srv_write *u = st->writing->undo;
+        st->writing->undo = NULL;
+        st->writing = NULL; /* its task frees the bytes when it is done */
+        u->job = j;
+        srv_writer_push(s->writer, u);
+        return j != NULL;
     }
     if (st->on_disk) {
         char path[4200];
@@ -333,6 +359,7 @@ static void drop_parked(srv *s, srv_stream *st)
         unlink(path);
         st->on_disk = 0;
     }
+    return 0;
 }
 
 static void remove_stream(srv *s, srv_stream *st)
@@ -342,7 +369,7 @@ static void remove_stream(srv *s, srv_stream *st)
             *p = st->next;
             break;
         }
-    drop_parked(s, st);
+    drop_parked(s, st, NULL);
     linattn_session_free(st->sess);
     free(st->hist);
     free(st);
@@ -361,6 +388,8 @@ static linattn_status restore(srv *s, srv_stream *st)
     linattn_session_set_threads(sess, s->o.threads);
     if (st->parked) {
         rc = linattn_session_load_mem(sess, st->parked, st->parked_len, NULL, 0, NULL);
+    } else if (st->writing) { /* not on disk yet: the very bytes on their way there */
+        rc = linattn_session_load_mem(sess, st->writing->bytes, st->writing->n, NULL, 0, NULL);
     } else {
         char path[4200];
         disk_path(s, st, path, sizeof path);
@@ -370,19 +399,74 @@ static linattn_status restore(srv *s, srv_stream *st)
         linattn_session_free(sess);
         return rc;
     }
-    drop_parked(s, st);
+    drop_parked(s, st, NULL);
     st->sess = sess;
     st->tokens = linattn_session_tokens(sess);
     s->own.restores++;
     return LINATTN_OK;
 }
 
-/* Parks an idle stream: in memory while --park-mem allows, else on disk
- * (safe-file rules: a temporary, fsync, rename); neither: it stays. */
-static int park(srv *s, srv_stream *st, int allow_mem)
+/* The writer's task for st's state bytes[n] (taken when it is made) and
+ * its history; NULL without memory. */
+static srv_write *file_task(const srv_stream *st, void *bytes, size_t n)
+{
+    size_t hn;
+    void *h = hist_pack(st, &hn);
+    srv_write *t = calloc(1, sizeof *t), *u = calloc(1, sizeof *u);
+    if (!t || !u || (st->hist_known && !h)) {
+        free(t);
+        free(u);
+        free(h);
+        return NULL;
+    }
+    t->kind = SRV_WRITE_FILE;
+    u->kind = SRV_WRITE_UNLINK;
+    snprintf(t->id, sizeof t->id, "%s", st->id);
+    snprintf(u->id, sizeof u->id, "%s", st->id);
+    t->bytes = bytes;
+    t->n = n;
+    t->hist = h;
+    t->hist_n = hn;
+    t->undo = u;
+    return t;
+}
+
+static void written(srv *s, srv_write *t);
+
+/* An active stream into --state-dir (safe-file rules: a temporary, fsync,
+ * rename) by the writer, or at once on this thread with now (at exit).
+ * Until its file has landed its bytes stand for it (a resume reads them)
+ * and count in writing_mem. 1 when it is parked (or, now, written). */
+static int to_disk(srv *s, srv_stream *st, int now)
 {
     size_t n = linattn_session_save_size(st->sess, 0);
-    if (allow_mem && s->parked_mem + n <= s->o.park_mem) {
+    void *b = malloc(n ? n : 1);
+    srv_write *t = NULL;
+    if (!b || linattn_session_save_mem(st->sess, NULL, 0, b, n) != LINATTN_OK ||
+        !(t = file_task(st, b, n))) {
+        free(b);
+        return 0;
+    }
+    linattn_session_free(st->sess);
+    st->sess = NULL;
+    st->writing = t;
+    s->writing_mem += n;
+    s->n_writing++;
+    if (!now) {
+        srv_writer_push(s->writer, t);
+        return 1;
+    }
+    srv_writer_run(s->writer, t);
+    written(s, t);
+    return st->on_disk;
+}
+
+/* Parks an idle stream: in memory while --park-mem allows, else on disk
+ * while the writer's queue has room; neither: it stays active. */
+static int park(srv *s, srv_stream *st)
+{
+    size_t n = linattn_session_save_size(st->sess, 0);
+    if (s->parked_mem + n <= s->o.park_mem) {
         void *buf = malloc(n);
         if (buf && linattn_session_save_mem(st->sess, NULL, 0, buf, n) == LINATTN_OK) {
             st->parked = buf;
@@ -395,21 +479,38 @@ static int park(srv *s, srv_stream *st, int allow_mem)
         }
         free(buf);
     }
-    if (s->o.state_dir) {
-        char path[4200];
-        disk_path(s, st, path, sizeof path);
-        if (write_tokens(s, st) && linattn_session_save(st->sess, path, NULL, 0) == LINATTN_OK) {
-            st->on_disk = 1;
-            linattn_session_free(st->sess);
-            st->sess = NULL;
-            s->own.parks++;
-            return 1;
-        }
-    }
-    return 0;
+    return s->o.state_dir && s->n_writing < SRV_MAX_WRITING && to_disk(s, st, 0);
 }
 
-/* Idle streams beyond --max-active are parked, least recently used first. */
+/* A state file that could not be written: said once, and the stream goes
+ * back to being active (as its bytes, past --park-mem, if even that
+ * fails), not retried until it is used again. */
+static void park_failed(srv *s, srv_stream *st, srv_write *t)
+{
+    if (!s->warned++)
+        cli_warn("serve", "stream '%s' cannot be parked in %s: %s; it stays in memory (said once)",
+                 st->id, s->o.state_dir, t->error);
+    st->unparkable = 1;
+    linattn_session *sess = NULL;
+    if (linattn_session_new(s->m, &sess) == LINATTN_OK &&
+        linattn_session_load_mem(sess, t->bytes, t->n, NULL, 0, NULL) == LINATTN_OK) {
+        linattn_session_set_threads(sess, s->o.threads);
+        st->sess = sess;
+        return;
+    }
+    linattn_session_free(sess);
+    st->parked = t->bytes;
+    st->parked_len = t->n;
+    s->parked_mem += t->n;
+    t->bytes = NULL;
+}
+
+static void wait_writer(srv *s);
+
+/* Idle streams beyond --max-active are parked, least recently used first.
+ * With the writer's queue full this waits for it (back-pressure: new work
+ * waits for the disk, rather than active streams and bytes in flight
+ * growing without bound). */
 static void park_extra(srv *s)
 {
     for (;;) {
@@ -418,11 +519,16 @@ static void park_extra(srv *s)
         for (srv_stream *st = s->streams; st; st = st->next)
             if (st->sess) {
                 active++;
-                if (!st->busy && (!lru || st->last_use < lru->last_use))
+                if (!st->busy && !st->unparkable && (!lru || st->last_use < lru->last_use))
                     lru = st;
             }
-        if (active <= s->o.max_active || !lru || !park(s, lru, 1))
+        if (active <= s->o.max_active || !lru)
             return;
+        if (park(s, lru))
+            continue;
+        if (!s->o.state_dir || s->n_writing < SRV_MAX_WRITING)
+            return; /* it cannot be parked: it stays active */
+        wait_writer(s);
     }
 }
 
@@ -475,7 +581,7 @@ static int store_take(srv *s, const char *id, srv_stream **out, char *msg, size_
         }
         if (code == 0) {
             linattn_session_set_threads(sess, s->o.threads);
-            drop_parked(s, st);
+            drop_parked(s, st, NULL);
             linattn_session_free(st->sess);
             st->sess = sess;
             sess = NULL;
@@ -506,15 +612,10 @@ static int store_give_back(srv *s, srv_stream *st, int changed)
         return 0;
     int rc = 0;
     if (changed && restore(s, st) == LINATTN_OK) {
-        size_t hn, n;
-        void *h = hist_pack(st, &hn);
-        n = linattn_session_save_size(st->sess, hn);
-        void *b = malloc(n ? n : 1);
-        long long v = -2;
-        if (b && linattn_session_save_mem(st->sess, h, hn, b, n) == LINATTN_OK)
-            v = srv_store_put(s->o.store, st->id, b, n);
+        size_t n;
+        void *b = state_with_hist(st, &n);
+        long long v = b ? srv_store_put(s->o.store, st->id, b, n) : -2;
         free(b);
-        free(h);
         if (v >= 0) {
             st->store_ver = v;
         } else {
@@ -532,39 +633,22 @@ static int store_give_back(srv *s, srv_stream *st, int changed)
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-/* Ends job j with its status (0, to return from begin). */
-static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
+/* Tells j's client the result (msg: NULL, or the error; lost: the store
+ * did not keep it) and lets go of the job. */
+static void answer(srv *s, srv_job *j, int http, const char *msg, int lost)
 {
     srv_stream *st = j->st;
-    int lost = 0;
-    if (st && st->leased) {
-        const int changed = j->kind == SRV_RUN || j->kind == SRV_PUT_STATE;
-        if (http != 200 && changed)
-            st->store_ver = -3; /* it may have changed part way: not the store's copy */
-        lost = store_give_back(s, st, http == 200 && changed) != 0;
-    }
     if (st) {
         st->busy = NULL;
+        st->unparkable = 0; /* it changed: its park may go through now */
         st->last_use = now_s();
         if (st->sess)
             st->tokens = linattn_session_tokens(st->sess);
     }
-    for (int i = 0; i < s->n_running; i++)
-        if (s->running[i] == j) {
-            s->running[i] = s->running[--s->n_running];
-            break;
-        }
     pthread_mutex_lock(&j->mu);
     j->http = http;
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(j->error, sizeof j->error, fmt, ap);
-        va_end(ap);
-    }
+    if (msg)
+        snprintf(j->error, sizeof j->error, "%s", msg);
     if (lost) {
         j->http = 409;
         snprintf(j->error, sizeof j->error, "stream '%s': its lease was lost (another server "
@@ -593,7 +677,128 @@ static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
     }
     j->st = NULL;
     srv_job_release(j);
+}
+
+/* The stream's new state to the store by the writer, which gives the
+ * lease back after it; j is answered once it is stored (written()): the
+ * state of every acknowledged result is in the store, and no other stream
+ * waits for the put. 0: not queued (do it here). */
+static int store_later(srv *s, srv_stream *st, srv_job *j)
+{
+    if (!s->writer || restore(s, st) != LINATTN_OK)
+        return 0;
+    srv_write *t = calloc(1, sizeof *t);
+    if (!t || !(t->bytes = state_with_hist(st, &t->n))) {
+        free(t);
+        return 0;
+    }
+    t->kind = SRV_WRITE_STORE;
+    snprintf(t->id, sizeof t->id, "%s", st->id);
+    t->job = j;
+    st->busy = j; /* nothing else touches it, or its lease, until the put is done */
+    s->writing_mem += t->n;
+    srv_writer_push(s->writer, t);
+    return 1;
+}
+
+/* Ends job j with its status (0, to return from begin). */
+static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int finish(srv *s, srv_job *j, int http, const char *fmt, ...)
+{
+    char msg[sizeof j->error];
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    }
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i] == j) {
+            s->running[i] = s->running[--s->n_running];
+            break;
+        }
+    srv_stream *st = j->st;
+    int lost = 0;
+    if (st && st->leased) {
+        const int changed = j->kind == SRV_RUN || j->kind == SRV_PUT_STATE;
+        if (http == 200 && changed && store_later(s, st, j))
+            return 0;
+        if (http != 200 && changed)
+            st->store_ver = -3; /* it may have changed part way: not the store's copy */
+        lost = store_give_back(s, st, http == 200 && changed) != 0;
+    }
+    answer(s, j, http, fmt ? msg : NULL, lost);
     return 0;
+}
+
+/* A task the writer has done, on this side: the stream's new place, the
+ * bytes let go, the job that waited answered. */
+static void written(srv *s, srv_write *t)
+{
+    if (t->kind == SRV_WRITE_FILE) {
+        s->writing_mem -= t->n;
+        s->n_writing--;
+        srv_stream *st = find(s, t->id);
+        if (st && st->writing == t) { /* else resumed, dropped or parked anew since */
+            st->writing = NULL;
+            if (t->ok) {
+                st->on_disk = 1;
+                s->own.parks++;
+            } else {
+                park_failed(s, st, t);
+            }
+        }
+        free(t->undo);
+    } else if (t->kind == SRV_WRITE_STORE) {
+        s->writing_mem -= t->n;
+        srv_stream *st = t->job->st;
+        st->store_ver = t->ok ? t->version : -3; /* else read it again next time */
+        st->leased = 0;
+        answer(s, t->job, 200, NULL, !t->ok);
+    } else if (t->job) { /* a DELETE */
+        finish(s, t->job, 200, NULL);
+    }
+    free(t->bytes);
+    free(t->hist);
+    free(t);
+}
+
+static void collect(srv *s)
+{
+    for (srv_write *t = srv_writer_collect(s->writer), *nx; t; t = nx) {
+        nx = t->next;
+        written(s, t);
+    }
+}
+
+/* The writer's wake-up: tasks to collect. */
+static void writer_done(void *arg)
+{
+    srv *s = arg;
+    pthread_mutex_lock(&s->mu);
+    s->written = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Until the writer has done at least one more task (which is collected). */
+static void wait_writer(srv *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (!s->written)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->written = 0;
+    pthread_mutex_unlock(&s->mu);
+    collect(s);
+}
+
+/* Until the writer has done all it was given, answering what waited. */
+static void drain(srv *s)
+{
+    while (s->writer && srv_writer_pending(s->writer) > 0)
+        wait_writer(s);
 }
 
 static int status_http(linattn_status st)
@@ -802,7 +1007,7 @@ static int begin(srv *s, srv_job *j)
             linattn_session_free(sess);
             return finish(s, j, 503, "the server holds its most streams (%d)", s->o.max_streams);
         }
-        drop_parked(s, st);
+        drop_parked(s, st, NULL);
         linattn_session_free(st->sess);
         st->sess = sess;
         st->tokens = linattn_session_tokens(sess);
@@ -815,13 +1020,18 @@ static int begin(srv *s, srv_job *j)
     j->st = st;
     if (j->kind == SRV_DELETE) {
         j->st = NULL;
+        /* a file on its way to disk is removed after it lands: the
+         * answer waits for that, so a deleted stream leaves no file */
+        int later = drop_parked(s, st, j);
         remove_stream(s, st);
         snprintf(j->out_id, sizeof j->out_id, "%s", j->id);
-        return finish(s, j, 200, NULL);
+        return later ? 0 : finish(s, j, 200, NULL);
     }
     if (j->kind == SRV_INFO) {
-        j->where = st->sess ? "active" : st->parked ? "memory" : "disk";
-        j->state_bytes = st->sess ? linattn_session_state_bytes(st->sess) : st->parked_len;
+        j->where = st->sess ? "active" : st->parked ? "memory" : st->writing ? "writing" : "disk";
+        j->state_bytes = st->sess      ? linattn_session_state_bytes(st->sess)
+                         : st->writing ? st->writing->n
+                                       : st->parked_len;
         j->last_use = st->last_use;
         j->tokens = st->tokens;
         snprintf(j->out_id, sizeof j->out_id, "%s", st->id);
@@ -837,16 +1047,8 @@ static int begin(srv *s, srv_job *j)
     if ((rc = restore(s, st)) != LINATTN_OK)
         return finish(s, j, 500, "stream '%s' cannot be restored: %s", st->id, linattn_last_error());
     if (j->kind == SRV_GET_STATE) { /* with its history, for prefix reuse where it goes */
-        size_t hn;
-        void *h = hist_pack(st, &hn);
-        size_t n = linattn_session_save_size(st->sess, hn);
-        if (!(j->blob = malloc(n ? n : 1)) ||
-            linattn_session_save_mem(st->sess, h, hn, j->blob, n) != LINATTN_OK) {
-            free(h);
+        if (!(j->blob = state_with_hist(st, &j->blob_len)))
             return finish(s, j, 500, "state: cannot be written");
-        }
-        free(h);
-        j->blob_len = n;
         return finish(s, j, 200, NULL);
     }
     if (j->kind == SRV_FORK) {
@@ -1051,12 +1253,17 @@ static void *loop(void *arg)
     srv *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->queue && s->n_running == 0 && !s->stopping)
+        while (!s->queue && s->n_running == 0 && !s->stopping && !s->written)
             pthread_cond_wait(&s->cv, &s->mu);
         srv_job *q = s->queue;
         s->queue = s->tail = NULL;
-        int stopping = s->stopping;
+        int stopping = s->stopping, written = s->written;
+        s->written = 0;
         pthread_mutex_unlock(&s->mu);
+        /* before the new jobs: a client answered by the writer's last
+         * task may have sent its next request on the same stream */
+        if (written)
+            collect(s);
         for (srv_job *j = q, *nx; j; j = nx) {
             nx = j->next;
             j->next = NULL;
@@ -1068,6 +1275,7 @@ static void *loop(void *arg)
         if (stopping) {
             while (s->n_running > 0)
                 finish(s, s->running[0], 503, "the server is stopping");
+            drain(s); /* nothing acknowledged, or parked, is lost at exit */
             return NULL;
         }
         step(s);
@@ -1117,27 +1325,13 @@ static void adopt_state_dir(srv *s)
     closedir(d);
 }
 
-/* Every stream into --state-dir, so a restart with it finds them all. */
+/* Every stream into --state-dir, so a restart with it finds them all
+ * (after drain(): the writer idle, so written here at once). */
 static void persist_all(srv *s)
 {
-    for (srv_stream *st = s->streams; st; st = st->next) {
-        if (st->on_disk)
-            continue;
-        if (st->sess) {
-            park(s, st, 0);
-            continue;
-        }
-        /* parked in memory: its bytes are a state file already */
-        char path[4200];
-        disk_path(s, st, path, sizeof path);
-        if (write_tokens(s, st) &&
-            cli_write_file(path, "state", st->parked, st->parked_len) == LINATTN_OK) {
-            s->parked_mem -= st->parked_len;
-            free(st->parked);
-            st->parked = NULL;
-            st->on_disk = 1;
-        }
-    }
+    for (srv_stream *st = s->streams; st; st = st->next)
+        if (!st->on_disk && restore(s, st) == LINATTN_OK)
+            to_disk(s, st, 1);
 }
 
 linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out)
@@ -1151,8 +1345,15 @@ linattn_status srv_start(const linattn_model *m, const srv_options *o, srv **out
         adopt_state_dir(s);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    if ((s->o.state_dir || s->o.store) &&
+        srv_writer_start(s->o.state_dir, s->o.store, writer_done, s, &s->writer) != 0) {
+        srv_free(s);
+        return LINATTN_ERR_NOMEM;
+    }
     if (pthread_create(&s->thread, NULL, loop, s) != 0) {
-        free(s);
+        srv_writer_stop(s->writer);
+        s->writer = NULL;
+        srv_free(s);
         return LINATTN_ERR_NOMEM;
     }
     *out = s;
@@ -1178,6 +1379,8 @@ void srv_stop(srv *s)
     pthread_mutex_unlock(&s->mu);
     if (s->o.state_dir)
         persist_all(s);
+    srv_writer_stop(s->writer);
+    s->writer = NULL;
 }
 
 void srv_free(srv *s)

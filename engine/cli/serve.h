@@ -99,6 +99,60 @@ int srv_store_get(srv_store *s, const char *id, void **bytes, size_t *n, long lo
 long long srv_store_put(srv_store *s, const char *id, const void *bytes, size_t n);
 int srv_store_delete(srv_store *s, const char *id);
 
+/* A second connection under the same owner (its leases are this
+ * server's), for another thread: a connection serves one thread at a time. */
+srv_store *srv_store_twin(const srv_store *s);
+
+/* The writer (serve_write.c): one thread doing parks' slow I/O in the
+ * order given, so the scheduler never waits on a disk or the store: a
+ * state file and its ID.tokens written whole (temporary, fsync, rename),
+ * a stream's files removed, or a state put in the store and its lease
+ * given back after it. One thread and one order: a later task on a
+ * stream never lands before an earlier one. */
+typedef enum srv_write_kind {
+    SRV_WRITE_FILE,   /* DIR/ID.state from bytes, DIR/ID.tokens from hist (none: removed) */
+    SRV_WRITE_UNLINK, /* DIR/ID.state and DIR/ID.tokens removed */
+    SRV_WRITE_STORE,  /* bytes put in the store under the lease, then the lease given back */
+} srv_write_kind;
+
+typedef struct srv_write {
+    srv_write_kind kind;
+    char id[SRV_ID_LEN];
+    void *bytes; /* FILE, STORE: the state file's bytes (owned; a parked stream reads them) */
+    size_t n;
+    void *hist;  /* FILE: ID.tokens' bytes (owned), NULL when the history is unknown */
+    size_t hist_n;
+    srv_job *job; /* answered once the task is done (NULL: none waits) */
+    /* the result, the writer's */
+    int ok;
+    long long version; /* STORE: srv_store_put's result */
+    char error[512];   /* FILE: why it failed */
+    /* FILE: its removal, made with it so that dropping a stream whose file
+     * is still on its way never lacks the memory to say so (the
+     * scheduler's: queued when the stream leaves the disk before it lands) */
+    struct srv_write *undo;
+    struct srv_write *next;
+} srv_write;
+
+typedef struct srv_writer srv_writer;
+/* The thread over dir (NULL: no files) and a twin of store (NULL: none);
+ * wake(arg) is called after each task is done. 0, or -1 (no memory or
+ * thread). LINATTN_SERVE_WRITE_GATE (the tests' own): a FIFO from which
+ * the thread reads one byte before each state file it writes, so a test
+ * holds writes in flight; at its end of file the gate stays open. */
+int srv_writer_start(const char *dir, const srv_store *store, void (*wake)(void *), void *arg,
+                     srv_writer **out);
+/* Queues t (never waits: the caller bounds what it queues). */
+void srv_writer_push(srv_writer *w, srv_write *t);
+/* The tasks done since the last call, in the order queued (a list). */
+srv_write *srv_writer_collect(srv_writer *w);
+/* Tasks queued and not yet collected. */
+int srv_writer_pending(srv_writer *w);
+/* Runs t on the calling thread, no gate (the writer idle: at exit). */
+void srv_writer_run(srv_writer *w, srv_write *t);
+/* Ends the thread once its queue is empty (collect first), frees w. */
+void srv_writer_stop(srv_writer *w);
+
 typedef struct srv_options {
     int max_active;       /* streams kept as sessions; older idle ones are parked */
     size_t park_mem;      /* bytes of parked streams held in memory */
@@ -158,6 +212,8 @@ typedef struct srv_stats {
     int active, parked, running; /* streams as sessions, parked; jobs running */
     int batch;                   /* streams the last step advanced */
     size_t parked_bytes;         /* held in memory */
+    int writing;                 /* streams on their way to --state-dir */
+    size_t writing_bytes;        /* held in memory until the writer has written them */
     unsigned long long steps, prompt_tokens, generated_tokens, restores, parks;
     double ttft_sum;             /* seconds from submission to the first token, summed */
     unsigned long long ttft_count;

@@ -99,6 +99,18 @@ int srv_store_open(const char *url, int ttl_ms, srv_store **out, char *msg, size
     return 0;
 }
 
+srv_store *srv_store_twin(const srv_store *s)
+{
+    srv_store *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    memcpy(t->host, s->host, sizeof t->host);
+    memcpy(t->owner, s->owner, sizeof t->owner);
+    t->port = s->port;
+    t->ttl_ms = s->ttl_ms;
+    return t; /* it connects at its first command */
+}
+
 void srv_store_close(srv_store *s)
 {
     if (!s)
