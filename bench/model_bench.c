@@ -723,7 +723,8 @@ static int run_steps(const bench_plan *p, const bench_model *bm, int ns, linattn
     size_t nl = (size_t)runs * STEP_GEN;
     qsort(lat, nl, sizeof *lat, cmp_double);
     snprintf(r.note, sizeof r.note,
-             "%d streams; a step p50 %.2f ms, p99 %.2f ms; worst run %.2f of the median", ns,
+             "%d stream%s; a step p50 %.2f ms, p99 %.2f ms; worst run %.2f of the median", ns,
+             ns > 1 ? "s" : "",
              lat[nl / 2] * 1e3, lat[(size_t)(0.99 * (double)(nl - 1))] * 1e3,
              r.st.min / r.st.median);
     bench_row_ratios(&r, isa, r.bytes, r.seconds);
