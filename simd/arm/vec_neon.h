@@ -255,10 +255,11 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
 /* 4-bit values (0..15) dotted with 32 int8 x, laid out as vdot_i8x32's
  * sums: neon_nib32 gives the low (shift 0) or high (shift 4) nibbles of
  * p[0..32), vdot_nib16 takes the low then the high nibbles of p[0..16). */
-LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x)
+LINATTN_INLINE vf neon_nib_dot(uint8x16_t q0, uint8x16_t q1, const int8_t *x, int32_t c)
 {
-    return vcvtq_f32_s32(neon_dot32(vreinterpretq_s8_u8(q0), vreinterpretq_s8_u8(q1),
-                                    vld1q_s8(x), vld1q_s8(x + 16)));
+    int32x4_t s = neon_dot32(vreinterpretq_s8_u8(q0), vreinterpretq_s8_u8(q1), vld1q_s8(x),
+                             vld1q_s8(x + 16));
+    return vcvtq_f32_s32(vaddq_s32(s, vsetq_lane_s32(c, vdupq_n_s32(0), 0)));
 }
 /* The low (shift 0) or high (shift 4) nibbles of p[0..32) in v[0..2). */
 LINATTN_INLINE void neon_nib32(const uint8_t *p, int shift, uint8x16_t v[2])
@@ -271,14 +272,30 @@ LINATTN_INLINE void neon_nib32(const uint8_t *p, int shift, uint8x16_t v[2])
     v[0] = vandq_u8(v0, m);
     v[1] = vandq_u8(v1, m);
 }
-LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
+LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x, int32_t c)
 {
     uint8x16_t v = vld1q_u8(p);
-    return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x);
+    return neon_nib_dot(vandq_u8(v, vdupq_n_u8(0x0F)), vshrq_n_u8(v, 4), x, c);
+}
+/* acc + h0 dx[0] (the nibbles of p0 . x[0..32) + c[0..4)'s sum) + h1 dx[1]
+ * (p1's . x[32..64) + c[8..12)'s), h0 and h1 halves: two Q4_0 or Q4_1
+ * blocks, one after the other. */
+LINATTN_INLINE vf vdot_nib16x2_fma(vf acc, const uint8_t *p0, const uint8_t *p1, const uint8_t *h0,
+                                   const uint8_t *h1, const int8_t *x, const int32_t *c,
+                                   const float *dx)
+{
+    float s0 = vhalf(h0) * dx[0], s1 = vhalf(h1) * dx[1];
+    uint8x16_t m = vdupq_n_u8(0x0F), v0 = vld1q_u8(p0), v1 = vld1q_u8(p1);
+    int32x4_t t0 = neon_dot32(vreinterpretq_s8_u8(vandq_u8(v0, m)), vreinterpretq_s8_u8(vshrq_n_u8(v0, 4)),
+                              vld1q_s8(x), vld1q_s8(x + 16));
+    int32x4_t t1 = neon_dot32(vreinterpretq_s8_u8(vandq_u8(v1, m)), vreinterpretq_s8_u8(vshrq_n_u8(v1, 4)),
+                              vld1q_s8(x + 32), vld1q_s8(x + 48));
+    acc = vfma(vcvtq_f32_s32(vaddq_s32(t0, vld1q_s32(c))), vset1(s0), acc);
+    return vfma(vcvtq_f32_s32(vaddq_s32(t1, vld1q_s32(c + 8))), vset1(s1), acc);
 }
 /* Q5_0 and Q5_1's 32 values: the nibbles of p[0..16) (low then high), bit i
  * of qh as element i's fifth bit; dotted with x. */
-LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x, int32_t c)
 {
     static const uint8_t lo_idx[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
     static const uint8_t hi_idx[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
@@ -288,7 +305,7 @@ LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
     uint8x16_t h1 = vandq_u8(vtstq_u8(vqtbl1q_u8(b, vld1q_u8(hi_idx)), m), vdupq_n_u8(0x10));
     uint8x16_t v = vld1q_u8(p);
     return neon_nib_dot(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0F)), h0), vorrq_u8(vshrq_n_u8(v, 4), h1),
-                        x);
+                        x, c);
 }
 /* Q5_K's sub-block j: bit j of qh above the nibbles (0..31). */
 LINATTN_INLINE void neon_q5k32(const uint8_t *ql, int shift, const uint8_t *qh, int j,
@@ -319,16 +336,19 @@ LINATTN_INLINE void neon_q6x32(const uint8_t *ql, int shift, const uint8_t *qh, 
  * added in int32. */
 typedef int32x4_t vk;
 LINATTN_INLINE vk vk_zero(void) { return vdupq_n_s32(0); }
-LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
+LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x,
+                           const uint8_t *sc8, int i)
 {
+    int sc = sc8[i];
     uint8x16_t v[2];
     neon_nib32(p, shift, v);
     return vmlaq_n_s32(acc, neon_dot32(vreinterpretq_s8_u8(v[0]), vreinterpretq_s8_u8(v[1]),
                                        vld1q_s8(x), vld1q_s8(x + 16)), sc);
 }
 LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh, int j,
-                           const int8_t *x, int sc)
+                           const int8_t *x, const uint8_t *sc8)
 {
+    int sc = sc8[j];
     uint8x16_t v[2];
     neon_q5k32(ql, shift, qh, j, v);
     return vmlaq_n_s32(acc, neon_dot32(vreinterpretq_s8_u8(v[0]), vreinterpretq_s8_u8(v[1]),
@@ -343,6 +363,13 @@ LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *
                      vcombine_s32(vdup_n_s32(s8[2 * k]), vdup_n_s32(s8[2 * k + 1])));
 }
 #define VK_Q6_OFFSET 0 /* vk_q6x32 sums the values themselves (-32..31) */
+/* sum a[i] b[i] over 8 uint8 a and int16 b, exact (see x86.h). */
+LINATTN_INLINE int32_t vk_dot8_u8(const uint8_t *a, const int16_t *b)
+{
+    int16x8_t a16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(a))), b16 = vld1q_s16(b);
+    int32x4_t p = vmull_s16(vget_low_s16(a16), vget_low_s16(b16));
+    return vaddvq_s32(vmlal_s16(p, vget_high_s16(a16), vget_high_s16(b16)));
+}
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
 
 /* gemm_quant_xq's integer tiles (simd/body/quant_gemm_body.h): vi holds 4

@@ -17,15 +17,19 @@
 
 /* x's rows as the dot products take them: per row nc int8 values (q), one
  * scale per 32 (d), the sum of each 16 values (s) and, for the offsets,
- * each 32's sum times its scale (ms: d (s0 + s1), one rounding); for the
- * K-quants q and s of Q8_K and its scales dk instead. */
+ * each 32's sum (s32: fixed offsets, in integers) and that times its scale
+ * (ms: d s32, one rounding: a block's minimum); for the K-quants q of
+ * Q8_K, its scales dk, s, and its sums per 32 again as int16 (for the
+ * integer dot product with a super-block's mins). */
 typedef struct quant_x {
     int8_t q[QUANT_XR][Q8_0_CHUNK];
     float d[QUANT_XR][Q8_0_CHUNK / 32];
     float ms[QUANT_XR][Q8_0_CHUNK / 32];
     int32_t s[QUANT_XR][Q8_0_CHUNK / 16];
     float dk[QUANT_XR][Q8_0_CHUNK / 256]; /* the K-quants': q and s as Q8_K, its scales, */
-    int32_t s32[QUANT_XR][Q8_0_CHUNK / 32]; /* and its sums per 32 */
+    int16_t h32[QUANT_XR][Q8_0_CHUNK / 32]; /* and its sums per 32 (at most 32 127: int16) */
+    int32_t s32[QUANT_XR][Q8_0_CHUNK / 32];
+    int32_t c8[QUANT_XR][Q8_0_CHUNK / 4]; /* Q4_0's offset -8 s32 again, 8 int32 a block: that and 7 zeros */
 } quant_x;
 
 
@@ -63,14 +67,84 @@ LINATTN_INLINE void q8_0_rows(float *C, size_t ldc, const uint8_t *W, size_t ldw
     }
 }
 
-/* One row of W in another block type of simd/quants.h (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q4_K, Q5_K, Q6_K; nc columns) against nx quantized x rows: C[j ldc]
- * += the row . x_j. Each block's values built in registers once for all nx
- * rows; per row the same steps as the one-row gemv, so a tile's rows are
- * its. The offsets (a block's minimum, Q4_0's 8, Q6_K's 32) meet the sums
- * of x's quantized values. */
-LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type, size_t bb,
-                             const quant_x *X, size_t nc, int nx)
+/* nr (1..4) rows of W in Q4_0, Q4_1, Q5_0 or Q5_1 (nc columns) against nx
+ * quantized x rows: C[j ldc + q] += row q . x_j, nibbles (and fifth bits)
+ * straight into the dot products. Q4_0's and Q5_0's offsets (8, 16) meet
+ * x's sums in the integer sum, as ggml's signed values do (exact); a
+ * block's minimum (Q4_1, Q5_1) meets them in fp32. Each (row, x row) sums
+ * as the one-row gemv does whatever nr: the rows only run side by side,
+ * so that one x row has nr chains of fp32 sums in flight rather than one. */
+LINATTN_INLINE void quant_rows32(float *C, size_t ldc, const uint8_t *W, size_t ldw, int type,
+                                 size_t bb, const quant_x *X, size_t nc, int nr, int nx)
+{
+    vf acc[4][QUANT_XR];
+    float off[4][QUANT_XR];
+    for (int q = 0; q < 4; q++)
+        for (int j = 0; j < QUANT_XR; j++) {
+            acc[q][j] = vzero();
+            off[q][j] = 0.0f;
+        }
+    const int has_m = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1;
+    const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
+    const int32_t bias = has_m ? 0 : five ? 16 : 8;
+    const size_t nb = nc / 32, pairs = five ? 0 : nb / 2; /* Q4_0, Q4_1: blocks two at a time */
+    for (size_t g2 = 0; g2 < pairs; g2++) {
+        const size_t g = 2 * g2;
+#pragma GCC unroll 4
+        for (int q = 0; q < nr; q++) {
+            const uint8_t *blk = W + (size_t)q * ldw + g * bb, *p = blk + 2 + 2 * has_m;
+            if (g2 % 2 == 0) { /* 4 blocks are at most 96 bytes: two lines cover them */
+                __builtin_prefetch(blk + QUANT_PF);
+                __builtin_prefetch(blk + QUANT_PF + 64);
+            }
+#pragma GCC unroll 4
+            for (int j = 0; j < nx; j++) {
+                acc[q][j] = vdot_nib16x2_fma(acc[q][j], p, p + bb, blk, blk + bb, X->q[j] + 32 * g,
+                                             X->c8[j] + 8 * g, X->d[j] + g);
+                if (has_m) { /* the minimum as the one-block step below takes it */
+                    off[q][j] += -vhalf(blk + 2) * X->ms[j][g];
+                    off[q][j] += -vhalf(blk + bb + 2) * X->ms[j][g + 1];
+                }
+            }
+        }
+    }
+    for (size_t g = 2 * pairs; g < nb; g++) {
+#pragma GCC unroll 4
+        for (int q = 0; q < nr; q++) {
+            const uint8_t *blk = W + (size_t)q * ldw + g * bb, *p = blk + 2 + 2 * has_m;
+            if (g % 4 == 0) {
+                __builtin_prefetch(blk + QUANT_PF);
+                __builtin_prefetch(blk + QUANT_PF + 64);
+            }
+            float d = vhalf(blk), m = has_m ? -vhalf(blk + 2) : 0.0f;
+            uint32_t qh = 0;
+            if (five)
+                memcpy(&qh, p, 4);
+#pragma GCC unroll 4
+            for (int j = 0; j < nx; j++) {
+                int32_t c = -bias * X->s32[j][g];
+                vf t = five ? vdot_q5x32(p + 4, qh, X->q[j] + 32 * g, c)
+                            : vdot_nib16(p, X->q[j] + 32 * g, c);
+                acc[q][j] = vfma(t, vset1(d * X->d[j][g]), acc[q][j]);
+                if (has_m)
+                    off[q][j] += m * X->ms[j][g];
+            }
+        }
+    }
+    for (int q = 0; q < nr; q++)
+        for (int j = 0; j < nx; j++)
+            C[(size_t)j * ldc + q] += vhsum(acc[q][j]) - off[q][j];
+}
+
+/* One row of W in a K-quant of simd/quants.h (Q4_K, Q5_K, Q6_K; nc
+ * columns) against nx quantized x rows: C[j ldc] += the row . x_j. Each
+ * block's values built in registers once for all nx rows; per row the same
+ * steps as the one-row gemv, so a tile's rows are its. The offsets (a
+ * block's minimum, Q6_K's 32) meet the sums of x's quantized values. One
+ * row at a time: rows side by side (as quant_rows32 takes them) read
+ * slower from memory here (docs/vs_llamacpp.md). */
+LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int type, size_t bb,
+                                const quant_x *X, size_t nc, int nx)
 {
     vf acc[QUANT_XR];
     float off[QUANT_XR];
@@ -78,48 +152,23 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
         acc[j] = vzero();
         off[j] = 0.0f;
     }
-    if (type == LINATTN_QUANT_Q4_0 || type == LINATTN_QUANT_Q4_1 ||
-        type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1) {
-        /* nibbles (and fifth bits) straight into the dot products: the same
-         * arithmetic as the decode below, without the copy */
-        const int has_m = type == LINATTN_QUANT_Q4_1 || type == LINATTN_QUANT_Q5_1;
-        const int five = type == LINATTN_QUANT_Q5_0 || type == LINATTN_QUANT_Q5_1;
-        for (size_t g = 0; g < nc / 32; g++) {
-            const uint8_t *blk = row + g * bb, *p = blk + 2 + 2 * has_m;
-            __builtin_prefetch(blk + QUANT_PF);
-            float d = vhalf(blk);
-            float m = has_m ? -vhalf(blk + 2) : (five ? 16.0f : 8.0f) * d;
-            uint32_t qh = 0;
-            if (five)
-                memcpy(&qh, p, 4);
-#pragma GCC unroll 4
-            for (int j = 0; j < nx; j++) {
-                vf t = five ? vdot_q5x32(p + 4, qh, X->q[j] + 32 * g)
-                            : vdot_nib16(p, X->q[j] + 32 * g);
-                acc[j] = vfma(t, vset1(d * X->d[j][g]), acc[j]);
-                off[j] += m * X->ms[j][g];
-            }
-        }
-    } else if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
-        /* per super-block, in integers: the 8 sub-blocks' dot products
-         * times their 6-bit scales, and their 6-bit mins times x's sums;
-         * then each scaled once (d d_x, dmin d_x), as ggml's
-         * vec_dot_q4_K_q8_K */
-        const int five = type == LINATTN_QUANT_Q5_K;
-        for (size_t e0 = 0; e0 < nc; e0 += 256) {
-            const uint8_t *blk = row + e0 / 256 * bb, *ql = blk + 16 + 32 * five;
-            for (size_t b = 0; b < bb; b += 64)
-                __builtin_prefetch(blk + QUANT_PF + b);
-            float d = vhalf(blk), dmin = vhalf(blk + 2);
+    for (size_t e0 = 0; e0 < nc; e0 += 256) {
+        const size_t sb = e0 / 256;
+        const uint8_t *blk = row + sb * bb;
+        for (size_t b = 0; b < bb; b += 64)
+            __builtin_prefetch(blk + QUANT_PF + b);
+        vk sum[QUANT_XR];
+        if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
+            /* in integers: the 8 sub-blocks' dot products times their
+             * 6-bit scales, and their 6-bit mins times x's sums; then each
+             * scaled once (d d_x, dmin d_x), as ggml's vec_dot_q4_K_q8_K */
+            const int five = type == LINATTN_QUANT_Q5_K;
+            const uint8_t *ql = blk + 16 + 32 * five;
+            float dmin = vhalf(blk + 2);
             uint8_t sc[8], mn[8];
             linattn_quant_k4_scales(blk + 4, sc, mn);
-            size_t sb = e0 / 256;
-            vk sum[QUANT_XR];
             for (int j = 0; j < nx; j++) {
-                const int32_t *s32 = X->s32[j] + 8 * sb;
-                int32_t summ = 0;
-                for (int i = 0; i < 8; i++)
-                    summ += mn[i] * s32[i];
+                int32_t summ = vk_dot8_u8(mn, X->h32[j] + 8 * sb);
                 off[j] += dmin * X->dk[j][sb] * (float)summ;
                 sum[j] = vk_zero();
             }
@@ -128,22 +177,12 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
 #pragma GCC unroll 4
                 for (int j = 0; j < nx; j++) {
                     const int8_t *xq = X->q[j] + e0 + 32 * (size_t)i;
-                    sum[j] = five ? vk_q5k32(sum[j], p, 4 * (i % 2), blk + 16, i, xq, sc[i])
-                                  : vk_nib32(sum[j], p, 4 * (i % 2), xq, sc[i]);
+                    sum[j] = five ? vk_q5k32(sum[j], p, 4 * (i % 2), blk + 16, i, xq, sc)
+                                  : vk_nib32(sum[j], p, 4 * (i % 2), xq, sc, i);
                 }
             }
-            for (int j = 0; j < nx; j++)
-                acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
-        }
-    } else if (type == LINATTN_QUANT_Q6_K) { /* values -32..31, int8 scales per 16 */
-        for (size_t e0 = 0; e0 < nc; e0 += 256) {
-            const uint8_t *blk = row + e0 / 256 * bb;
-            for (size_t b = 0; b < bb; b += 64)
-                __builtin_prefetch(blk + QUANT_PF + b);
+        } else { /* Q6_K: values -32..31, int8 scales per 16 */
             const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
-            float d = vhalf(blk + 208);
-            size_t sb = e0 / 256;
-            vk sum[QUANT_XR];
             for (int j = 0; j < nx; j++) {
                 sum[j] = vk_zero();
                 if (VK_Q6_OFFSET) { /* the stored values' 32, against x's sums per 16 */
@@ -151,7 +190,7 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
                     int32_t corr = 0;
                     for (int g = 0; g < 16; g++)
                         corr += s8[g] * bs[g];
-                    off[j] += d * X->dk[j][sb] * (float)(VK_Q6_OFFSET * corr);
+                    off[j] += vhalf(blk + 208) * X->dk[j][sb] * (float)(VK_Q6_OFFSET * corr);
                 }
             }
             for (int h = 0; h < 2; h++)
@@ -164,12 +203,32 @@ LINATTN_INLINE void quant_row(float *C, size_t ldc, const uint8_t *row, int type
                                           X->q[j] + e0 + 128 * (size_t)h + 32 * (size_t)k,
                                           s8 + 8 * h);
                 }
-            for (int j = 0; j < nx; j++)
-                acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
         }
+        float d = vhalf(type == LINATTN_QUANT_Q6_K ? blk + 208 : blk);
+        for (int j = 0; j < nx; j++)
+            acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
     }
     for (int j = 0; j < nx; j++)
         C[(size_t)j * ldc] += vhsum(acc[j]) - off[j];
+}
+
+/* Every row of W: the K-quants one at a time; the others against one x row
+ * 4 at a time, against more one at a time (their accumulators fill the
+ * registers already). */
+LINATTN_INLINE void quant_rows_all(float *C, size_t ldc, const uint8_t *Wc, size_t ldw, int type,
+                                   size_t bb, const quant_x *X, size_t nc, size_t N, int nx)
+{
+    size_t r = 0;
+    if (linattn_quant_takes_q8_K(type)) {
+        for (; r < N; r++)
+            quant_row_k(C + r, ldc, Wc + r * ldw, type, bb, X, nc, nx);
+        return;
+    }
+    if (nx == 1)
+        for (; r + 4 <= N; r += 4)
+            quant_rows32(C + r, ldc, Wc + r * ldw, ldw, type, bb, X, nc, 4, nx);
+    for (; r < N; r++)
+        quant_rows32(C + r, ldc, Wc + r * ldw, ldw, type, bb, X, nc, 1, nx);
 }
 
 /* Every row of W (one chunk of nc columns) against the nx rows of X. */
@@ -184,8 +243,15 @@ LINATTN_INLINE void quant_panel(float *C, size_t ldc, const uint8_t *Wc, size_t 
         if (r < N)
             q8_0_rows(C + r, ldc, Wc + r * ldw, ldw, X, nc / LINATTN_Q8_0_BLOCK, (int)(N - r), nx);
     } else
-        for (size_t r = 0; r < N; r++)
-            quant_row(C + r, ldc, Wc + r * ldw, type, bb, X, nc, nx);
+        switch (type) { /* constant types and row counts: no tests in the loops */
+        case LINATTN_QUANT_Q4_0: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q4_0, bb, X, nc, N, nx); break;
+        case LINATTN_QUANT_Q4_1: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q4_1, bb, X, nc, N, nx); break;
+        case LINATTN_QUANT_Q5_0: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q5_0, bb, X, nc, N, nx); break;
+        case LINATTN_QUANT_Q5_1: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q5_1, bb, X, nc, N, nx); break;
+        case LINATTN_QUANT_Q4_K: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q4_K, bb, X, nc, N, nx); break;
+        case LINATTN_QUANT_Q5_K: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q5_K, bb, X, nc, N, nx); break;
+        default: quant_rows_all(C, ldc, Wc, ldw, LINATTN_QUANT_Q6_K, bb, X, nc, N, nx); break;
+        }
 }
 
 /* C[M x N] (stride ldc) += A[M x K] (stride lda) . W^T, W's N rows in ggml
@@ -212,7 +278,7 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
                 if (linattn_quant_takes_q8_K(type)) {
                     linattn_q8_K_quantize(X.q[j], X.dk[j], X.s[j], a, nc);
                     for (size_t g = 0; g < nc / 32; g++)
-                        X.s32[j][g] = X.s[j][2 * g] + X.s[j][2 * g + 1];
+                        X.h32[j][g] = (int16_t)(X.s[j][2 * g] + X.s[j][2 * g + 1]);
                     continue;
                 }
                 linattn_q8_0_quantize(X.q[j], X.d[j], a, nc);
@@ -223,8 +289,12 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
                             s += X.q[j][16 * g + i];
                         X.s[j][g] = s;
                     }
-                    for (size_t g = 0; g < nc / 32; g++)
-                        X.ms[j][g] = X.d[j][g] * (float)(X.s[j][2 * g] + X.s[j][2 * g + 1]);
+                    for (size_t g = 0; g < nc / 32; g++) {
+                        X.s32[j][g] = X.s[j][2 * g] + X.s[j][2 * g + 1];
+                        X.ms[j][g] = X.d[j][g] * (float)X.s32[j][g];
+                        memset(X.c8[j] + 8 * g, 0, 8 * sizeof X.c8[j][0]);
+                        X.c8[j][8 * g] = type == LINATTN_QUANT_Q4_0 ? -8 * X.s32[j][g] : 0;
+                    }
                 }
             }
             const uint8_t *Wc = W + c0 / be * bb;

@@ -170,14 +170,29 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)w);
     return _mm256_cvtepi32_ps(x86_i8_dot(a, x));
 }
-LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
+LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x, int32_t c)
 {
-    return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x));
+    return _mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x, c));
 }
 /* Q5_0 and Q5_1's 32 values (0..31, unsigned) dotted with x. */
-LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x, int32_t c)
 {
-    return _mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x));
+    return _mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x, c));
+}
+/* acc + h0 dx[0] (the nibbles of p0 . x[0..32) + c[0..8)'s sum) + h1 dx[1]
+ * (p1's . x[32..64) + c[8..16)'s), h0 and h1 halves: two Q4_0 or Q4_1
+ * blocks, one after the other. */
+LINATTN_INLINE vf vdot_nib16x2_fma(vf acc, const uint8_t *p0, const uint8_t *p1, const uint8_t *h0,
+                                   const uint8_t *h1, const int8_t *x, const int32_t *c,
+                                   const float *dx)
+{
+    float s0 = vhalf(h0) * dx[0], s1 = vhalf(h1) * dx[1];
+    __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)c);
+    __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(c + 8));
+    __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(x + 32));
+    acc = vfma(_mm256_cvtepi32_ps(x86_dot_u8i8_acc(c0, x86_nib16(p0), b0)), vset1(s0), acc);
+    return vfma(_mm256_cvtepi32_ps(x86_dot_u8i8_acc(c1, x86_nib16(p1), b1)), vset1(s1), acc);
 }
 /* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32. */
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(_mm256_cvtepi32_ps(s), vset1(d), acc); }

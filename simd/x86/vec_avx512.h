@@ -133,13 +133,43 @@ LINATTN_INLINE vf vdot_i8x32(const int8_t *w, const int8_t *x)
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)w);
     return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_i8_dot(a, x)));
 }
-LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x)
+LINATTN_INLINE vf vdot_nib16(const uint8_t *p, const int8_t *x, int32_t c)
 {
-    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x)));
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_nib16(p), x, c)));
 }
-LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x)
+LINATTN_INLINE vf vdot_q5x32(const uint8_t *p, uint32_t qh, const int8_t *x, int32_t c)
 {
-    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x)));
+    return _mm512_zextps256_ps512(_mm256_cvtepi32_ps(x86_nib_dot(x86_q5_values(p, qh), x, c)));
+}
+/* acc + h0 dx[0] (the nibbles of p0 . x[0..32) + c[0..8)'s sum) + h1 dx[1]
+ * (p1's . x[32..64) + c[8..16)'s), h0 and h1 halves: two Q4_0 or Q4_1
+ * blocks in one 512-bit dot product, block 0 in lanes 0-7 (as vdot_nib16
+ * gives it), block 1 in 8-15; the two scales (each h dx rounded once)
+ * multiplied side by side and spread to their lanes. */
+LINATTN_INLINE vf vdot_nib16x2_fma(vf acc, const uint8_t *p0, const uint8_t *p1, const uint8_t *h0,
+                                   const uint8_t *h1, const int8_t *x, const int32_t *c,
+                                   const float *dx)
+{
+    /* 128-bit lanes p0, p0, p1, p1 by two broadcast loads (no shuffle),
+     * the second and fourth shifted: x's order, nibbles low then high */
+    __m512i w = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)p0));
+    w = _mm512_mask_broadcast_i32x4(w, 0xFF00, _mm_loadu_si128((const __m128i *)(const void *)p1));
+    w = _mm512_mask_srli_epi16(w, 0xFF00FF00u, w, 4);
+    w = _mm512_and_si512(w, _mm512_set1_epi8(0x0F));
+    __m512i b = _mm512_loadu_si512((const void *)x), s = _mm512_loadu_si512((const void *)c);
+#if defined(__AVX512VNNI__)
+    s = _mm512_dpbusd_epi32(s, w, b);
+#else
+    s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_maddubs_epi16(w, b), _mm512_set1_epi16(1)));
+#endif
+    uint16_t a, b2;
+    memcpy(&a, h0, 2);
+    memcpy(&b2, h1, 2);
+    __m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)a | (uint32_t)b2 << 16)));
+    d = _mm_mul_ps(d, _mm_castpd_ps(_mm_load_sd((const double *)(const void *)dx)));
+    vf sc = _mm512_permutexvar_ps(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+                                  _mm512_castps128_ps512(d));
+    return vfma(_mm512_cvtepi32_ps(s), sc, acc);
 }
 /* A K-quant super-block's integer sum (vk, x86.h) scaled once into fp32,
  * in the low 8 lanes. */

@@ -113,15 +113,19 @@ LINATTN_INLINE float x86_half(const uint8_t *p)
  * bytes 4i..4i+3): one vpdpbusd with a VNNI capability, vpmaddubsw then
  * vpmaddwd without. The same exact sums either way: the int16 pairs of
  * vpmaddubsw never saturate on the callers' ranges (u <= 128, |b| <= 127). */
-LINATTN_INLINE __m256i x86_dot_u8i8(__m256i u, __m256i b)
+LINATTN_INLINE __m256i x86_dot_u8i8_acc(__m256i acc, __m256i u, __m256i b)
 {
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, b);
+    return _mm256_dpbusd_epi32(acc, u, b);
 #elif defined(__AVXVNNI__)
-    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, b);
+    return _mm256_dpbusd_avx_epi32(acc, u, b);
 #else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), _mm256_set1_epi16(1));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, b), _mm256_set1_epi16(1)));
 #endif
+}
+LINATTN_INLINE __m256i x86_dot_u8i8(__m256i u, __m256i b)
+{
+    return x86_dot_u8i8_acc(_mm256_setzero_si256(), u, b);
 }
 /* acc + the pair sums of u (unsigned bytes) by x's 32 signed bytes
  * (vpmaddubsw, exact on the callers' ranges) times the int16 scales sc,
@@ -138,10 +142,11 @@ LINATTN_INLINE __m256i x86_dot_scaled_acc(__m256i acc, __m256i u, __m256i b, __m
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 #endif
 }
-LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x)
+/* q . x plus c (in lane 0: an integer offset folded into the sum). */
+LINATTN_INLINE __m256i x86_nib_dot(__m256i q, const int8_t *x, int32_t c)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x);
-    return x86_dot_u8i8(q, b);
+    return x86_dot_u8i8_acc(_mm256_zextsi128_si256(_mm_cvtsi32_si128(c)), q, b);
 }
 LINATTN_INLINE __m256i x86_nib32(const uint8_t *p, int shift)
 {
@@ -193,22 +198,56 @@ LINATTN_INLINE __m256i x86_i8_dot(__m256i a, const int8_t *x)
  * the same in AVX2 and AVX-512: a super-block's integer sum vk, plus the 32
  * values times x's 32 int8 (Q8_K) times the sub-block's integer scale
  * (Q6_K: one per 16, of the 8 at s8 those of its quarter k: 2k for elements
- * 0..15 in lanes 0-3, 2k+1 for 16..31 in lanes 4-7); vk_zero starts one,
+ * 0..15 in lanes 0-3, 2k+1 for 16..31 in lanes 4-7; the others: scale i of
+ * the 8 at sc8); vk_zero starts one,
  * the vocabulary's vk_fma ends it. */
 typedef __m256i vk;
 LINATTN_INLINE vk vk_zero(void) { return _mm256_setzero_si256(); }
-LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x, int sc)
+/* Scale i of the 8 at sc8 (uint8) as int16 in every lane: the 8 widened
+ * and in both halves (the same for every i: the compiler keeps one), then
+ * one shuffle. */
+LINATTN_INLINE __m256i x86_k_scale(const uint8_t *sc8, int i)
+{
+    static const int8_t pick[8][32] = {
+#define LINATTN_PICK(i) {2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, \
+                         2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, \
+                         2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, \
+                         2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1, 2 * i, 2 * i + 1}
+        LINATTN_PICK(0), LINATTN_PICK(1), LINATTN_PICK(2), LINATTN_PICK(3),
+        LINATTN_PICK(4), LINATTN_PICK(5), LINATTN_PICK(6), LINATTN_PICK(7),
+#undef LINATTN_PICK
+    };
+    __m256i all = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc8)));
+    return _mm256_shuffle_epi8(all, _mm256_loadu_si256((const __m256i *)(const void *)pick[i]));
+}
+LINATTN_INLINE vk vk_nib32(vk acc, const uint8_t *p, int shift, const int8_t *x,
+                           const uint8_t *sc8, int i)
 {
     return x86_dot_scaled_acc(acc, x86_nib32(p, shift),
                               _mm256_loadu_si256((const __m256i *)(const void *)x),
-                              _mm256_set1_epi16((short)sc));
+                              x86_k_scale(sc8, i));
 }
 LINATTN_INLINE vk vk_q5k32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
-                         int j, const int8_t *x, int sc)
+                         int j, const int8_t *x, const uint8_t *sc8)
 {
     return x86_dot_scaled_acc(acc, x86_q_values(ql, shift, qh, j, 1),
                               _mm256_loadu_si256((const __m256i *)(const void *)x),
-                              _mm256_set1_epi16((short)sc));
+                              x86_k_scale(sc8, j));
+}
+/* The 4 int32 lanes of v summed (exact: the callers' sums fit). */
+LINATTN_INLINE int32_t x86_hsum_i32x4(__m128i v)
+{
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4E));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
+    return _mm_cvtsi128_si32(v);
+}
+/* sum a[i] b[i] over 8 uint8 a and int16 b, exact (vpmaddwd): a K-quant
+ * super-block's mins against x's sums. */
+LINATTN_INLINE int32_t vk_dot8_u8(const uint8_t *a, const int16_t *b)
+{
+    __m128i a16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
+    return x86_hsum_i32x4(_mm_madd_epi16(a16, _mm_loadu_si128((const __m128i *)(const void *)b)));
 }
 LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
                          int k, const int8_t *x, const int8_t *s8)
