@@ -21,7 +21,7 @@ void linattn_attention_desc_init(linattn_attention_desc *d)
 int attn_threads(int requested)
 {
 #ifdef LINATTN_HAVE_OPENMP
-    return requested > 0 ? requested : linattn_threads_free(attn_threads_max(0));
+    return linattn_threads_free(attn_threads_max(requested));
 #else
     (void)requested;
     return 1; /* no parallel regions to spread over */

@@ -36,8 +36,8 @@ static inline int attn_len(const attn_plan *p, int b)
 /* Every decay[0..heads) in (0, 1]; else LINATTN_ERR_INVALID naming op and head. */
 linattn_status attn_check_decay(const float *decay, int heads, const char *op);
 
-/* Threads a call asking for `requested` runs with (0: the free cores, up
- * to the OpenMP default: linattn_threads_free). */
+/* Threads a call asking for `requested` runs with: the free cores, up to
+ * `requested` (0: up to the OpenMP default); see linattn_threads_free. */
 int attn_threads(int requested);
 /* The most a call asking for `requested` can use (0: the OpenMP default):
  * what workspaces are sized for. */

@@ -479,11 +479,13 @@ void linattn_session_set_threads(linattn_session *s, int threads)
     s->threads = s->threads_asked > 0 ? s->threads_asked : linattn_max_threads();
 }
 
-/* The threads of the next chunk: as asked, or the cores free now. */
+/* The threads of the next chunk: the cores free now, up to the count asked
+ * (0: up to the OpenMP default). An explicit count is a ceiling too: beside
+ * a busy core, the thread sharing it stalls every barrier (linattn_threads_free). */
 static void pick_threads(linattn_session *s)
 {
-    s->threads = s->threads_asked > 0 ? s->threads_asked
-                                      : linattn_threads_free(linattn_max_threads());
+    s->threads = linattn_threads_free(s->threads_asked > 0 ? s->threads_asked
+                                                           : linattn_max_threads());
 }
 
 uint64_t linattn_session_tokens(const linattn_session *s)

@@ -1,4 +1,4 @@
-/* threads.c: how many threads a call that asked for the default uses now: the cores other processes leave free. */
+/* threads.c: how many threads a call uses now: the cores other processes leave free, up to the count it asked for. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,8 +14,9 @@
  * runs half the time, and each of the ~60 regions of a model chunk waits
  * out the other process's time slice: on 2 cores beside one busy loop, 2
  * threads prefilled 42-48 tokens/s against 1,473-2,755 with one thread.
- * So a call asking for the default (threads = 0) uses the cores the
- * others leave free, as measured over the last interval:
+ * So a call uses the cores the others leave free, up to the count it
+ * asked for (an explicit count is a ceiling too; the default, 0, is up to
+ * the OpenMP default), as measured over the last interval:
  *
  *   others = (busy CPU time of the machine - this process's CPU time) / interval
  *
@@ -28,7 +29,8 @@
  * count of runnable tasks stands in. Sampled at most every INTERVAL_NS,
  * so a call costs one clock read; a sample costs one read of /proc/stat
  * (about 10 us). Without /proc (or with LINATTN_THREADS_FOLLOW=0 in the
- * environment) the default is the OpenMP default. */
+ * environment) a count is used as given and the default is the OpenMP
+ * default. */
 #define INTERVAL_NS 200000000LL /* 200 ms: 20 jiffies a CPU at USER_HZ 100 */
 /* 1/4 core: above the jiffies' rounding over an interval (2 x 1/20 of a
  * core per CPU, measured idle: |others| <= 0.07 on 2 busy cores) */

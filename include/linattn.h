@@ -122,10 +122,11 @@ LINATTN_API linattn_status linattn_set_isa_from(linattn_isa isa, linattn_isa_sou
 LINATTN_API linattn_status linattn_get_isa(linattn_isa *isa, linattn_isa_source *source);
 
 /* The most threads a call asking for 0 (auto) uses: the OpenMP default, 1
- * when built without OpenMP. Auto calls use fewer while other processes
- * hold cores (measured from /proc/stat every 200 ms; a core is given up
- * when the others use more than a quarter of one; LINATTN_THREADS_FOLLOW=0
- * turns this off). */
+ * when built without OpenMP. A thread count, explicit or auto, is a
+ * ceiling: calls use fewer while other processes hold cores (measured from
+ * /proc/stat every 200 ms; a core is given up when the others use more
+ * than a quarter of one), because a thread sharing a core stalls every
+ * parallel region; LINATTN_THREADS_FOLLOW=0 uses counts as given. */
 LINATTN_API int linattn_max_threads(void);
 /* 1 if built with OpenMP. */
 LINATTN_API int linattn_has_openmp(void);
@@ -624,8 +625,9 @@ LINATTN_API linattn_status linattn_session_new(const linattn_model *m, linattn_s
 LINATTN_API void linattn_session_free(linattn_session *s);
 /* Back to an empty stream. */
 LINATTN_API void linattn_session_reset(linattn_session *s);
-/* Threads for this session's calls (0: the config's runtime threads, then
- * the OpenMP default). */
+/* The most threads this session's calls use (0: the config's runtime
+ * threads, then the OpenMP default); fewer while other processes hold
+ * cores (see linattn_max_threads). */
 LINATTN_API void linattn_session_set_threads(linattn_session *s, int threads);
 /* Feeds n tokens (prefill when n > 1); writes the logits after the last
  * one into logits[vocab_size] unless NULL. Softmax: past max_seq_len

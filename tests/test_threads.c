@@ -1,4 +1,4 @@
-/* test_threads.c: the default thread count follows the cores other processes leave free. */
+/* test_threads.c: thread counts follow the cores other processes leave free. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "linattn.h"
+#include "../engine/attention.h"
 #include "../engine/internal.h"
 
 static void sleep_ms(long ms)
@@ -80,7 +81,11 @@ Test(threads, follows_busy_cores)
     spin(pids, n);
     int busy = free_after((int)cpus, 700);
     double load_busy = linattn_threads_others_load();
+    /* an explicit count is a ceiling: asking for every CPU gets the free one */
+    int explicit_busy = attn_threads((int)cpus);
     stop(pids, n);
+    cr_expect_eq(explicit_busy, 1, "asked for %ld threads beside %d spinning: %d", cpus, n,
+                 explicit_busy);
     cr_expect_eq(busy, 1, "with %d of %ld CPUs spinning elsewhere: %d threads (others' load %.2f)",
                  n, cpus, busy, load_busy);
     cr_expect(load_busy >= n - 0.5, "others' load %.2f with %d spinning", load_busy, n);
@@ -90,11 +95,12 @@ Test(threads, follows_busy_cores)
         cr_expect(load_idle <= load_busy - (n - 0.5),
                   "others' load %.2f after they stopped (was %.2f)", load_idle, load_busy);
     cr_expect(idle >= 1 && idle <= cpus, "%d", idle);
-    /* an explicit count is never changed, and the answer never passes max */
+    /* the answer never passes max */
     cr_expect_eq(linattn_threads_free(1), 1);
 }
 
-/* LINATTN_THREADS_FOLLOW=0: the default is the OpenMP default, loaded or not. */
+/* LINATTN_THREADS_FOLLOW=0: the default is the OpenMP default and an explicit
+ * count is used as given, loaded or not. */
 Test(threads, follow_can_be_turned_off)
 {
     setenv("LINATTN_THREADS_FOLLOW", "0", 1);
@@ -103,7 +109,9 @@ Test(threads, follow_can_be_turned_off)
     pid_t pids[63];
     spin(pids, n);
     int t = free_after(8, 500);
+    int explicit_t = attn_threads(3);
     stop(pids, n);
     cr_expect_eq(t, 8, "%d", t);
+    cr_expect_eq(explicit_t, linattn_has_openmp() ? 3 : 1, "%d", explicit_t);
     cr_expect(linattn_threads_others_load() < 0, "nothing measured");
 }
