@@ -136,6 +136,30 @@ LINATTN_INLINE void quant_rows32(float *C, size_t ldc, const uint8_t *W, size_t 
             C[(size_t)j * ldc + q] += vhsum(acc[q][j]) - off[q][j];
 }
 
+/* The K-quants' sub-blocks two at a time: a vocabulary with wide vectors
+ * defines VK_PAIRS and its own (vec_avx512.h); the others take two of
+ * their steps, in the same order (the same integer sums). */
+#ifndef VK_PAIRS
+typedef vk vk2;
+LINATTN_INLINE vk2 vk2_zero(void) { return vk_zero(); }
+LINATTN_INLINE vk2 vk2_nib64(vk2 acc, const uint8_t *p, const int8_t *x, const uint8_t *sc8, int c)
+{
+    return vk_nib32(vk_nib32(acc, p, 0, x, sc8, 2 * c), p, 4, x + 32, sc8, 2 * c + 1);
+}
+LINATTN_INLINE vk2 vk2_q5k64(vk2 acc, const uint8_t *ql, const uint8_t *qh, int c, const int8_t *x,
+                             const uint8_t *sc8)
+{
+    return vk_q5k32(vk_q5k32(acc, ql, 0, qh, 2 * c, x, sc8), ql, 4, qh, 2 * c + 1, x + 32, sc8);
+}
+LINATTN_INLINE vk2 vk2_q6x64(vk2 acc, const uint8_t *ql, int kk, const uint8_t *qh, const int8_t *x,
+                             const int8_t *s8)
+{
+    acc = vk_q6x32(acc, ql, 4 * kk, qh, 2 * kk, x, s8);
+    return vk_q6x32(acc, ql + 32, 4 * kk, qh, 2 * kk + 1, x + 32, s8);
+}
+LINATTN_INLINE vf vk2_fma(vk2 s, float d, vf acc) { return vk_fma(s, d, acc); }
+#endif
+
 /* One row of W in a K-quant of simd/quants.h (Q4_K, Q5_K, Q6_K; nc
  * columns) against nx quantized x rows: C[j ldc] += the row . x_j. Each
  * block's values built in registers once for all nx rows; per row the same
@@ -157,7 +181,7 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
         const uint8_t *blk = row + sb * bb;
         for (size_t b = 0; b < bb; b += 64)
             __builtin_prefetch(blk + QUANT_PF + b);
-        vk sum[QUANT_XR];
+        vk2 sum[QUANT_XR];
         if (type == LINATTN_QUANT_Q4_K || type == LINATTN_QUANT_Q5_K) {
             /* in integers: the 8 sub-blocks' dot products times their
              * 6-bit scales, and their 6-bit mins times x's sums; then each
@@ -170,21 +194,22 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
             for (int j = 0; j < nx; j++) {
                 int32_t summ = vk_dot8_u8(mn, X->h32[j] + 8 * sb);
                 off[j] += dmin * X->dk[j][sb] * (float)summ;
-                sum[j] = vk_zero();
+                sum[j] = vk2_zero();
             }
-            for (int i = 0; i < 8; i++) {
-                const uint8_t *p = ql + 32 * (i / 2);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) { /* sub-blocks 2c and 2c + 1 */
+                const uint8_t *p = ql + 32 * c;
 #pragma GCC unroll 4
                 for (int j = 0; j < nx; j++) {
-                    const int8_t *xq = X->q[j] + e0 + 32 * (size_t)i;
-                    sum[j] = five ? vk_q5k32(sum[j], p, 4 * (i % 2), blk + 16, i, xq, sc)
-                                  : vk_nib32(sum[j], p, 4 * (i % 2), xq, sc, i);
+                    const int8_t *xq = X->q[j] + e0 + 64 * (size_t)c;
+                    sum[j] = five ? vk2_q5k64(sum[j], p, blk + 16, c, xq, sc)
+                                  : vk2_nib64(sum[j], p, xq, sc, c);
                 }
             }
         } else { /* Q6_K: values -32..31, int8 scales per 16 */
             const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
             for (int j = 0; j < nx; j++) {
-                sum[j] = vk_zero();
+                sum[j] = vk2_zero();
                 if (VK_Q6_OFFSET) { /* the stored values' 32, against x's sums per 16 */
                     const int32_t *bs = X->s[j] + 16 * sb;
                     int32_t corr = 0;
@@ -194,19 +219,18 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
                 }
             }
             for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+                for (int kk = 0; kk < 2; kk++) {
 #pragma GCC unroll 4
-                for (int k = 0; k < 4; k++) {
-#pragma GCC unroll 4
-                    for (int j = 0; j < nx; j++) /* scales 8h + 2k, + 1: its two 16s */
-                        sum[j] = vk_q6x32(sum[j], blk + 64 * h + 32 * (k & 1), k < 2 ? 0 : 4,
-                                          blk + 128 + 32 * h, k,
-                                          X->q[j] + e0 + 128 * (size_t)h + 32 * (size_t)k,
-                                          s8 + 8 * h);
+                    for (int j = 0; j < nx; j++) /* quarters 2kk, 2kk + 1: scales 8h + 4kk .. + 3 */
+                        sum[j] = vk2_q6x64(sum[j], blk + 64 * h, kk, blk + 128 + 32 * h,
+                                           X->q[j] + e0 + 128 * (size_t)h + 64 * (size_t)kk,
+                                           s8 + 8 * h);
                 }
         }
         float d = vhalf(type == LINATTN_QUANT_Q6_K ? blk + 208 : blk);
         for (int j = 0; j < nx; j++)
-            acc[j] = vk_fma(sum[j], d * X->dk[j][sb], acc[j]);
+            acc[j] = vk2_fma(sum[j], d * X->dk[j][sb], acc[j]);
     }
     for (int j = 0; j < nx; j++)
         C[(size_t)j * ldc] += vhsum(acc[j]) - off[j];

@@ -178,6 +178,81 @@ LINATTN_INLINE vf vk_fma(vk s, float d, vf acc)
     return vfma(_mm512_zextps256_ps512(_mm256_cvtepi32_ps(s)), vset1(d), acc);
 }
 
+/* The K-quants' sub-blocks two at a time (quant_body.h's vk2 steps): 64
+ * values in one 512-bit vector, the first sub-block's sums in the low 8
+ * int32 lanes and the second's in the high 8, each lane as vk_nib32 and
+ * the others give it. vk2_fma adds the halves in integers first, so each
+ * of the 8 lanes holds the very sum the 256-bit steps give: the same bits. */
+#define VK_PAIRS 1
+typedef __m512i vk2;
+LINATTN_INLINE vk2 vk2_zero(void) { return _mm512_setzero_si512(); }
+/* acc + the pair sums of u by x's 64 bytes times the int16 scales sc
+ * (x86_dot_scaled_acc in 512 bits) */
+LINATTN_INLINE vk2 x86_dot_scaled_acc512(vk2 acc, __m512i u, const int8_t *x, __m512i sc)
+{
+    __m512i p = _mm512_maddubs_epi16(u, _mm512_loadu_si512((const void *)x));
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, p, sc);
+#else
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc));
+#endif
+}
+/* The 8 scales at sc8 (uint8, or int8 when is_signed) as int16, word w of
+ * the result scale pick[w / 8] ... as the caller's index vector says. */
+LINATTN_INLINE __m512i x86_scales512(const uint8_t *sc8, int is_signed, __m512i idx)
+{
+    __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)sc8);
+    __m128i w = is_signed ? _mm_cvtepi8_epi16(b) : _mm_cvtepu8_epi16(b);
+    return _mm512_permutexvar_epi16(idx, _mm512_castsi128_si512(w));
+}
+/* 32 bytes at p in both halves, the high half's shifted right by 4 more */
+LINATTN_INLINE __m512i x86_both_halves(const uint8_t *p, int shift, int more)
+{
+    __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    v = _mm512_srli_epi16(v, (unsigned)shift);
+    return _mm512_mask_srli_epi16(v, 0xFFFF0000u, v, (unsigned)more);
+}
+/* Q4_K: sub-blocks 2c (low nibbles of p[0..32)) and 2c+1 (high) */
+LINATTN_INLINE vk2 vk2_nib64(vk2 acc, const uint8_t *p, const int8_t *x, const uint8_t *sc8, int c)
+{
+    __m512i u = _mm512_and_si512(x86_both_halves(p, 0, 4), _mm512_set1_epi8(0x0F));
+    __m512i idx = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * c)),
+                                          _mm512_set1_epi16((short)(2 * c + 1)));
+    return x86_dot_scaled_acc512(acc, u, x, x86_scales512(sc8, 0, idx));
+}
+/* Q5_K: the same with qh's bits 2c and 2c+1 as the fifth bits */
+LINATTN_INLINE vk2 vk2_q5k64(vk2 acc, const uint8_t *ql, const uint8_t *qh, int c, const int8_t *x,
+                             const uint8_t *sc8)
+{
+    __m512i lo = _mm512_and_si512(x86_both_halves(ql, 0, 4), _mm512_set1_epi8(0x0F));
+    __m512i hi = _mm512_and_si512(x86_both_halves(qh, 2 * c, 1), _mm512_set1_epi8(1));
+    __m512i u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    __m512i idx = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16((short)(2 * c)),
+                                          _mm512_set1_epi16((short)(2 * c + 1)));
+    return x86_dot_scaled_acc512(acc, u, x, x86_scales512(sc8, 0, idx));
+}
+/* Q6_K: quarters 2kk and 2kk+1 of a half (vk_q6x32's k): ql[0..64) by
+ * 4 kk, qh's bits 4 kk (the first) and 4 kk + 2 (the second), the scales
+ * 4 kk .. 4 kk + 3 of the 8 at s8, one per 16 values */
+LINATTN_INLINE vk2 vk2_q6x64(vk2 acc, const uint8_t *ql, int kk, const uint8_t *qh, const int8_t *x,
+                             const int8_t *s8)
+{
+    __m512i lo = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512((const void *)ql), (unsigned)(4 * kk)),
+                                  _mm512_set1_epi8(0x0F));
+    __m512i hi = _mm512_and_si512(x86_both_halves(qh, 4 * kk, 2), _mm512_set1_epi8(3));
+    __m512i u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    const short k4 = (short)(4 * kk);
+    __m512i idx = _mm512_set_epi16(k4 + 3, k4 + 3, k4 + 3, k4 + 3, k4 + 3, k4 + 3, k4 + 3, k4 + 3,
+                                   k4 + 2, k4 + 2, k4 + 2, k4 + 2, k4 + 2, k4 + 2, k4 + 2, k4 + 2,
+                                   k4 + 1, k4 + 1, k4 + 1, k4 + 1, k4 + 1, k4 + 1, k4 + 1, k4 + 1,
+                                   k4, k4, k4, k4, k4, k4, k4, k4);
+    return x86_dot_scaled_acc512(acc, u, x, x86_scales512((const uint8_t *)(const void *)s8, 1, idx));
+}
+LINATTN_INLINE vf vk2_fma(vk2 s, float d, vf acc)
+{
+    return vk_fma(_mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1)), d, acc);
+}
+
 /* gemm_quant_xq's integer tiles (see vec_avx2.h), 16 columns a vector:
  * vpdpbusd with VNNI (weights unsigned); without it vpmaddubsw on |w| and a
  * negated where w < 0 (AVX512BW has no vpsignb), then vpmaddwd. */
