@@ -4,7 +4,6 @@
 
 #include <arm_neon.h>
 #include <string.h>
-#include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -189,7 +188,6 @@ LINATTN_INLINE vf vexp_nonpos(vf x)
     const vf p = vexp_poly(x, vsub(t, shifter));
     return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(t), 23)));
 }
-LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f4_u10advsimd(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { __builtin_prefetch(p); }
 

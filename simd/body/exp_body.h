@@ -1,4 +1,4 @@
-/* exp_body.h: vexp, the kernels' inline fp32 exp, written once over a vector vocabulary (ours; SLEEF keeps expm1). */
+/* exp_body.h: vexp, the kernels' inline fp32 exp, written once over a vector vocabulary (ours; checkasm holds it to SLEEF and libm). */
 #ifndef LINATTN_SIMD_EXP_BODY_H
 #define LINATTN_SIMD_EXP_BODY_H
 

@@ -2,8 +2,6 @@
 #ifndef LINATTN_SIMD_VEC_H
 #define LINATTN_SIMD_VEC_H
 
-#include <sleef.h>
-
 #include "x86.h"
 
 #define VL 8                             /* floats per vector */
@@ -148,7 +146,6 @@ LINATTN_INLINE vf vexp_nonpos(vf x)
     /* t's low bits are n + 127 in [2, 127]: shifted into the exponent */
     return vmul(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23)));
 }
-LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f8_u10avx2(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 /* pack_bt's blocks: TB x TB, transposed by the AVX2 8x8 shuffles. */

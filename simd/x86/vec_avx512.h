@@ -2,7 +2,6 @@
 #ifndef LINATTN_SIMD_VEC_H
 #define LINATTN_SIMD_VEC_H
 
-#include <sleef.h>
 
 #include "x86.h"
 
@@ -113,7 +112,6 @@ LINATTN_INLINE vf vexp(vf x)
 /* exp(min(x, 0)) (vec_avx2.h's): vexp, whose scalef is one instruction
  * already; min gives x where x is NaN. */
 LINATTN_INLINE vf vexp_nonpos(vf x) { return vexp(_mm512_min_ps(_mm512_setzero_ps(), x)); }
-LINATTN_INLINE vf vexpm1(vf x) { return Sleef_expm1f16_u10avx512f(x); }
 /* Fetches the cache line of p into all levels, for a read soon. */
 LINATTN_INLINE void vprefetch(const float *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 /* pack_bt's blocks: TB x TB, transposed by the AVX2 8x8 shuffles. */
