@@ -94,6 +94,8 @@ linattn_status linattn_linear_step_heads(linattn_linear_state *s, int h0, int h1
                                          const float *k, const float *v, float *out,
                                          void *scratch);
 void linattn_linear_step_done(linattn_linear_state *s);
+/* Fetches head h's state into L2 ahead of its step (a batch's next unit). */
+void linattn_linear_prefetch_head(const linattn_linear_state *s, int h);
 
 /* Grouped-query attention on a state (set right after create, before any
  * token): each of its heads holds the sums of one k/v head, read by

@@ -1469,6 +1469,21 @@ linattn_status linattn_linear_step_heads(linattn_linear_state *s, int h0, int h1
     return LINATTN_OK;
 }
 
+void linattn_linear_prefetch_head(const linattn_linear_state *s, int h)
+{
+    const size_t dk = (size_t)s->dk, dv = (size_t)s->dv, rows = (size_t)(s->tokens % LIN_B);
+    lin_sums v = lin_sums_at(s->sums + (size_t)h * s->stride, dk, dv);
+    /* S and z, then the waiting rows the read takes (and the next row's
+     * place): into L2, so the lines do not evict the current head's from L1 */
+    const char *p = (const char *)v.S, *e = (const char *)(v.z + dk);
+    for (; p < e; p += 64)
+        __builtin_prefetch(p, 1, 2);
+    for (p = (const char *)v.K, e = (const char *)(v.K + (rows + 1) * dk); p < e; p += 64)
+        __builtin_prefetch(p, 1, 2);
+    for (p = (const char *)v.V, e = (const char *)(v.V + (rows + 1) * dv); p < e; p += 64)
+        __builtin_prefetch(p, 1, 2);
+}
+
 void linattn_linear_step_done(linattn_linear_state *s)
 {
     s->tokens++;

@@ -562,6 +562,11 @@ static linattn_status hybrid_unit(linattn_session *s, const linattn_kernels *kt,
     return linattn_hybrid_group(s, kt, layer, g, q, a, scratch);
 }
 
+static void linear_prefetch(const linattn_session *s, int layer, int h)
+{
+    linattn_linear_prefetch_head(s->lin[layer], h);
+}
+
 /* After every unit of the step: the linear states count the token. */
 static void linear_after(linattn_session *s, int layer)
 {
@@ -581,15 +586,17 @@ typedef struct attn_kind {
                            const float *q, const float *k, const float *v, float *a,
                            void *scratch, size_t bytes);
     void (*after)(linattn_session *s, int layer); /* may be NULL */
+    /* fetch unit h's state ahead of its turn in a batched step (may be NULL) */
+    void (*prefetch)(const linattn_session *s, int layer, int h);
 } attn_kind;
 
 static const attn_kind attn_kinds[] = {
     [LINATTN_ATTN_SOFTMAX] = {softmax_rows, softmax_units, softmax_unit_bytes, softmax_before,
-                              softmax_unit, NULL},
+                              softmax_unit, NULL, NULL},
     [LINATTN_ATTN_LINEAR] = {linear_rows, linear_units, linear_unit_bytes, NULL, linear_unit,
-                             linear_after},
+                             linear_after, linear_prefetch},
     [LINATTN_ATTN_HYBRID] = {hybrid_rows, hybrid_units, hybrid_unit_bytes, linattn_hybrid_begin,
-                             hybrid_unit, linattn_hybrid_end},
+                             hybrid_unit, linattn_hybrid_end, NULL},
 };
 
 static const attn_kind *kind_of(const linattn_model *m)
@@ -658,6 +665,8 @@ static linattn_status attend_batch(linattn_session *w, const linattn_kernels *kt
     for (int it = 0; it < n * HP; it++) {
         const int i = it / HP, h = it % HP;
         const size_t row = (size_t)i * d;
+        if (kind->prefetch && it + 1 < n * HP)
+            kind->prefetch(streams[(it + 1) / HP], layer, (it + 1) % HP);
         char *scratch = (char *)w->sc->batch_ws + (size_t)attn_thread_id() * per;
         linattn_status st = kind->unit(streams[i], kt, layer, h, w->sc->q + row,
                                        kin + (size_t)i * kvrow, vin + (size_t)i * kvrow,

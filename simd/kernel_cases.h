@@ -58,6 +58,8 @@ static const linattn_kernel_case linattn_kernel_cases[] = {
     {"gemm_tn", 64, 64, 16, 0, 0},    {"gemm_tn", 128, 512, 512, 0, 0},
     {"gemv_f16", 2048, 512, 0, 0, 0}, {"gemv_bf16", 2048, 512, 0, 0, 0},
     {"gemm_nt_f16", 128, 512, 512, 0, 0}, {"gemm_nt_bf16", 128, 512, 512, 0, 0},
+    /* the server's step of 32 streams through kjv-linear's FFN (F16 weights) */
+    {"gemm_nt_f16", 32, 1024, 256, 0, 0}, {"gemm_nt_f16", 32, 256, 1024, 0, 0},
     {"gemm_nn_f16", 1, 64, 1024, 0, 0}, {"to_f16", 1024, 0, 0, 0, 0},
     {"gemv_q8", 2048, 512, 0, 0, 0}, {"gemm_nt_q8", 128, 512, 512, 0, 0},
     {"gemv_q8_0", 2048, 512, 0, 0, 0}, {"gemv_q8_0", 2048, 2048, 0, 0, 0},

@@ -234,9 +234,19 @@ LINATTN_INLINE void dots_rows(float *C, size_t ldc, const float *A, size_t lda, 
 LINATTN_INLINE void prefetch_lines(const void *B, size_t ldb, size_t esz, size_t lines,
                                    size_t q0, size_t q1)
 {
-    for (size_t q = q0; q < q1; q++)
-        vprefetch((const float *)(const void *)((const char *)B + (q / lines) * ldb * esz +
-                                                (q % lines) * 64));
+    if (q0 >= q1)
+        return;
+    /* one division for the run, not one a line (a divq each cost about as
+     * much as the line's share of the tile's FMAs) */
+    size_t r = q0 / lines, l = q0 % lines;
+    const char *row = (const char *)B + r * ldb * esz;
+    for (size_t q = q0; q < q1; q++) {
+        vprefetch((const float *)(const void *)(row + l * 64));
+        if (++l == lines) {
+            l = 0;
+            row += ldb * esz;
+        }
+    }
 }
 
 /* C += A . B^T by dot tiles (3x4; 1x8 when M = 1), for M < NT_DOTS_MAX_M:
