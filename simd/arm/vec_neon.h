@@ -361,13 +361,18 @@ LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *
                      vcombine_s32(vdup_n_s32(s8[2 * k]), vdup_n_s32(s8[2 * k + 1])));
 }
 #define VK_Q6_OFFSET 0 /* vk_q6x32 sums the values themselves (-32..31) */
-/* sum a[i] b[i] over 8 uint8 a and int16 b, exact (see x86.h). */
-LINATTN_INLINE int32_t vk_dot8_u8(const uint8_t *a, const int16_t *b)
+/* A K-quant row's offsets in four fp32 lanes (see x86.h): s times a[i] b[i]
+ * of 8 uint8 a and int16 b, pairs (i, i + 4) summed exactly, lane by lane. */
+typedef float32x4_t vkm;
+LINATTN_INLINE vkm vkm_zero(void) { return vdupq_n_f32(0.0f); }
+LINATTN_INLINE vkm vkm_fma(vkm acc, const uint8_t *a, const int16_t *b, float s)
 {
     int16x8_t a16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(a))), b16 = vld1q_s16(b);
     int32x4_t p = vmull_s16(vget_low_s16(a16), vget_low_s16(b16));
-    return vaddvq_s32(vmlal_s16(p, vget_high_s16(a16), vget_high_s16(b16)));
+    p = vmlal_s16(p, vget_high_s16(a16), vget_high_s16(b16));
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(p), s);
 }
+LINATTN_INLINE float vkm_sum(vkm v) { return vaddvq_f32(v); }
 LINATTN_INLINE vf vk_fma(vk s, float d, vf acc) { return vfma(vcvtq_f32_s32(s), vset1(d), acc); }
 
 /* gemm_quant_xq's integer tiles (simd/body/quant_gemm_body.h): vi holds 4

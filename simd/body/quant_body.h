@@ -12,8 +12,9 @@
 
 /* Bytes ahead a one-row pass over W prefetches (its rows follow each other
  * in memory: one stream): without it a model past the last-level cache
- * stalls on every block's scale load (docs/vs_llamacpp.md). */
-#define QUANT_PF 1024
+ * stalls on every block's scale load (docs/vs_llamacpp.md). Rows taken
+ * side by side fetch the next rows' blocks instead (quant_rows32). */
+#define QUANT_PF 4096
 
 /* x's rows as the dot products take them: per row nc int8 values (q), one
  * scale per 32 (d), the sum of each 16 values (s) and, for the offsets,
@@ -28,6 +29,7 @@ typedef struct quant_x {
     int32_t s[QUANT_XR][Q8_0_CHUNK / 16];
     float dk[QUANT_XR][Q8_0_CHUNK / 256]; /* the K-quants': q and s as Q8_K, its scales, */
     int16_t h32[QUANT_XR][Q8_0_CHUNK / 32]; /* and its sums per 32 (at most 32 127: int16) */
+    int16_t h16[QUANT_XR][Q8_0_CHUNK / 16]; /* and per 16 (s again, as int16) */
     int32_t s32[QUANT_XR][Q8_0_CHUNK / 32];
     int32_t c8[QUANT_XR][Q8_0_CHUNK / 4]; /* Q4_0's offset -8 s32 again, 8 int32 a block: that and 7 zeros */
 } quant_x;
@@ -93,9 +95,13 @@ LINATTN_INLINE void quant_rows32(float *C, size_t ldc, const uint8_t *W, size_t 
 #pragma GCC unroll 4
         for (int q = 0; q < nr; q++) {
             const uint8_t *blk = W + (size_t)q * ldw + g * bb, *p = blk + 2 + 2 * has_m;
-            if (g2 % 2 == 0) { /* 4 blocks are at most 96 bytes: two lines cover them */
-                __builtin_prefetch(blk + QUANT_PF);
-                __builtin_prefetch(blk + QUANT_PF + 64);
+            /* the same blocks of the next nr rows: rows side by side are nr
+             * streams, and fetching ahead within each (1 KiB) left them all
+             * waiting (Q4_0, 16384 x 4096 from memory, one core: 10.6 ->
+             * 22-28 GB/s). 4 blocks are at most 96 bytes: two lines. */
+            if (g2 % 2 == 0) {
+                __builtin_prefetch(blk + (size_t)nr * ldw);
+                __builtin_prefetch(blk + (size_t)nr * ldw + 64);
             }
 #pragma GCC unroll 4
             for (int j = 0; j < nx; j++) {
@@ -113,8 +119,8 @@ LINATTN_INLINE void quant_rows32(float *C, size_t ldc, const uint8_t *W, size_t 
         for (int q = 0; q < nr; q++) {
             const uint8_t *blk = W + (size_t)q * ldw + g * bb, *p = blk + 2 + 2 * has_m;
             if (g % 4 == 0) {
-                __builtin_prefetch(blk + QUANT_PF);
-                __builtin_prefetch(blk + QUANT_PF + 64);
+                __builtin_prefetch(blk + (size_t)nr * ldw);
+                __builtin_prefetch(blk + (size_t)nr * ldw + 64);
             }
             float d = vhalf(blk), m = has_m ? -vhalf(blk + 2) : 0.0f;
             uint32_t qh = 0;
@@ -160,6 +166,15 @@ LINATTN_INLINE vk2 vk2_q6x64(vk2 acc, const uint8_t *ql, int kk, const uint8_t *
 LINATTN_INLINE vf vk2_fma(vk2 s, float d, vf acc) { return vk_fma(s, d, acc); }
 #endif
 
+/* A Q4_K or Q5_K super-block's scales then mins (16 bytes): the C
+ * unpacking, unless the vocabulary has its own (VK_K4_SCALES). */
+#ifndef VK_K4_SCALES
+LINATTN_INLINE void vk_k4_scales(const uint8_t *s, uint8_t sm[16])
+{
+    linattn_quant_k4_scales(s, sm, sm + 8);
+}
+#endif
+
 /* One row of W in a K-quant of simd/quants.h (Q4_K, Q5_K, Q6_K; nc
  * columns) against nx quantized x rows: C[j ldc] += the row . x_j. Each
  * block's values built in registers once for all nx rows; per row the same
@@ -171,10 +186,10 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
                                 const quant_x *X, size_t nc, int nx)
 {
     vf acc[QUANT_XR];
-    float off[QUANT_XR];
+    vkm off[QUANT_XR]; /* the offsets: Q4_K's and Q5_K's mins, Q6_K's 32 */
     for (int j = 0; j < QUANT_XR; j++) {
         acc[j] = vzero();
-        off[j] = 0.0f;
+        off[j] = vkm_zero();
     }
     for (size_t e0 = 0; e0 < nc; e0 += 256) {
         const size_t sb = e0 / 256;
@@ -189,11 +204,11 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
             const int five = type == LINATTN_QUANT_Q5_K;
             const uint8_t *ql = blk + 16 + 32 * five;
             float dmin = vhalf(blk + 2);
-            uint8_t sc[8], mn[8];
-            linattn_quant_k4_scales(blk + 4, sc, mn);
+            _Alignas(16) uint8_t sc[16];
+            const uint8_t *mn = sc + 8;
+            vk_k4_scales(blk + 4, sc);
             for (int j = 0; j < nx; j++) {
-                int32_t summ = vk_dot8_u8(mn, X->h32[j] + 8 * sb);
-                off[j] += dmin * X->dk[j][sb] * (float)summ;
+                off[j] = vkm_fma(off[j], mn, X->h32[j] + 8 * sb, dmin * X->dk[j][sb]);
                 sum[j] = vk2_zero();
             }
 #pragma GCC unroll 4
@@ -210,13 +225,10 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
             const int8_t *s8 = (const int8_t *)(const void *)(blk + 192);
             for (int j = 0; j < nx; j++) {
                 sum[j] = vk2_zero();
-                if (VK_Q6_OFFSET) { /* the stored values' 32, against x's sums per 16 */
-                    const int32_t *bs = X->s[j] + 16 * sb;
-                    int32_t corr = 0;
-                    for (int g = 0; g < 16; g++)
-                        corr += s8[g] * bs[g];
-                    off[j] += vhalf(blk + 208) * X->dk[j][sb] * (float)(VK_Q6_OFFSET * corr);
-                }
+#if VK_Q6_OFFSET /* the stored values' 32, against x's sums per 16 */
+                off[j] = vkm_fma16_i8(off[j], s8, X->h16[j] + 16 * sb,
+                                       vhalf(blk + 208) * X->dk[j][sb] * (float)VK_Q6_OFFSET);
+#endif
             }
             for (int h = 0; h < 2; h++)
 #pragma GCC unroll 2
@@ -233,7 +245,7 @@ LINATTN_INLINE void quant_row_k(float *C, size_t ldc, const uint8_t *row, int ty
             acc[j] = vk2_fma(sum[j], d * X->dk[j][sb], acc[j]);
     }
     for (int j = 0; j < nx; j++)
-        C[(size_t)j * ldc] += vhsum(acc[j]) - off[j];
+        C[(size_t)j * ldc] += vhsum(acc[j]) - vkm_sum(off[j]);
 }
 
 /* Every row of W: the K-quants one at a time; the others against one x row
@@ -303,6 +315,8 @@ static void quant_gemm(float *C, size_t ldc, const float *A, size_t lda, const u
                     linattn_q8_K_quantize(X.q[j], X.dk[j], X.s[j], a, nc);
                     for (size_t g = 0; g < nc / 32; g++)
                         X.h32[j][g] = (int16_t)(X.s[j][2 * g] + X.s[j][2 * g + 1]);
+                    for (size_t g = 0; g < nc / 16; g++)
+                        X.h16[j][g] = (int16_t)X.s[j][g];
                     continue;
                 }
                 linattn_q8_0_quantize(X.q[j], X.d[j], a, nc);

@@ -242,12 +242,51 @@ LINATTN_INLINE int32_t x86_hsum_i32x4(__m128i v)
     v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xB1));
     return _mm_cvtsi128_si32(v);
 }
-/* sum a[i] b[i] over 8 uint8 a and int16 b, exact (vpmaddwd): a K-quant
- * super-block's mins against x's sums. */
-LINATTN_INLINE int32_t vk_dot8_u8(const uint8_t *a, const int16_t *b)
+/* linattn_quant_k4_scales in one vector: the 12 scale bytes of a Q4_K or
+ * Q5_K super-block at s (16 read: the nibbles follow them) as its 8 scales
+ * then its 8 mins, 6 bits each, into sm[16]. One 16-byte store, which the
+ * steps' 8-byte loads of either half take from the store buffer: the C
+ * unpacking's four words through the stack stalled each super-block. */
+#define VK_K4_SCALES 1
+LINATTN_INLINE void vk_k4_scales(const uint8_t *s, uint8_t sm[16])
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+    /* words (u0, u2, u1, u2): low 6 bits of u0 and u1, low and high
+     * nibbles of u2 */
+    __m128i a = _mm_shuffle_epi32(v, 0x98);
+    a = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                      _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+    /* words (u0, u0, u1, u1): their top 2 bits as bits 4-5 of words 1, 3 */
+    __m128i b = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(v, 0x50), 2),
+                              _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    _mm_storeu_si128((__m128i *)(void *)sm, _mm_or_si128(a, b));
+}
+/* A K-quant row's offsets (a super-block's mins against x's sums), in
+ * four fp32 lanes summed once a row: vkm_fma adds s times the products
+ * a[i] b[i] of 8 uint8 a and int16 b, pairs (i, i + 4) summed exactly
+ * (vpmaddwd), lane by lane; vkm_sum ends it. No horizontal sum and no
+ * trip through a general register each super-block. */
+typedef __m128 vkm;
+LINATTN_INLINE vkm vkm_zero(void) { return _mm_setzero_ps(); }
+LINATTN_INLINE vkm vkm_fma(vkm acc, const uint8_t *a, const int16_t *b, float s)
 {
     __m128i a16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
-    return x86_hsum_i32x4(_mm_madd_epi16(a16, _mm_loadu_si128((const __m128i *)(const void *)b)));
+    __m128i p = _mm_madd_epi16(a16, _mm_loadu_si128((const __m128i *)(const void *)b));
+    return _mm_fmadd_ps(_mm_cvtepi32_ps(p), _mm_set1_ps(s), acc);
+}
+/* the same for 16 int8 a (Q6_K's scales against x's sums per 16) */
+LINATTN_INLINE vkm vkm_fma16_i8(vkm acc, const int8_t *a, const int16_t *b, float s)
+{
+    __m128i a8 = _mm_loadu_si128((const __m128i *)(const void *)a);
+    __m128i p = _mm_madd_epi16(_mm_cvtepi8_epi16(a8), _mm_loadu_si128((const __m128i *)(const void *)b));
+    p = _mm_add_epi32(p, _mm_madd_epi16(_mm_cvtepi8_epi16(_mm_unpackhi_epi64(a8, a8)),
+                                        _mm_loadu_si128((const __m128i *)(const void *)(b + 8))));
+    return _mm_fmadd_ps(_mm_cvtepi32_ps(p), _mm_set1_ps(s), acc);
+}
+LINATTN_INLINE float vkm_sum(vkm v)
+{
+    v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+    return _mm_cvtss_f32(_mm_add_ss(v, _mm_movehdup_ps(v)));
 }
 LINATTN_INLINE vk vk_q6x32(vk acc, const uint8_t *ql, int shift, const uint8_t *qh,
                          int k, const int8_t *x, const int8_t *s8)
