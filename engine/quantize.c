@@ -289,13 +289,92 @@ static void kv_str(kvbuf *b, const char *key, const char *s)
     kv_strv(b, s, strlen(s));
 }
 
-/* tokenizer.* of a GGUF tokenizer file, copied as they are. */
-static linattn_status vocab_from_gguf(kvbuf *b, const char *path)
+/* ---- general.name: llama.cpp treats special tokens by it ------------------------------ */
+
+/* The name the file gives the model (general.name). llama.cpp gives the
+ * special tokens (control, user-defined, unknown) of a vocabulary
+ * attributes by it (tok_named_rule: Phi-3's markers take the white space
+ * after them), so the name is part of what the vocabulary means. */
+typedef struct out_name {
+    const char *s;
+    size_t n;
+    tok_named rule; /* llama.cpp's, for this name, the written pre-type and architecture llama */
+} out_name;
+
+static const char *strip_name(int strip)
 {
-    linattn_gguf *g;
-    linattn_status st = linattn_gguf_open(path, &g);
-    if (st != LINATTN_OK)
-        return st;
+    static const char *const names[] = {"no strip", "lstrip", "rstrip", "lstrip and rstrip"};
+    return names[strip & 3];
+}
+
+/* Whether llama.cpp takes the white space beside special token id (its text
+ * s[0..n)) as the tokenizer does (have: 1 lstrip, 2 rstrip). */
+static linattn_status named_strip(const char *what, const out_name *name, int id, const char *s,
+                                  size_t n, int have)
+{
+    int want = tok_named_strip(name->rule, s, n), l = (int)(n < 40 ? n : 40);
+    if (want == (have & 3))
+        return LINATTN_OK;
+    if (!want)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: added token %d '%.*s' strips the spaces beside it (lstrip or "
+                           "rstrip), which a GGUF vocabulary cannot say", what, id, l, s);
+    return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                       "%s: token %d '%.*s' has %s, and llama.cpp gives it %s by general.name "
+                       "'%.*s' (the model's file name; docs/tokenizers.md): name the file "
+                       "otherwise", what, id, l, s, strip_name(have), strip_name(want),
+                       (int)(name->n < 80 ? name->n : 80), name->s);
+}
+
+/* The written text of id: an added token's content, else its piece (a
+ * llama2.c tokenizer's "\n<s>\n" and "\n</s>\n" as "<s>" and "</s>"). */
+static void written_text(const linattn_tokenizer *t, const int *place, int id, const char **s,
+                         size_t *n)
+{
+    *s = t->piece + t->piece_off[id];
+    *n = tok_piece_len(t, id);
+    if (place && place[id] >= 0) {
+        *s = t->text + t->text_off[id];
+        *n = t->text_off[id + 1] - t->text_off[id];
+    } else if (!place && id == t->bos && *n == 5 && !memcmp(*s, "\n<s>\n", 5)) {
+        *s = "<s>";
+        *n = 3;
+    } else if (!place && id == t->eos && *n == 6 && !memcmp(*s, "\n</s>\n", 6)) {
+        *s = "</s>";
+        *n = 4;
+    }
+}
+
+/* llama.cpp looks up by text the tokens of its Phi-3 rule: a vocabulary
+ * without one of them, named so, is a file it does not load. */
+static linattn_status named_needs(const char *what, const out_name *name,
+                                  const linattn_tokenizer *t, const int *place)
+{
+    if (name->rule != TOK_NAMED_PHI3)
+        return LINATTN_OK;
+    for (int k = 0; tok_phi3_needs[k]; k++) {
+        size_t want = strlen(tok_phi3_needs[k]);
+        int found = 0;
+        for (int id = 0; id < t->vocab && !found; id++) {
+            const char *s;
+            size_t n;
+            written_text(t, place, id, &s, &n);
+            found = n == want && !memcmp(s, tok_phi3_needs[k], n);
+        }
+        if (!found)
+            return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                               "%s: general.name '%.*s' (the model's file name) makes llama.cpp "
+                               "look up Phi-3's token '%s', which the vocabulary lacks: it would "
+                               "not load the file (docs/tokenizers.md); name the file otherwise",
+                               what, (int)(name->n < 80 ? name->n : 80), name->s,
+                               tok_phi3_needs[k]);
+    }
+    return LINATTN_OK;
+}
+
+/* tokenizer.* of a GGUF tokenizer file, copied as they are. */
+static void vocab_from_gguf(kvbuf *b, const linattn_gguf *g)
+{
     for (size_t i = 0; i < linattn_gguf_n_kv(g); i++) {
         const char *key = linattn_gguf_kv_key(g, i);
         if (strncmp(key, "tokenizer.", 10) != 0)
@@ -306,15 +385,54 @@ static linattn_status vocab_from_gguf(kvbuf *b, const char *path)
         kv_key(b, key, linattn_gguf_kv_type(g, i));
         kv_put(b, p, n);
     }
-    linattn_gguf_free(g);
+}
+
+/* A GGUF vocabulary's general.name (llama.cpp treats its special tokens by
+ * it), over the model's file name; without one, the file name must not
+ * make llama.cpp treat them otherwise than it did (nor may architecture
+ * llama, for one whose architecture had a rule). */
+static linattn_status gguf_vocab_name(const linattn_gguf *g, const char *path, out_name *name)
+{
+    const char *v[3] = {NULL, NULL, NULL};
+    size_t n[3] = {0, 0, 0};
+    static const char *const keys[] = {"general.name", "tokenizer.ggml.pre",
+                                       "general.architecture"};
+    for (int i = 0; i < 3; i++) /* one that is no string: taken as none */
+        if (linattn_gguf_has(g, keys[i]) &&
+            linattn_gguf_get_string(g, keys[i], &v[i], &n[i]) != LINATTN_OK)
+            v[i] = NULL;
+    if (v[0]) {
+        name->s = v[0];
+        name->n = n[0];
+    }
+    tok_named was = tok_named_rule(v[0], n[0], v[1], n[1], v[2], n[2]);
+    name->rule = tok_named_rule(name->s, name->n, v[1], n[1], "llama", 5);
+    if (name->rule != was)
+        return linattn_err(LINATTN_ERR_UNSUPPORTED,
+                           "%s: written as '%.*s' of architecture llama, llama.cpp would treat "
+                           "its special tokens otherwise than it does now (by the names, "
+                           "docs/tokenizers.md): name the file otherwise", path,
+                           (int)(name->n < 80 ? name->n : 80), name->s);
     return LINATTN_OK;
 }
 
 /* A llama2.c tokenizer as llama.cpp's converter writes one: model llama,
  * spaces as U+2581, scores, types (unknown 0, control bos/eos, byte
  * <0xXX>), "<s>"/"</s>" for run.c's "\n<s>\n"/"\n</s>\n". */
-static void vocab_from_llama2c(kvbuf *b, const linattn_tokenizer *t)
+static linattn_status vocab_from_llama2c(kvbuf *b, const linattn_tokenizer *t,
+                                         const out_name *name)
 {
+    /* its special tokens (unknown 0, bos, eos) strip no white space */
+    linattn_status st = named_needs(t->source, name, t, NULL);
+    for (int id = 0; st == LINATTN_OK && id < t->vocab; id++)
+        if (id == 0 || id == t->bos || id == t->eos) {
+            const char *s;
+            size_t n;
+            written_text(t, NULL, id, &s, &n);
+            st = named_strip(t->source, name, id, s, n, 0);
+        }
+    if (st != LINATTN_OK)
+        return st;
     kv_str(b, "tokenizer.ggml.model", "llama");
     kv_key(b, "tokenizer.ggml.tokens", LINATTN_GGUF_ARRAY);
     kv_u32v(b, LINATTN_GGUF_STRING);
@@ -356,6 +474,7 @@ static void vocab_from_llama2c(kvbuf *b, const linattn_tokenizer *t)
         kv_u32(b, "tokenizer.ggml.bos_token_id", (uint32_t)t->bos);
     if (t->eos >= 0)
         kv_u32(b, "tokenizer.ggml.eos_token_id", (uint32_t)t->eos);
+    return LINATTN_OK;
 }
 
 /* ---- a Hugging Face tokenizer, as llama.cpp's converter writes one -------------------- */
@@ -538,22 +657,12 @@ static linattn_status spm_checks(const linattn_tokenizer *t, const char *what, i
  * whose patterns are its splits), the sentencepiece form as model llama
  * (scores from the merges' ranks). */
 static linattn_status vocab_from_hf(kvbuf *b, const linattn_tokenizer *t, int n_vocab,
-                                    const char *what)
+                                    const char *what, out_name *name)
 {
     if (t->vocab > n_vocab)
         return linattn_err(LINATTN_ERR_UNSUPPORTED,
                            "%s: %d tokens for a model of %d: llama.cpp needs an embedding row "
                            "for every token", what, t->vocab, n_vocab);
-    for (int k = 0; k < t->n_added; k++)
-        if (t->added_strip[k] & 3) {
-            int id = t->added[k];
-            return linattn_err(LINATTN_ERR_UNSUPPORTED,
-                               "%s: added token %d '%.*s' strips the spaces beside it (lstrip or "
-                               "rstrip), which a GGUF vocabulary cannot say", what, id,
-                               (int)(t->text_off[id + 1] - t->text_off[id] < 40
-                                         ? t->text_off[id + 1] - t->text_off[id] : 40),
-                               t->text + t->text_off[id]);
-        }
     const char *pre = NULL;
     size_t pre_len = 0;
     int prefix = 0;
@@ -596,6 +705,20 @@ static linattn_status vocab_from_hf(kvbuf *b, const linattn_tokenizer *t, int n_
         k.merged[m[i].id] = 1;
     if (st == LINATTN_OK && spm)
         st = spm_checks(t, what, &prefix, &k);
+    /* an added token strips the white space beside it only as llama.cpp
+     * makes it by the file's names (none but Phi-3's markers); the
+     * unknown token of the sentencepiece form is special to llama.cpp too */
+    name->rule = tok_named_rule(name->s, name->n, pre, pre_len, "llama", 5);
+    if (st == LINATTN_OK)
+        st = named_needs(what, name, t, k.place);
+    for (int id = 0; st == LINATTN_OK && id < t->vocab; id++)
+        if (k.place[id] >= 0 || (spm && id == t->unk)) {
+            const char *s;
+            size_t n;
+            written_text(t, k.place, id, &s, &n);
+            st = named_strip(what, name, id, s, n,
+                             k.place[id] >= 0 ? t->added_strip[k.place[id]] : 0);
+        }
     if (st != LINATTN_OK)
         goto done;
     kv_str(b, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
@@ -733,6 +856,7 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
                            c->path, c->weights);
     linattn_weights *w = NULL;
     linattn_tokenizer *tok = NULL;
+    linattn_gguf *vg = NULL; /* a GGUF vocabulary's file */
     out_tensor *t = NULL;
     kvbuf kv = {0};
     float *perm = NULL;
@@ -776,10 +900,18 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
         size_t cols = t[i].cols ? (size_t)t[i].cols : (size_t)t[i].rows; /* a vector: one row */
         max_cols = cols > max_cols ? cols : max_cols;
     }
-    /* metadata */
+    /* metadata; general.name the model's file name, or a GGUF vocabulary's
+     * own (llama.cpp reads its special tokens by it) */
     const char *slash = strrchr(c->path, '/');
+    out_name name = {slash ? slash + 1 : c->path, 0, TOK_NAMED_NONE};
+    name.n = strlen(name.s);
+    if (strncmp(c->tokenizer, "gguf:", 5) == 0 &&
+        ((st = linattn_gguf_open(c->tokenizer + 5, &vg)) != LINATTN_OK ||
+         (st = gguf_vocab_name(vg, c->tokenizer + 5, &name)) != LINATTN_OK))
+        goto done;
     kv_str(&kv, "general.architecture", "llama");
-    kv_str(&kv, "general.name", slash ? slash + 1 : c->path);
+    kv_key(&kv, "general.name", LINATTN_GGUF_STRING);
+    kv_strv(&kv, name.s, name.n);
     kv_u32(&kv, "general.file_type", k->file_type);
     kv_u32(&kv, "general.quantization_version", 2);
     kv_u32(&kv, "general.alignment", 32);
@@ -794,20 +926,19 @@ linattn_status linattn_quantize(const linattn_config *c, const char *out_path, c
     kv_u32(&kv, "llama.rope.dimension_count", (uint32_t)hd);
     kv_f32(&kv, "llama.attention.layer_norm_rms_epsilon", c->norm_eps);
     kv_f32(&kv, "llama.rope.freq_base", c->rope_theta);
-    if (strncmp(c->tokenizer, "gguf:", 5) == 0) {
-        if ((st = vocab_from_gguf(&kv, c->tokenizer + 5)) != LINATTN_OK)
-            goto done;
+    if (vg) {
+        vocab_from_gguf(&kv, vg);
         if (wrote_vocab)
             *wrote_vocab = 1;
     } else if (strncmp(c->tokenizer, "llama2c:", 8) == 0) {
-        if ((st = linattn_tokenizer_load(c->tokenizer, &tok)) != LINATTN_OK)
+        if ((st = linattn_tokenizer_load(c->tokenizer, &tok)) != LINATTN_OK ||
+            (st = vocab_from_llama2c(&kv, tok, &name)) != LINATTN_OK)
             goto done;
-        vocab_from_llama2c(&kv, tok);
         if (wrote_vocab)
             *wrote_vocab = 1;
     } else if (strncmp(c->tokenizer, "hf:", 3) == 0) {
         if ((st = linattn_tokenizer_load(c->tokenizer, &tok)) != LINATTN_OK ||
-            (st = vocab_from_hf(&kv, tok, c->vocab_size, tok->source)) != LINATTN_OK)
+            (st = vocab_from_hf(&kv, tok, c->vocab_size, tok->source, &name)) != LINATTN_OK)
             goto done;
         if (wrote_vocab)
             *wrote_vocab = 1;
@@ -888,6 +1019,7 @@ done:
     mem_free(kv.p);
     mem_free(t);
     linattn_tokenizer_free(tok);
+    linattn_gguf_free(vg);
     linattn_weights_close(w);
     return st;
 }

@@ -753,6 +753,18 @@ int tok_added_next(tok_added_scan *s, size_t *at)
     return -1;
 }
 
+/* Whether p is inside the white space that the added token at next (hit)
+ * takes with lstrip: white space on both sides of p up to it. */
+static int in_lstrip(const linattn_tokenizer *t, const char *text, size_t p, size_t next, int hit)
+{
+    if (hit < 0 || !(t->added_strip[hit] & 1) || p == 0 || !tok_is_space(text[p - 1]))
+        return 0;
+    for (size_t k = p; k < next; k++)
+        if (!tok_is_space(text[k]))
+            return 0;
+    return 1;
+}
+
 size_t tok_added_cut(const linattn_tokenizer *t, const char *text, size_t len, size_t from,
                      size_t want, tok_cut_fn can_cut, int not_after)
 {
@@ -771,7 +783,8 @@ size_t tok_added_cut(const linattn_tokenizer *t, const char *text, size_t len, s
             known = 1;
         }
         if (hit < 0 || i < next) { /* no added token starts at i */
-            if (i >= first && i != after && can_cut(t, text, len, i)) {
+            if (i >= first && i != after && !in_lstrip(t, text, i, next, hit) &&
+                can_cut(t, text, len, i)) {
                 cut = i;
                 break;
             }

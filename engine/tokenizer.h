@@ -267,6 +267,25 @@ linattn_status tok_load_hf_root(const char *path, const struct cJSON *root,
  * (byte-level BPE merges) as a Hugging Face one. */
 linattn_status tok_load_gguf(const char *path, linattn_tokenizer **out);
 
+/* What llama.cpp does to a GGUF vocabulary's special tokens (control,
+ * user-defined, unknown) by the file's names (llama_vocab::impl::load,
+ * "set attributes by model/tokenizer/architecture name"), which no key
+ * says: for a tokenizer.ggml.pre holding jina-v2-de, jina-v2-es or
+ * jina-v2-code, or an architecture holding nomic-bert-moe or jina-bert-v3,
+ * <mask> takes the white space before it (lstrip); else for a general.name
+ * holding phi-3 or phi3 (ASCII case aside), every special token but <unk>,
+ * <s> and <|endoftext|> takes the white space after it (rstrip), and
+ * llama.cpp looks up those three and </s> (tok_phi3_needs): a file that
+ * lacks one does not load; else for one holding modern-bert, [MASK] takes
+ * the white space before it. Each argument may be NULL (the key absent). */
+typedef enum { TOK_NAMED_NONE, TOK_NAMED_JINA, TOK_NAMED_PHI3, TOK_NAMED_MODERN_BERT } tok_named;
+tok_named tok_named_rule(const char *name, size_t name_len, const char *pre, size_t pre_len,
+                         const char *arch, size_t arch_len);
+/* The strip bits (1 lstrip, 2 rstrip) rule gives a special token of text
+ * piece[0..len). */
+int tok_named_strip(tok_named rule, const char *piece, size_t len);
+extern const char *const tok_phi3_needs[]; /* NULL-terminated */
+
 /* The pre-tokenizer's splits (pretok.c). Adds one to t->split: pattern
  * (a regular expression, or a literal string when literal) compiled for
  * UTF-8 with Unicode properties; where names it in messages ("FILE:

@@ -64,6 +64,65 @@ static int has_ci(const char *s, size_t n, const char *word)
     return 0;
 }
 
+static int has(const char *s, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t i = 0; s && i + w <= n; i++)
+        if (!memcmp(s + i, word, w))
+            return 1;
+    return 0;
+}
+
+const char *const tok_phi3_needs[] = {"</s>", "<unk>", "<s>", "<|endoftext|>", NULL};
+
+tok_named tok_named_rule(const char *name, size_t name_len, const char *pre, size_t pre_len,
+                         const char *arch, size_t arch_len)
+{
+    if (has(pre, pre_len, "jina-v2-de") || has(pre, pre_len, "jina-v2-es") ||
+        has(pre, pre_len, "jina-v2-code") || has(arch, arch_len, "nomic-bert-moe") ||
+        has(arch, arch_len, "jina-bert-v3"))
+        return TOK_NAMED_JINA;
+    if (name && (has_ci(name, name_len, "phi-3") || has_ci(name, name_len, "phi3")))
+        return TOK_NAMED_PHI3;
+    if (name && has_ci(name, name_len, "modern-bert"))
+        return TOK_NAMED_MODERN_BERT;
+    return TOK_NAMED_NONE;
+}
+
+static int is(const char *piece, size_t len, const char *text)
+{
+    return len == strlen(text) && !memcmp(piece, text, len);
+}
+
+int tok_named_strip(tok_named rule, const char *piece, size_t len)
+{
+    switch (rule) {
+    case TOK_NAMED_JINA:
+        return is(piece, len, "<mask>");
+    case TOK_NAMED_PHI3:
+        return is(piece, len, "<unk>") || is(piece, len, "<s>") || is(piece, len, "<|endoftext|>")
+                   ? 0 : 2;
+    case TOK_NAMED_MODERN_BERT:
+        return is(piece, len, "[MASK]");
+    default:
+        return 0;
+    }
+}
+
+/* llama.cpp's rule for the file g (tok_named_rule). */
+static tok_named named_rule(const linattn_gguf *g)
+{
+    const char *v[3] = {NULL, NULL, NULL};
+    size_t n[3] = {0, 0, 0};
+    static const char *const keys[] = {"general.name", "tokenizer.ggml.pre",
+                                       "general.architecture"};
+    for (int i = 0; i < 3; i++)
+        if (linattn_gguf_has(g, keys[i]) &&
+            linattn_gguf_get_string(g, keys[i], &v[i], &n[i]) != LINATTN_OK)
+            v[i] = NULL;
+    return tok_named_rule(v[0], n[0], v[1], n[1], v[2], n[2]);
+}
+
 typedef struct piece_len {
     size_t len;
     int id;
@@ -120,22 +179,15 @@ static linattn_status spm_added(const linattn_gguf *g, const char *path,
         }
     }
     mem_free(order);
-    /* llama.cpp's rule by the model's name: Phi-3's markers take the white
+    /* llama.cpp's rules by the file's names: Phi-3's markers take the white
      * space after them ("<|user|>\nHi" is <|user|> then " Hi"), all but
      * <unk>, <s> and <|endoftext|> */
-    const char *name;
-    size_t nlen;
-    if (st == LINATTN_OK && n > 0 && linattn_gguf_has(g, "general.name") &&
-        linattn_gguf_get_string(g, "general.name", &name, &nlen) == LINATTN_OK &&
-        (has_ci(name, nlen, "phi-3") || has_ci(name, nlen, "phi3")))
-        for (int k = 0; k < n; k++) {
-            int id = t->added[k];
-            const char *pc = t->text + t->text_off[id];
-            size_t pl = t->text_off[id + 1] - t->text_off[id];
-            int keep = (pl == 5 && !memcmp(pc, "<unk>", 5)) || (pl == 3 && !memcmp(pc, "<s>", 3)) ||
-                       (pl == 13 && !memcmp(pc, "<|endoftext|>", 13));
-            t->added_strip[k] = keep ? 0 : 2;
-        }
+    tok_named rule = named_rule(g);
+    for (int k = 0; st == LINATTN_OK && k < n; k++) {
+        int id = t->added[k];
+        t->added_strip[k] = (unsigned char)tok_named_strip(rule, t->text + t->text_off[id],
+                                                           t->text_off[id + 1] - t->text_off[id]);
+    }
     return st;
 }
 
@@ -263,6 +315,7 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
                            "%s: tokenizer.ggml.pre '%.*s' is not supported (llama.cpp's "
                            "pre-tokenizer types made of regular expressions alone: "
                            "docs/tokenizers.md)", path, (int)(pre_len < 40 ? pre_len : 40), pre);
+    tok_named rule = named_rule(g);
     cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
     cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
     cJSON *mlist = cJSON_AddArrayToObject(model, "merges");
@@ -323,9 +376,12 @@ static linattn_status load_bpe(const linattn_gguf *g, const char *path,
         ok = cJSON_AddNumberToObject(vocab, buf, (double)i) != NULL;
         if (ok && (type == TYPE_CONTROL || type == TYPE_USER_DEFINED)) {
             cJSON *a = cJSON_CreateObject();
+            int strip = tok_named_strip(rule, s, len);
             ok = a && cJSON_AddNumberToObject(a, "id", (double)i) &&
                  cJSON_AddStringToObject(a, "content", buf) &&
-                 cJSON_AddBoolToObject(a, "special", type == TYPE_CONTROL);
+                 cJSON_AddBoolToObject(a, "special", type == TYPE_CONTROL) &&
+                 cJSON_AddBoolToObject(a, "lstrip", strip & 1) &&
+                 cJSON_AddBoolToObject(a, "rstrip", strip & 2);
             if (a && !cJSON_AddItemToArray(added, a)) {
                 cJSON_Delete(a);
                 ok = 0;

@@ -305,8 +305,12 @@ linattn_status tok_encode_llama2c(const linattn_tokenizer *t, const char *text, 
     int after = base == 0; /* the piece at seg starts the text or follows an added token */
     for (int hit; st == LINATTN_OK && (hit = tok_added_next(&sc, &i)) >= 0;) {
         int id = t->added[hit];
-        if (i > seg)
-            st = encode_text(t, text + seg, i - seg, after && !t->no_dummy_prefix, base + seg,
+        size_t end = i;
+        if (t->added_strip[hit] & 1) /* lstrip: the white space before it goes with it */
+            while (end > seg && tok_is_space(text[end - 1]))
+                end--;
+        if (end > seg)
+            st = encode_text(t, text + seg, end - seg, after && !t->no_dummy_prefix, base + seg,
                              out->n, out);
         if (st == LINATTN_OK)
             st = tok_push(out, id);

@@ -858,13 +858,14 @@ Test(gguf, spm_add_space_prefix)
 
 /* A sentencepiece vocabulary with token types: <unk> (unknown) <s> </s>
  * (control) a U+2581 U+2581a <|u|> (control) b, and < > | / s u (so a
- * text may be cut beside the control tokens), general.name `name`. */
+ * text may be cut beside the control tokens), [MASK] (control),
+ * general.name `name`. */
 static const char *spm_typed_vocab(const char *name)
 {
     static const char *const toks[] = {"<unk>", "<s>", "</s>", "a", "\xe2\x96\x81",
                                        "\xe2\x96\x81" "a", "<|u|>", "b", "<", ">", "|", "/",
-                                       "s", "u"};
-    static const uint32_t types[] = {2, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1};
+                                       "s", "u", "[MASK]"};
+    static const uint32_t types[] = {2, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 1, 3};
     enum { N = sizeof toks / sizeof toks[0] };
     gw w = {0};
     header(&w, 3, 0, 6);
@@ -932,6 +933,95 @@ Test(gguf, spm_special_tokens_in_text)
     cr_assert_eq(linattn_tokenizer_encode(t, text, len, 1, whole, 64, &nw), LINATTN_OK);
     for (size_t want = 1; want <= 3; want++) {
         m = 0;
+        for (size_t from = 0, to; from < len; from = to) {
+            to = linattn_tokenizer_cut(t, text, len, from, want);
+            size_t k;
+            cr_assert_eq(linattn_tokenizer_encode_part(t, text, from, to, 1, part + m, 64 - m, &k),
+                         LINATTN_OK, "%s", linattn_last_error());
+            m += k;
+        }
+        cr_expect(m == nw && !memcmp(part, whole, nw * sizeof *whole),
+                  "cut every %zu bytes: %zu ids against %zu", want, m, nw);
+    }
+    linattn_tokenizer_free(t);
+}
+
+/* A byte-level vocabulary: 1 2, a space, <|u|> <s> </s> <unk>
+ * <|endoftext|> <mask> [MASK] (control), a space and 1 (merged),
+ * general.name `name` and pre-type `pre`. */
+static const char *bpe_typed_vocab(const char *name, const char *pre)
+{
+    static const char *const toks[] = {"1", "2", "\xc4\xa0", "<|u|>", "<s>", "</s>", "<unk>",
+                                       "<|endoftext|>", "<mask>", "[MASK]", "\xc4\xa0" "1"};
+    static const uint32_t types[] = {1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 1};
+    enum { N = sizeof toks / sizeof toks[0] };
+    gw w = {0};
+    header(&w, 3, 0, 6);
+    key(&w, "general.name", 8); str(&w, name);
+    key(&w, "tokenizer.ggml.model", 8); str(&w, "gpt2");
+    key(&w, "tokenizer.ggml.pre", 8); str(&w, pre);
+    key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, N);
+    for (int i = 0; i < N; i++)
+        str(&w, toks[i]);
+    key(&w, "tokenizer.ggml.token_type", 9); u32(&w, 5); u64(&w, N);
+    for (int i = 0; i < N; i++)
+        u32(&w, types[i]);
+    key(&w, "tokenizer.ggml.merges", 9); u32(&w, 8); u64(&w, 1); str(&w, "\xc4\xa0 1");
+    const char *path = tu_path("bpe-typed.gguf");
+    tu_write_file(path, w.p, w.n);
+    free(w.p);
+    static char spec[4200];
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    return spec;
+}
+
+/* llama.cpp's rules by the file's names (llama_vocab::impl::load), in both
+ * models: Phi-3's markers but <unk>, <s> and <|endoftext|> take the white
+ * space after them; with a jina-v2 pre-type <mask>, and for a name holding
+ * modern-bert [MASK], the white space before. The ids are llama-tokenize's
+ * on the same files (llama.cpp 0253fb2, no BOS). */
+Test(gguf, special_tokens_by_name)
+{
+    static const struct { const char *name, *pre, *text; int n, ids[8]; } cases[] = {
+        {"a model", "gpt-2", "1<|u|> 1</s> 2", 6, {0, 3, 10, 5, 2, 1}},
+        {"Phi-3 tiny", "gpt-2", "1<|u|> 1</s> 2", 5, {0, 3, 0, 5, 1}},
+        {"my-PHI3", "gpt-2", "<s> 1<|endoftext|> 1<unk> 1", 6, {4, 10, 7, 10, 6, 10}},
+        {"a model", "gpt-2", "1 <mask> 1 [MASK]", 6, {0, 2, 8, 10, 2, 9}},
+        {"a model", "jina-v2-de", "1 <mask> 1 [MASK]", 5, {0, 8, 10, 2, 9}},
+        {"modern-bert tiny", "gpt-2", "1 <mask> 1 [MASK]", 5, {0, 2, 8, 10, 9}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        linattn_tokenizer *t;
+        cr_assert_eq(linattn_tokenizer_load(bpe_typed_vocab(cases[c].name, cases[c].pre), &t),
+                     LINATTN_OK, "%s", linattn_last_error());
+        int ids[16];
+        size_t n;
+        const char *text = cases[c].text;
+        cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 0, ids, 16, &n), LINATTN_OK,
+                     "%s", linattn_last_error());
+        cr_expect(n == (size_t)cases[c].n && !memcmp(ids, cases[c].ids, n * sizeof *ids),
+                  "%s, %s: '%s': %zu ids, the first %d", cases[c].name, cases[c].pre, text, n,
+                  n ? ids[0] : -1);
+        linattn_tokenizer_free(t);
+    }
+    /* sentencepiece: [MASK] takes the spaces before it under modern-bert */
+    linattn_tokenizer *t;
+    cr_assert_eq(linattn_tokenizer_load(spm_typed_vocab("a llama"), &t), LINATTN_OK);
+    expect_ids(t, "a [MASK]a", (int[]){1, 5, 4, 14, 5}, 5);
+    linattn_tokenizer_free(t);
+    cr_assert_eq(linattn_tokenizer_load(spm_typed_vocab("modern-bert"), &t), LINATTN_OK);
+    expect_ids(t, "a [MASK]a", (int[]){1, 5, 14, 5}, 4);
+    expect_ids(t, " [MASK]", (int[]){1, 14}, 2);
+    /* in parts: no cut inside the white space it takes (no piece holds
+     * two spaces, so a cut between them would else be allowed) */
+    const char *text = "a   [MASK]a  [MASK] a";
+    size_t len = strlen(text);
+    int whole[64], part[64];
+    size_t nw;
+    cr_assert_eq(linattn_tokenizer_encode(t, text, len, 1, whole, 64, &nw), LINATTN_OK);
+    expect_ids(t, text, (int[]){1, 5, 14, 5, 14, 4, 5}, 7);
+    for (size_t want = 1; want <= 3; want++) {
+        size_t m = 0;
         for (size_t from = 0, to; from < len; from = to) {
             to = linattn_tokenizer_cut(t, text, len, from, want);
             size_t k;

@@ -141,9 +141,10 @@ static void write_sp_full(void)
 
 #define V 320 /* the model's rows: more than any fixture's tokens */
 
-/* A llama-shaped model of V rows (random weights) whose config names the
- * folder's tokenizer.json; returns the config's path. */
-static const char *write_model(void)
+/* A llama-shaped model of V rows (random weights) whose config (named
+ * ini_name: the GGUF file's general.name) names the folder's
+ * tokenizer.json; returns the config's path. */
+static const char *write_model_as(const char *ini_name)
 {
     static char ini[4200];
     const int d = 32, ff = 64;
@@ -175,7 +176,7 @@ static const char *write_model(void)
     free(bytes);
     for (int i = 0; i < 12; i++)
         free(data[i]);
-    snprintf(ini, sizeof ini, "%s", tu_path("m.ini"));
+    snprintf(ini, sizeof ini, "%s", tu_path(ini_name));
     char text[8400];
     snprintf(text, sizeof text,
              "[model]\nweights = m.safetensors\ntokenizer = hf:%s\nvocab_size = %d\n"
@@ -186,11 +187,18 @@ static const char *write_model(void)
     return ini;
 }
 
-/* The folder's tokenizer quantized into out.gguf; its path. */
-static const char *quantize(void)
+static const char *write_model(void)
+{
+    return write_model_as("m.ini");
+}
+
+/* The folder's tokenizer quantized into out.gguf, the model named
+ * ini_name; its path. */
+static const char *quantize_as(const char *ini_name)
 {
     linattn_config c;
-    cr_assert_eq(linattn_config_load(write_model(), &c), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_config_load(write_model_as(ini_name), &c), LINATTN_OK, "%s",
+                 linattn_last_error());
     static char out[4200];
     snprintf(out, sizeof out, "%s", tu_path("out.gguf"));
     int vocab = 0;
@@ -200,11 +208,22 @@ static const char *quantize(void)
     return out;
 }
 
-static linattn_status quantize_fails(void)
+static const char *quantize(void)
+{
+    return quantize_as("m.ini");
+}
+
+static linattn_status quantize_fails_as(const char *ini_name)
 {
     linattn_config c;
-    cr_assert_eq(linattn_config_load(write_model(), &c), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_config_load(write_model_as(ini_name), &c), LINATTN_OK, "%s",
+                 linattn_last_error());
     return linattn_quantize(&c, tu_path("no.gguf"), "f32", NULL);
+}
+
+static linattn_status quantize_fails(void)
+{
+    return quantize_fails_as("m.ini");
 }
 
 /* Every text encodes to the same ids (with and without bos) from the
@@ -371,6 +390,117 @@ Test(hfvocab, sentencepiece_llama_form)
     };
     size_t n = sizeof mine / sizeof mine[0];
     cr_expect_eq(same_tokens(out, mine, n), 2 * (int)n);
+}
+
+/* ---- the model's name: llama.cpp's rules by it ------------------------------------- */
+
+/* write_sp_full's vocabulary with Phi-3's markers: </s> (not special),
+ * <|endoftext|> 285, <|user|> 286 and <|end|> 287 (special), </s> and the
+ * last two taking the white space after them (rstrip) when strip is set,
+ * as Phi-3's tokenizer.json has them. */
+static void write_sp_phi3(int strip)
+{
+    write_sp_full();
+    size_t len;
+    char *json = tu_read_file(tu_path("tokenizer.json"), &len);
+    static const char was[] = "{\"id\": 2, \"content\": \"</s>\", \"special\": true}]";
+    char *at = strstr(json, was);
+    cr_assert(at);
+    const char *r = strip ? "true" : "false";
+    char with[70000];
+    snprintf(with, sizeof with,
+             "%.*s{\"id\": 2, \"content\": \"</s>\", \"special\": false, \"rstrip\": %s},"
+             " {\"id\": 285, \"content\": \"<|endoftext|>\", \"special\": true},"
+             " {\"id\": 286, \"content\": \"<|user|>\", \"special\": true, \"rstrip\": %s},"
+             " {\"id\": 287, \"content\": \"<|end|>\", \"special\": true, \"rstrip\": %s}]%s",
+             (int)(at - json), json, r, r, r, at + strlen(was));
+    free(json);
+    tu_write_text(tu_path("tokenizer.json"), with);
+}
+
+static void expect_ids(const char *spec, const char *text, const int *want, size_t nw)
+{
+    linattn_tokenizer *t;
+    cr_assert_eq(linattn_tokenizer_load(spec, &t), LINATTN_OK, "%s", linattn_last_error());
+    int ids[64];
+    size_t n;
+    cr_assert_eq(linattn_tokenizer_encode(t, text, strlen(text), 1, ids, 64, &n), LINATTN_OK,
+                 "%s", linattn_last_error());
+    char got[256] = "";
+    for (size_t i = 0; i < n && strlen(got) < 200; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), " %d", ids[i]);
+    cr_expect(n == nw && !memcmp(ids, want, n * sizeof *ids), "%s '%s': got%s", spec, text, got);
+    linattn_tokenizer_free(t);
+}
+
+/* llama.cpp gives the special tokens of a model whose general.name holds
+ * phi-3 or phi3 (the written name: the model's file name) Phi-3's
+ * rstrip, all but <unk>, <s> and <|endoftext|>, and looks those three and
+ * </s> up: Phi-3's own tokenizer.json is written under such a name (ids
+ * as llama-tokenize gives them, llama.cpp 0253fb2), one that strips
+ * otherwise, or lacks one of them (llama.cpp would not load it), is
+ * refused; a GGUF vocabulary keeps its name. */
+Test(hfvocab, phi3_rules_by_name)
+{
+    write_sp_phi3(1);
+    char out[4200], spec[4300];
+    snprintf(out, sizeof out, "%s", quantize_as("Phi-3-tiny.ini"));
+    linattn_gguf *g;
+    cr_assert_eq(linattn_gguf_open(out, &g), LINATTN_OK);
+    expect_str(g, "general.name", "Phi-3-tiny.ini");
+    cr_expect_eq(type_of(g, 2), 4, "</s>: user-defined");
+    cr_expect_eq(type_of(g, 286), 3, "<|user|>: control");
+    linattn_gguf_free(g);
+    static const char *const mine[] = {
+        "<|user|>\n hello<|end|>\n", "</s> the", "<|endoftext|> the", "<s>  a", "a <|end|>\t\tb",
+        "<|user|>", "the<|end|>   ",
+    };
+    size_t n = sizeof mine / sizeof mine[0];
+    cr_expect_eq(same_tokens(out, mine, n), 2 * (int)n);
+    snprintf(spec, sizeof spec, "gguf:%s", out);
+    expect_ids(spec, "<|user|>\n hello<|end|>\n", (int[]){1, 286, 281, 287}, 4);
+    expect_ids(spec, "</s> the", (int[]){1, 2, 278}, 3);
+    expect_ids(spec, "<|endoftext|> the", (int[]){1, 285, 259, 278}, 4);
+    expect_ids(spec, "<s>  a", (int[]){1, 1, 284, 272}, 4);
+    /* quantized again under another name, the vocabulary keeps its own */
+    char ini[4200];
+    snprintf(ini, sizeof ini, "%s", tu_path("again.ini"));
+    tu_write_text(ini, "[model]\nweights = m.safetensors\nvocab_size = 320\nd_model = 32\n"
+                       "n_heads = 2\nn_layers = 1\nd_ff = 64\nattention = softmax\n"
+                       "norm = rmsnorm\nffn = swiglu\npositions = rope\nbias = false\n"
+                       "max_seq_len = 64\n");
+    size_t len;
+    char *text = tu_read_file(ini, &len), with[9000];
+    snprintf(with, sizeof with, "%stokenizer = gguf:%s\n", text, out);
+    free(text);
+    tu_write_text(ini, with);
+    linattn_config c;
+    cr_assert_eq(linattn_config_load(ini, &c), LINATTN_OK, "%s", linattn_last_error());
+    cr_assert_eq(linattn_quantize(&c, tu_path("again.gguf"), "q8_0", NULL), LINATTN_OK, "%s",
+                 linattn_last_error());
+    cr_assert_eq(linattn_gguf_open(tu_path("again.gguf"), &g), LINATTN_OK);
+    expect_str(g, "general.name", "Phi-3-tiny.ini");
+    linattn_gguf_free(g);
+    snprintf(spec, sizeof spec, "gguf:%s", tu_path("again.gguf"));
+    expect_ids(spec, "<|user|>\n hello<|end|>\n", (int[]){1, 286, 281, 287}, 4);
+    /* the markers without their strips: under another name only */
+    write_sp_phi3(0);
+    cr_expect_eq(quantize_fails_as("phi3-tiny.ini"), LINATTN_ERR_UNSUPPORTED);
+    cr_expect(strstr(linattn_last_error(), "token 2 '</s>' has no strip, and llama.cpp gives it "
+                     "rstrip by general.name 'phi3-tiny.ini'"), "%s", linattn_last_error());
+    snprintf(out, sizeof out, "%s", quantize_as("m.ini"));
+    snprintf(spec, sizeof spec, "gguf:%s", out);
+    expect_ids(spec, "</s> the", (int[]){1, 2, 259, 278}, 4);
+    write_sp_phi3(1);
+    cr_expect_eq(quantize_fails_as("m.ini"), LINATTN_ERR_UNSUPPORTED);
+    cr_expect(strstr(linattn_last_error(), "added token 2 '</s>' strips the spaces beside it"),
+              "%s", linattn_last_error());
+    /* a vocabulary without </s>: llama.cpp would not load it so named */
+    write_bytes_json(SPLIT_THEN_BYTES(LLAMA3_HF, "Isolated"), 1);
+    cr_expect_eq(quantize_fails_as("phi3.ini"), LINATTN_ERR_UNSUPPORTED);
+    cr_expect(strstr(linattn_last_error(), "general.name 'phi3.ini' (the model's file name) makes "
+                     "llama.cpp look up Phi-3's token '</s>', which the vocabulary lacks"),
+              "%s", linattn_last_error());
 }
 
 /* ---- what has no GGUF form ---------------------------------------------------------- */
