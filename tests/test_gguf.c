@@ -778,6 +778,19 @@ Test(gguf, worst_case_metadata_time)
 
 /* ---- byte-level vocabularies and their pre-tokenizer ------------------------------- */
 
+/* Writes w's bytes (and frees them) to file in the test folder; returns
+ * the tokenizer spec "gguf:PATH", in storage the next call reuses (each
+ * caller loads its vocabulary before it makes another). */
+static const char *gguf_spec(gw *w, const char *file)
+{
+    const char *path = tu_path(file);
+    tu_write_file(path, w->p, w->n);
+    free(w->p);
+    static char spec[4200];
+    snprintf(spec, sizeof spec, "gguf:%s", path);
+    return spec;
+}
+
 /* A gpt2-model vocabulary: tokens 1 2 3 4 34, the merge "3 4", bos 0,
  * and tokenizer.ggml.pre when pre is not NULL. */
 static const char *bpe_vocab(const char *pre)
@@ -795,12 +808,7 @@ static const char *bpe_vocab(const char *pre)
         key(&w, "tokenizer.ggml.pre", 8);
         str(&w, pre);
     }
-    const char *path = tu_path("vocab.gguf");
-    tu_write_file(path, w.p, w.n);
-    free(w.p);
-    static char spec[4200];
-    snprintf(spec, sizeof spec, "gguf:%s", path);
-    return spec;
+    return gguf_spec(&w, "vocab.gguf");
 }
 
 /* A sentencepiece (llama) vocabulary: <unk> <s> </s> a, U+2581, U+2581a;
@@ -823,12 +831,7 @@ static const char *spm_vocab(int prefix)
         key(&w, "tokenizer.ggml.add_space_prefix", 7);
         u8(&w, (uint8_t)prefix);
     }
-    const char *path = tu_path("spm.gguf");
-    tu_write_file(path, w.p, w.n);
-    free(w.p);
-    static char spec[4200];
-    snprintf(spec, sizeof spec, "gguf:%s", path);
-    return spec;
+    return gguf_spec(&w, "spm.gguf");
 }
 
 /* tokenizer.ggml.add_space_prefix: true (or absent, llama.cpp's default)
@@ -881,12 +884,7 @@ static const char *spm_typed_vocab(const char *name)
     for (int i = 0; i < N; i++)
         u32(&w, types[i]);
     key(&w, "tokenizer.ggml.bos_token_id", 4); u32(&w, 1);
-    const char *path = tu_path("spm-typed.gguf");
-    tu_write_file(path, w.p, w.n);
-    free(w.p);
-    static char spec[4200];
-    snprintf(spec, sizeof spec, "gguf:%s", path);
-    return spec;
+    return gguf_spec(&w, "spm-typed.gguf");
 }
 
 static void expect_ids(const linattn_tokenizer *t, const char *text, const int *want, size_t nw)
@@ -967,12 +965,7 @@ static const char *bpe_typed_vocab(const char *name, const char *pre)
     for (int i = 0; i < N; i++)
         u32(&w, types[i]);
     key(&w, "tokenizer.ggml.merges", 9); u32(&w, 8); u64(&w, 1); str(&w, "\xc4\xa0 1");
-    const char *path = tu_path("bpe-typed.gguf");
-    tu_write_file(path, w.p, w.n);
-    free(w.p);
-    static char spec[4200];
-    snprintf(spec, sizeof spec, "gguf:%s", path);
-    return spec;
+    return gguf_spec(&w, "bpe-typed.gguf");
 }
 
 /* llama.cpp's rules by the file's names (llama_vocab::impl::load), in both
