@@ -270,6 +270,8 @@ Test(eval, shipped_linear_model_streams)
      * under the sanitizers */
     cr_skip_test("figures: the native run checks them");
 #endif
+    if (tu_skip_figures())
+        cr_skip_test("figures: the native run checks them");
     double sb[16], wb[16], xb[16];
     double stream = eval_json("kjv-linear.ini", NULL, sb);
     double windows = eval_json("kjv-linear.ini", "256", wb);
@@ -393,6 +395,8 @@ Test(eval, shipped_hybrids_beat_wider_windows, .timeout = 900)
      * hybrid code under the sanitizers */
     cr_skip_test("figures: the native run checks them");
 #endif
+    if (tu_skip_figures())
+        cr_skip_test("figures: the native run checks them");
     double tb[16];
     double teacher = eval_json("kjv-llama.ini", "1024", tb);
     check_hybrid("kjv-llama-hybrid16.ini", 16, teacher, 1.05);

@@ -151,6 +151,12 @@ void tu_each_data_file(const char *suffix, void (*check)(const char *path))
 
 /* ---- fuzzing --------------------------------------------------------------- */
 
+int tu_skip_figures(void)
+{
+    const char *v = getenv("LINATTN_SKIP_FIGURES");
+    return v && strcmp(v, "1") == 0;
+}
+
 int tu_fuzz_iters(void)
 {
     const char *iters = getenv("LINATTN_FUZZ_ITERS");

@@ -50,6 +50,11 @@ const char *tu_data(const char *name);
  * LINATTN_DATA is unset. */
 void tu_each_data_file(const char *suffix, void (*check)(const char *path));
 
+/* 1 when $LINATTN_SKIP_FIGURES is 1: CI's reruns of the suites (another
+ * ISA, no OpenMP) leave the shipped models' figures, minutes of evaluation,
+ * to the native run that checks them. */
+int tu_skip_figures(void);
+
 /* ---- fuzzing --------------------------------------------------------------- */
 
 /* $LINATTN_FUZZ_ITERS, or 200. */
